@@ -1,0 +1,22 @@
+//! arbor-datasets: one span-based model for every corpus arbor reads.
+//!
+//! - [`Corpus`] holds [`Document`]s (id, title, text, optional [`Section`] tree with byte spans) and
+//!   [`Query`]s (id, text, doc ids, gold [`Evidence`] as byte spans, answers, split).
+//! - [`loaders`] read arbor JSONL, SQuAD v1.1, QASPER (v0.3 and Hugging Face layouts) and BEIR folders.
+//! - [`sentences`] splits text into sentences with byte spans; [`units`] groups them into leaf units of at
+//!   most N sentences that never cross a paragraph or a section.
+//!
+//! A [`Span`] is always a UTF-8 byte range into a document's original `text` (DESIGN.md: every method
+//! returns spans and every metric is computed on spans).
+
+pub mod corpus;
+pub mod error;
+pub mod loaders;
+pub mod sentences;
+pub mod span;
+pub mod units;
+
+pub use corpus::{Corpus, Document, Evidence, Query, Section};
+pub use error::DataError;
+pub use span::{DocSpan, Span};
+pub use units::{Paragraph, Unit, UnitConfig};

@@ -1,0 +1,122 @@
+//! Byte spans into a document's text, and the interval arithmetic every metric is built on.
+
+use serde::{Deserialize, Serialize};
+
+/// A half-open UTF-8 byte range `[start, end)` into one document's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Self {
+        debug_assert!(start <= end, "span {start}..{end} is reversed");
+        Span { start, end }
+    }
+
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start >= self.end
+    }
+
+    pub fn contains(&self, other: &Span) -> bool {
+        self.start <= other.start && other.end <= self.end
+    }
+
+    pub fn overlaps(&self, other: &Span) -> bool {
+        self.start < other.end && other.start < self.end
+    }
+
+    /// The covering span of two spans.
+    pub fn cover(&self, other: &Span) -> Span {
+        Span::new(self.start.min(other.start), self.end.max(other.end))
+    }
+}
+
+/// A span inside a given document of a corpus (documents are numbered by their position in the corpus).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct DocSpan {
+    pub doc: usize,
+    pub span: Span,
+}
+
+/// Sorts and merges overlapping or touching spans, per document: the result is a set of disjoint spans.
+pub fn merge(mut spans: Vec<DocSpan>) -> Vec<DocSpan> {
+    spans.retain(|s| !s.span.is_empty());
+    spans.sort();
+    let mut out: Vec<DocSpan> = Vec::with_capacity(spans.len());
+    for s in spans {
+        match out.last_mut() {
+            Some(last) if last.doc == s.doc && s.span.start <= last.span.end => {
+                last.span.end = last.span.end.max(s.span.end);
+            }
+            _ => out.push(s),
+        }
+    }
+    out
+}
+
+/// The intersection of two merged (disjoint, sorted) span sets.
+pub fn intersect(a: &[DocSpan], b: &[DocSpan]) -> Vec<DocSpan> {
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    while i < a.len() && j < b.len() {
+        let (x, y) = (a[i], b[j]);
+        if x.doc != y.doc {
+            if x.doc < y.doc { i += 1 } else { j += 1 }
+            continue;
+        }
+        let start = x.span.start.max(y.span.start);
+        let end = x.span.end.min(y.span.end);
+        if start < end {
+            out.push(DocSpan { doc: x.doc, span: Span::new(start, end) });
+        }
+        if x.span.end <= y.span.end { i += 1 } else { j += 1 }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ds(doc: usize, start: usize, end: usize) -> DocSpan {
+        DocSpan { doc, span: Span::new(start, end) }
+    }
+
+    #[test]
+    fn merge_joins_overlapping_and_touching_spans_per_document() {
+        let merged = merge(vec![ds(0, 5, 9), ds(0, 0, 5), ds(1, 0, 2), ds(0, 20, 30), ds(0, 8, 12)]);
+        assert_eq!(merged, vec![ds(0, 0, 12), ds(0, 20, 30), ds(1, 0, 2)]);
+    }
+
+    #[test]
+    fn intersect_keeps_only_common_bytes_of_the_same_document() {
+        let a = merge(vec![ds(0, 0, 10), ds(0, 20, 30), ds(1, 0, 10)]);
+        let b = merge(vec![ds(0, 5, 25), ds(2, 0, 10)]);
+        assert_eq!(intersect(&a, &b), vec![ds(0, 5, 10), ds(0, 20, 25)]);
+    }
+
+    fn bytes(set: &[DocSpan]) -> std::collections::BTreeSet<(usize, usize)> {
+        set.iter().flat_map(|s| (s.span.start..s.span.end).map(move |b| (s.doc, b))).collect()
+    }
+
+    proptest! {
+        #[test]
+        fn intersect_equals_bytewise_intersection(
+            a in prop::collection::vec((0usize..3, 0usize..40, 0usize..10), 0..8),
+            b in prop::collection::vec((0usize..3, 0usize..40, 0usize..10), 0..8),
+        ) {
+            let a = merge(a.into_iter().map(|(d, s, l)| ds(d, s, s + l)).collect());
+            let b = merge(b.into_iter().map(|(d, s, l)| ds(d, s, s + l)).collect());
+            let got = bytes(&intersect(&a, &b));
+            let want: std::collections::BTreeSet<_> = bytes(&a).intersection(&bytes(&b)).cloned().collect();
+            prop_assert_eq!(got, want);
+        }
+    }
+}

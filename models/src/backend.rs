@@ -1,0 +1,12 @@
+//! Backend selection: the default is Burn's ndarray CPU backend; `--features cuda` selects burn-cuda with
+//! no other change. Every model is generic over `B: Backend`; binaries name [`DefaultBackend`].
+
+#[cfg(not(feature = "cuda"))]
+pub type DefaultBackend = burn::backend::NdArray<f32>;
+#[cfg(feature = "cuda")]
+pub type DefaultBackend = burn::backend::Cuda<f32, i32>;
+
+/// The device binaries run on: the CPU, or the first CUDA GPU.
+pub fn default_device() -> burn::tensor::Device<DefaultBackend> {
+    Default::default()
+}

@@ -1,0 +1,14 @@
+//! BERT (Devlin et al., 2019) in Burn, as Hugging Face `transformers` implements it
+//! (`models/bert/modeling_bert.py`: BertEmbeddings, BertSelfAttention, BertSelfOutput, BertIntermediate,
+//! BertOutput; post-norm residual blocks, exact erf GELU). Field names follow the checkpoint's names
+//! (`attention.self.query` is `query`, `attention.output.dense` is `attention_output`, and so on), so
+//! [`weights`] maps one to one. Attention is written step by step so every layer can hand back its
+//! probabilities `[batch, heads, tokens, tokens]`.
+
+pub mod config;
+pub mod model;
+pub mod weights;
+
+pub use config::BertConfig;
+pub use model::{Bert, BertOutput};
+pub use weights::load_bert;

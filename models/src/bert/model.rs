@@ -1,0 +1,106 @@
+//! The BERT forward pass.
+
+use burn::module::Module;
+use burn::nn::{Embedding, LayerNorm, Linear};
+use burn::tensor::activation::{gelu, softmax};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Bool, Int, Tensor};
+
+/// Word, position and token-type embeddings, summed and layer-normalised (BertEmbeddings).
+#[derive(Module, Debug)]
+pub struct BertEmbeddings<B: Backend> {
+    pub word_embeddings: Embedding<B>,
+    pub position_embeddings: Embedding<B>,
+    pub token_type_embeddings: Embedding<B>,
+    pub layer_norm: LayerNorm<B>,
+}
+
+/// One transformer block: self-attention and feed-forward, each with a post-norm residual.
+#[derive(Module, Debug)]
+pub struct BertLayer<B: Backend> {
+    pub query: Linear<B>,
+    pub key: Linear<B>,
+    pub value: Linear<B>,
+    /// `attention.output.dense`
+    pub attention_output: Linear<B>,
+    /// `attention.output.LayerNorm`
+    pub attention_norm: LayerNorm<B>,
+    /// `intermediate.dense`
+    pub intermediate: Linear<B>,
+    /// `output.dense`
+    pub output: Linear<B>,
+    /// `output.LayerNorm`
+    pub output_norm: LayerNorm<B>,
+    pub num_heads: usize,
+}
+
+/// A BERT encoder (no pooler: sentence embeddings pool the token states themselves).
+#[derive(Module, Debug)]
+pub struct Bert<B: Backend> {
+    pub embeddings: BertEmbeddings<B>,
+    pub layers: Vec<BertLayer<B>>,
+}
+
+/// What a forward pass returns.
+#[derive(Debug, Clone)]
+pub struct BertOutput<B: Backend> {
+    /// The last layer's token states, `[batch, tokens, hidden]`.
+    pub hidden: Tensor<B, 3>,
+    /// Per layer, the attention probabilities `[batch, heads, tokens, tokens]` (empty unless asked for).
+    pub attentions: Vec<Tensor<B, 4>>,
+}
+
+impl<B: Backend> Bert<B> {
+    /// Encodes a padded batch.
+    ///
+    /// # Shapes
+    /// - `input_ids`: `[batch, tokens]`
+    /// - `mask`: `[batch, tokens]`, true on real tokens, false on padding
+    /// - returns hidden `[batch, tokens, hidden]` and, when `with_attention`, one `[batch, heads, tokens, tokens]`
+    ///   per layer
+    pub fn forward(&self, input_ids: Tensor<B, 2, Int>, mask: Tensor<B, 2, Bool>, with_attention: bool) -> BertOutput<B> {
+        let [batch, tokens] = input_ids.dims();
+        let device = input_ids.device();
+        let positions = Tensor::<B, 1, Int>::arange(0..tokens as i64, &device).unsqueeze::<2>().repeat_dim(0, batch);
+        let token_types = Tensor::<B, 2, Int>::zeros([batch, tokens], &device);
+        let e = &self.embeddings;
+        let x = e.word_embeddings.forward(input_ids)
+            + e.position_embeddings.forward(positions)
+            + e.token_type_embeddings.forward(token_types);
+        let mut x = e.layer_norm.forward(x); // [batch, tokens, hidden]
+        // Additive mask on keys: 0 for real tokens, a large negative number for padding (as transformers does
+        // with finfo(dtype).min). [batch, 1, 1, tokens]
+        let key_bias = Tensor::<B, 2>::zeros([batch, tokens], &device)
+            .mask_fill(mask.bool_not(), -1.0e9)
+            .unsqueeze_dims::<4>(&[1, 2]);
+        let mut attentions = Vec::new();
+        for layer in &self.layers {
+            let (out, probs) = layer.forward(x, key_bias.clone());
+            x = out;
+            if with_attention {
+                attentions.push(probs);
+            }
+        }
+        BertOutput { hidden: x, attentions }
+    }
+}
+
+impl<B: Backend> BertLayer<B> {
+    /// # Shapes
+    /// - `x`: `[batch, tokens, hidden]`; `key_bias`: `[batch, 1, 1, tokens]`
+    /// - returns `[batch, tokens, hidden]` and the probabilities `[batch, heads, tokens, tokens]`
+    pub fn forward(&self, x: Tensor<B, 3>, key_bias: Tensor<B, 4>) -> (Tensor<B, 3>, Tensor<B, 4>) {
+        let [batch, tokens, hidden] = x.dims();
+        let head_dim = hidden / self.num_heads;
+        let split = |t: Tensor<B, 3>| t.reshape([batch, tokens, self.num_heads, head_dim]).swap_dims(1, 2);
+        let q = split(self.query.forward(x.clone())); // [batch, heads, tokens, head_dim]
+        let k = split(self.key.forward(x.clone()));
+        let v = split(self.value.forward(x.clone()));
+        let scores = q.matmul(k.transpose()) / (head_dim as f64).sqrt() + key_bias; // [batch, heads, tokens, tokens]
+        let probs = softmax(scores, 3);
+        let context = probs.clone().matmul(v).swap_dims(1, 2).reshape([batch, tokens, hidden]);
+        let x = self.attention_norm.forward(self.attention_output.forward(context) + x);
+        let ff = self.output.forward(gelu(self.intermediate.forward(x.clone())));
+        (self.output_norm.forward(ff + x), probs)
+    }
+}

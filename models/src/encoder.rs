@@ -1,0 +1,174 @@
+//! Sentence embeddings as sentence-transformers computes them (Reimers & Gurevych, 2019): BERT token
+//! states, mean-pooled over the attention mask, L2-normalised; inputs truncated at `max_seq_length`
+//! (256 for all-MiniLM-L6-v2, from its sentence_bert_config.json). Texts are sorted by length and padded
+//! per batch, so little compute goes to padding; results come back in input order.
+
+use std::path::Path;
+
+use burn::tensor::backend::Backend;
+use burn::tensor::{Bool, Int, Tensor, TensorData};
+use serde::{Deserialize, Serialize};
+use tokenizers::Tokenizer;
+
+use crate::bert::{load_bert, Bert, BertConfig};
+use crate::error::ModelError;
+use crate::hub::{resolve, ModelSource};
+
+/// How to build the sentence encoder. Lives in the experiment file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EncoderConfig {
+    pub model: ModelSource,
+    /// Token limit per text, special tokens included; `None` reads sentence_bert_config.json (else 512).
+    pub max_seq_length: Option<usize>,
+    pub batch_size: usize,
+}
+
+impl Default for EncoderConfig {
+    fn default() -> Self {
+        EncoderConfig { model: ModelSource::default(), max_seq_length: None, batch_size: 32 }
+    }
+}
+
+/// A pretrained BERT-family encoder with its tokenizer.
+pub struct SentenceEncoder<B: Backend> {
+    pub bert: Bert<B>,
+    pub config: BertConfig,
+    tokenizer: Tokenizer,
+    max_seq_length: usize,
+    device: B::Device,
+}
+
+/// Token ids of one text, `[CLS] ... [SEP]`, truncated to the encoder's limit.
+pub type TokenIds = Vec<u32>;
+
+impl<B: Backend> SentenceEncoder<B> {
+    /// Resolves the model (fetching the default one if needed) and loads it on `device`.
+    pub fn load(config: &EncoderConfig, device: &B::Device) -> Result<Self, ModelError> {
+        let dir = resolve(&config.model)?;
+        Self::load_dir(&dir, config.max_seq_length, device)
+    }
+
+    /// Loads a Hugging Face model directory.
+    pub fn load_dir(dir: &Path, max_seq_length: Option<usize>, device: &B::Device) -> Result<Self, ModelError> {
+        let config_path = dir.join("config.json");
+        let text = std::fs::read_to_string(&config_path).map_err(|e| ModelError::io(&config_path, e))?;
+        let config: BertConfig = serde_json::from_str(&text).map_err(|e| ModelError::weights(&config_path, e.to_string()))?;
+        config.check().map_err(|m| ModelError::weights(&config_path, m))?;
+        let tokenizer_path = dir.join("tokenizer.json");
+        let mut tokenizer = Tokenizer::from_file(&tokenizer_path).map_err(|e| ModelError::weights(&tokenizer_path, e.to_string()))?;
+        // Truncation is ours (below) and padding is per batch; the file's own settings (often 128, fixed) are dropped.
+        tokenizer.with_padding(None);
+        tokenizer.with_truncation(None).map_err(|e| ModelError::weights(&tokenizer_path, e.to_string()))?;
+        let max_seq_length = match max_seq_length {
+            Some(n) => n,
+            None => sentence_bert_max_len(dir)?.unwrap_or(512),
+        }
+        .min(config.max_position_embeddings);
+        let bert = load_bert(&config, &dir.join("model.safetensors"), device)?;
+        Ok(SentenceEncoder { bert, config, tokenizer, max_seq_length, device: device.clone() })
+    }
+
+    pub fn dim(&self) -> usize {
+        self.config.hidden_size
+    }
+
+    pub fn device(&self) -> &B::Device {
+        &self.device
+    }
+
+    pub fn max_seq_length(&self) -> usize {
+        self.max_seq_length
+    }
+
+    /// Token ids with special tokens, truncated as sentence-transformers does (keep the head, then `[SEP]`).
+    pub fn tokenize(&self, texts: &[&str]) -> Vec<TokenIds> {
+        let encodings = self.tokenizer.encode_batch(texts.to_vec(), true).expect("a BERT tokenizer encodes any text");
+        encodings
+            .into_iter()
+            .map(|e| {
+                let mut ids = e.get_ids().to_vec();
+                if ids.len() > self.max_seq_length {
+                    let last = *ids.last().expect("ids are not empty");
+                    ids.truncate(self.max_seq_length - 1);
+                    ids.push(last);
+                }
+                ids
+            })
+            .collect()
+    }
+
+    /// Word-piece tokens in a text, special tokens and truncation left out (what a generator would be handed).
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.tokenizer.encode(text, false).map(|e| e.len()).unwrap_or(0)
+    }
+
+    /// Embeds texts: unit-norm vectors in input order. `progress` is told how many texts are done.
+    pub fn embed(&self, texts: &[&str], batch_size: usize, progress: &mut dyn FnMut(usize)) -> Vec<Vec<f32>> {
+        let ids = self.tokenize(texts);
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
+        let mut out = vec![Vec::new(); ids.len()];
+        for chunk in order.chunks(batch_size.max(1)) {
+            let batch: Vec<&[u32]> = chunk.iter().map(|&i| ids[i].as_slice()).collect();
+            let pooled = self.embed_ids(&batch).into_data().to_vec::<f32>().expect("the backend returns f32");
+            for (row, &i) in pooled.chunks_exact(self.dim()).zip(chunk) {
+                out[i] = row.to_vec();
+            }
+            progress(chunk.len());
+        }
+        out
+    }
+
+    /// Pads one batch of token ids: ids `[batch, tokens]` and the mask of real tokens.
+    pub fn pad(&self, batch: &[&[u32]]) -> (Tensor<B, 2, Int>, Tensor<B, 2, Bool>) {
+        let len = batch.iter().map(|b| b.len()).max().unwrap_or(0);
+        let mut ids = vec![0i64; batch.len() * len];
+        let mut mask = vec![false; batch.len() * len];
+        for (r, row) in batch.iter().enumerate() {
+            for (c, &id) in row.iter().enumerate() {
+                ids[r * len + c] = id as i64;
+                mask[r * len + c] = true;
+            }
+        }
+        let shape = [batch.len(), len];
+        (
+            Tensor::from_data(TensorData::new(ids, shape), &self.device),
+            Tensor::from_data(TensorData::new(mask, shape), &self.device),
+        )
+    }
+
+    /// Mean-pooled, L2-normalised embeddings of one batch of token ids.
+    ///
+    /// # Shapes
+    /// - returns `[batch, hidden]`
+    pub fn embed_ids(&self, batch: &[&[u32]]) -> Tensor<B, 2> {
+        let (ids, mask) = self.pad(batch);
+        let hidden = self.bert.forward(ids, mask.clone(), false).hidden; // [batch, tokens, hidden]
+        mean_pool_normalise(hidden, mask)
+    }
+}
+
+/// sentence-transformers' Pooling (mean over real tokens) followed by Normalize.
+///
+/// # Shapes
+/// - `hidden`: `[batch, tokens, hidden]`, `mask`: `[batch, tokens]`; returns `[batch, hidden]`
+pub fn mean_pool_normalise<B: Backend>(hidden: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Tensor<B, 2> {
+    let weights = mask.float().unsqueeze_dim::<3>(2); // [batch, tokens, 1]
+    let summed = (hidden * weights.clone()).sum_dim(1).squeeze_dim::<2>(1); // [batch, hidden]
+    let counts = weights.sum_dim(1).squeeze_dim::<2>(1).clamp_min(1e-9); // [batch, 1]
+    let mean = summed / counts;
+    let norm = mean.clone().powi_scalar(2).sum_dim(1).sqrt().clamp_min(1e-12); // [batch, 1]
+    mean / norm
+}
+
+/// `max_seq_length` from sentence_bert_config.json, when the directory has one.
+fn sentence_bert_max_len(dir: &Path) -> Result<Option<usize>, ModelError> {
+    let path = dir.join("sentence_bert_config.json");
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| ModelError::io(&path, e))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ModelError::weights(&path, e.to_string()))?;
+    Ok(value["max_seq_length"].as_u64().map(|n| n as usize))
+}

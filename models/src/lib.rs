@@ -1,0 +1,20 @@
+//! arbor-models: Burn modules and their weight loading.
+//!
+//! - [`bert::Bert`]: a BERT-family encoder that loads a Hugging Face directory as it is and can hand back
+//!   the attention probabilities of every layer and head.
+//! - [`encoder::SentenceEncoder`]: sentence-transformers' embedding (mean pooling, L2 norm, truncation),
+//!   batched by length.
+//! - [`hub`]: where model files come from (a local directory, or the default all-MiniLM-L6-v2 fetched into
+//!   `$ARBOR_HOME`).
+//! - [`backend`]: the default backend (CPU) and the `cuda` feature.
+
+pub mod backend;
+pub mod bert;
+pub mod encoder;
+pub mod error;
+pub mod hub;
+
+pub use backend::{default_device, DefaultBackend};
+pub use encoder::{EncoderConfig, SentenceEncoder};
+pub use error::ModelError;
+pub use hub::ModelSource;

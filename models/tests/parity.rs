@@ -1,0 +1,76 @@
+//! Parity with sentence-transformers: every sentence of the committed fixture (made by
+//! scripts/make_parity_fixture.py) must embed to cosine >= 0.999 with the reference vector.
+//! The default encoder is fetched into `$ARBOR_HOME` on first use.
+
+use arbor_models::{default_device, DefaultBackend, EncoderConfig, SentenceEncoder};
+
+fn fixture() -> Vec<(String, Vec<f32>)> {
+    include_str!("fixtures/parity.jsonl")
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let e = v["embedding"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+            (v["text"].as_str().unwrap().to_owned(), e)
+        })
+        .collect()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let n = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (n(a) * n(b))
+}
+
+fn encoder() -> SentenceEncoder<DefaultBackend> {
+    SentenceEncoder::load(&EncoderConfig::default(), &default_device()).expect("the default encoder loads")
+}
+
+#[test]
+fn every_fixture_sentence_matches_sentence_transformers() {
+    let encoder = encoder();
+    let fixture = fixture();
+    assert!(fixture.len() >= 30);
+    let texts: Vec<&str> = fixture.iter().map(|(t, _)| t.as_str()).collect();
+    let ids = encoder.tokenize(&texts);
+    assert!(ids.iter().any(|i| i.len() == 256), "the fixture holds a text that is truncated at 256 tokens");
+    let got = encoder.embed(&texts, 8, &mut |_| {});
+    for ((text, want), got) in fixture.iter().zip(&got) {
+        let c = cosine(want, got);
+        assert!(c >= 0.999, "cosine {c} for {text:?}");
+        let norm: f32 = got.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");
+    }
+}
+
+#[test]
+fn padding_and_batch_order_do_not_change_an_embedding() {
+    let encoder = encoder();
+    let texts = ["short", "a somewhat longer sentence that forces padding on the short one", "mid length text"];
+    let batched = encoder.embed(&texts, 3, &mut |_| {});
+    for (i, text) in texts.iter().enumerate() {
+        let alone = encoder.embed(&[text], 1, &mut |_| {});
+        assert!(cosine(&alone[0], &batched[i]) > 0.99999, "{text}");
+    }
+}
+
+#[test]
+fn attention_probabilities_are_returned_per_layer_and_ignore_padding() {
+    let encoder = encoder();
+    let ids = encoder.tokenize(&["one two three four", "one"]);
+    let batch: Vec<&[u32]> = ids.iter().map(|i| i.as_slice()).collect();
+    let (input, mask) = encoder.pad(&batch);
+    let out = encoder.bert.forward(input, mask, true);
+    assert_eq!(out.attentions.len(), encoder.config.num_hidden_layers);
+    let [b, h, t, t2] = out.attentions[0].dims();
+    assert_eq!((b, h, t, t2), (2, encoder.config.num_attention_heads, ids[0].len(), ids[0].len()));
+    let probs = out.attentions[5].clone().into_data().to_vec::<f32>().unwrap();
+    let short = ids[1].len();
+    for head in 0..h {
+        for row in 0..t {
+            let start = ((1 * h + head) * t + row) * t;
+            let r = &probs[start..start + t];
+            assert!((r.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+            assert!(r[short..].iter().all(|&p| p < 1e-6), "padding gets no attention");
+        }
+    }
+}
