@@ -1,1 +1,20 @@
-//! placeholder
+//! arbor-eval: retrieval over leaf units, the metric contract, and run reports. Plain Rust on f32
+//! slices: no model and no autodiff here, so every retriever and metric can be tested on hand-made data.
+//!
+//! - [`Retriever`]: anything that ranks [`Item`]s (sets of spans) for a [`QueryInput`].
+//! - [`flat::FlatDense`] (cosine over unit embeddings) and [`bm25::Bm25`] (keyword baseline), both over
+//!   the same [`LeafIndex`] and [`Scope`].
+//! - [`metrics`]: character precision / recall / IE@k, hit@k, nDCG@10, evidence recall, the reference
+//!   code's id-based precision (DESIGN.md, "Metrics").
+//! - [`report`]: a run's report.md + report.json, written atomically.
+
+pub mod bm25;
+pub mod flat;
+pub mod index;
+pub mod metrics;
+pub mod report;
+pub mod runner;
+
+pub use index::{Item, LeafIndex, QueryInput, Retriever, Scope};
+pub use metrics::{Metrics, QueryMetrics};
+pub use report::{MethodResult, Report};

@@ -1,1 +1,8 @@
-//! placeholder
+//! arbor-experiments: the experiment schema ([`experiment::Experiment`], RON), the run pipeline
+//! ([`run::run`]) and the command-line entry points behind the `train`, `evaluate` and `arbor` binaries.
+
+pub mod cli;
+pub mod embed;
+pub mod experiment;
+pub mod progress;
+pub mod run;

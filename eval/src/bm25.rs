@@ -1,0 +1,71 @@
+//! BM25 (Robertson & Zaragoza, 2009) over the same leaf units as the dense methods, with the `bm25`
+//! crate's English tokenizer (unicode normalisation, stop words, Snowball stemming), k1 = 1.2, b = 0.75.
+//! Under [`Scope::QueryDocuments`] each document is its own index (IDF and average length from its own
+//! units); under [`Scope::Corpus`] one index holds every unit.
+
+use bm25::{Document, Language, SearchEngine, SearchEngineBuilder};
+use arbor_datasets::Corpus;
+
+use crate::index::{Item, LeafIndex, QueryInput, Retriever, Scope};
+
+pub struct Bm25<'a> {
+    index: &'a LeafIndex,
+    scope: Scope,
+    /// One engine per document, or a single one for the corpus; keys are unit indices.
+    engines: Vec<SearchEngine<usize>>,
+}
+
+impl<'a> Bm25<'a> {
+    pub fn build(corpus: &Corpus, index: &'a LeafIndex, scope: Scope) -> Self {
+        let engine = |units: std::ops::Range<usize>| {
+            let docs: Vec<Document<usize>> = units.map(|u| Document::new(u, index.text(corpus, u))).collect();
+            SearchEngineBuilder::<usize>::with_documents(Language::English, docs).build()
+        };
+        let engines = match scope {
+            Scope::QueryDocuments => index.doc_units.iter().cloned().map(engine).collect(),
+            Scope::Corpus => vec![engine(0..index.units.len())],
+        };
+        Bm25 { index, scope, engines }
+    }
+}
+
+impl Retriever for Bm25<'_> {
+    fn name(&self) -> &str {
+        "BM25"
+    }
+
+    fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
+        let engines: Vec<&SearchEngine<usize>> = match self.scope {
+            Scope::Corpus => vec![&self.engines[0]],
+            Scope::QueryDocuments => query.docs.iter().map(|&d| &self.engines[d]).collect(),
+        };
+        let scored = engines.into_iter().flat_map(|e| e.search(&query.text, k)).map(|r| (r.document.id, r.score));
+        crate::index::top_k(scored, k).into_iter().map(|(u, score)| Item { spans: vec![self.index.units[u]], score }).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_datasets::{Document as Doc, Query};
+    use std::path::Path;
+
+    #[test]
+    fn keyword_matches_rank_first_and_scope_limits_documents() {
+        let doc = |id: &str, text: &str| Doc { id: id.into(), title: String::new(), text: text.into(), sections: vec![], split: None };
+        let corpus = Corpus::new(
+            vec![doc("a", "Cats purr loudly.\n\nDogs bark at night."), doc("b", "Dogs bark in the park.")],
+            Vec::<Query>::new(),
+            Path::new("test"),
+        )
+        .unwrap();
+        let index = LeafIndex::build(&corpus, &Default::default());
+        let query = QueryInput { text: "why do dogs bark".into(), docs: vec![0], embedding: None };
+        let within = Bm25::build(&corpus, &index, Scope::QueryDocuments).retrieve(&query, 3);
+        assert_eq!(within.len(), 1);
+        assert_eq!(index.text(&corpus, 1), "Dogs bark at night.");
+        assert_eq!(within[0].spans[0], index.units[1]);
+        let all = Bm25::build(&corpus, &index, Scope::Corpus).retrieve(&query, 3);
+        assert_eq!(all.len(), 2);
+    }
+}

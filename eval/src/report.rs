@@ -1,0 +1,145 @@
+//! A run's report: report.json (every figure) and report.md (the table a person reads), each written to
+//! a temporary file, fsynced, then renamed into place.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::Metrics;
+
+/// Latency of retrieval per query, in milliseconds (query embedding excluded).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub mean: f64,
+    pub p50: f64,
+    pub p95: f64,
+}
+
+impl Latency {
+    pub fn of(ms: &mut [f64]) -> Self {
+        if ms.is_empty() {
+            return Latency::default();
+        }
+        ms.sort_by(f64::total_cmp);
+        let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
+        Latency { mean: ms.iter().sum::<f64>() / ms.len() as f64, p50: at(0.5), p95: at(0.95) }
+    }
+}
+
+/// One method's row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MethodResult {
+    pub name: String,
+    pub metrics: Metrics,
+    pub latency_ms: Latency,
+    /// Tokens of the text handed on (union of the top 5 items), per query.
+    pub tokens_per_query: f64,
+    /// Index build time per document (encoding included), in milliseconds.
+    pub index_ms_per_doc: f64,
+}
+
+/// The evaluation of one run: every method on the same queries and gold spans.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub experiment: String,
+    /// What was evaluated: corpus, split, unit and scope settings, in words.
+    pub setting: String,
+    pub methods: Vec<MethodResult>,
+}
+
+impl Report {
+    pub fn markdown(&self) -> String {
+        let mut md = format!("# {}\n\n{}\n\n", self.experiment, self.setting);
+        md.push_str(
+            "| method | IE@1 | IE@3 | IE@5 | IE mean | P@5 | R@5 | hit@1 | hit@5 | nDCG@10 | evidence R@5 | id-P@5 (ref. code) | tokens/query | latency ms (p50) | index ms/doc |\n",
+        );
+        md.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for r in &self.methods {
+            let m = &r.metrics;
+            md.push_str(&format!(
+                "| {} | {:.1} | {:.1} | {:.1} | **{:.1}** | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.3} | {:.1} |\n",
+                r.name,
+                m.ie[0],
+                m.ie[1],
+                m.ie[2],
+                m.ie_mean,
+                m.precision[2],
+                m.recall[2],
+                m.hit[0],
+                m.hit[2],
+                m.ndcg10,
+                m.evidence_recall[2],
+                m.id_precision[2],
+                r.tokens_per_query,
+                r.latency_ms.p50,
+                r.index_ms_per_doc
+            ));
+        }
+        let n = self.methods.first().map_or(0, |r| r.metrics.queries);
+        md.push_str(&format!(
+            "\n{n} queries. Metrics in percent; IE@k = character recall@k x character precision@k against the gold spans \
+             (SproutRAG, Table 1), IE mean = mean of IE@1, IE@3, IE@5. id-P@5 counts items overlapping gold / 5, as the \
+             SproutRAG reference code does.\n"
+        ));
+        md
+    }
+
+    /// Writes report.json and report.md into `dir`.
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        atomic_write(&dir.join("report.json"), json.as_bytes())?;
+        atomic_write(&dir.join("report.md"), self.markdown().as_bytes())
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same folder: write, fsync, rename, so a
+/// crash leaves either the old file or the new one, never a torn one.
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| std::io::Error::other(format!("{} names no file", path.display())))?;
+    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let mut file = std::fs::File::create(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(&tmp, path)?;
+    // Make the rename itself durable.
+    std::fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_percentiles() {
+        let l = Latency::of(&mut [5.0, 1.0, 3.0, 2.0, 4.0]);
+        assert_eq!((l.mean, l.p50, l.p95), (3.0, 3.0, 5.0));
+    }
+
+    #[test]
+    fn report_round_trips_through_json_and_replaces_files_whole() {
+        let dir = std::env::temp_dir().join(format!("arbor-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let report = Report {
+            experiment: "t".into(),
+            setting: "s".into(),
+            methods: vec![MethodResult {
+                name: "flat".into(),
+                metrics: Metrics { ie_mean: 21.7, ..Default::default() },
+                latency_ms: Latency::default(),
+                tokens_per_query: 80.0,
+                index_ms_per_doc: 1.0,
+            }],
+        };
+        report.write(&dir).unwrap();
+        report.write(&dir).unwrap();
+        let back: Report = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+        assert_eq!(back, report);
+        assert!(std::fs::read_to_string(dir.join("report.md")).unwrap().contains("| flat |"));
+        let leftovers = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(leftovers, 2, "no temporary file is left behind");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,29 @@
+//! `arbor`: the umbrella command (`arbor embed`, `arbor evaluate`, `arbor train`).
+
+use arbor_experiments::cli::{run_experiment, RunArgs};
+use arbor_experiments::embed::{embed, EmbedArgs};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "arbor", about = "Learned hierarchical retrieval over long documents")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Embed lines of text with the configured encoder; writes JSONL {"text", "embedding"}
+    Embed(EmbedArgs),
+    /// Evaluate an experiment file
+    Evaluate(RunArgs),
+    /// Train (where a method trains) and evaluate an experiment file
+    Train(RunArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Embed(args) => embed(&args),
+        Command::Evaluate(args) | Command::Train(args) => run_experiment(&args),
+    }
+}

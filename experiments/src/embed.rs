@@ -1,0 +1,69 @@
+//! `arbor embed`: lines of text in, JSONL `{"text", "embedding"}` out, one line per input line, in order.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use arbor_models::{default_device, DefaultBackend, EncoderConfig, ModelSource, SentenceEncoder};
+use clap::Parser;
+use serde::Serialize;
+
+#[derive(Debug, Parser)]
+pub struct EmbedArgs {
+    /// Read lines from this file (default: standard input)
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    /// A Hugging Face model directory (default: all-MiniLM-L6-v2, fetched into $ARBOR_HOME)
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    #[arg(long, default_value_t = 32)]
+    pub batch_size: usize,
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    text: &'a str,
+    embedding: &'a [f32],
+}
+
+pub fn embed(args: &EmbedArgs) -> anyhow::Result<()> {
+    let lines: Vec<String> = match &args.input {
+        Some(path) => {
+            let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            read_lines(std::io::BufReader::new(file)).with_context(|| format!("cannot read {}", path.display()))?
+        }
+        None => read_lines(std::io::stdin().lock()).context("cannot read standard input")?,
+    };
+    let config = EncoderConfig {
+        model: args.model.clone().map_or(ModelSource::AllMiniLmL6V2, ModelSource::Dir),
+        batch_size: args.batch_size.max(1),
+        ..EncoderConfig::default()
+    };
+    let encoder = SentenceEncoder::<DefaultBackend>::load(&config, &default_device())?;
+    let texts: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let pb = crate::progress::bar(texts.len(), "embedding");
+    let vectors = encoder.embed(&texts, config.batch_size, &mut |n| pb.inc(n as u64));
+    pb.finish_and_clear();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for (text, embedding) in texts.iter().zip(&vectors) {
+        serde_json::to_writer(&mut out, &Line { text, embedding })?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Lines without their line ending; a line that is not UTF-8 is an error naming its number.
+fn read_lines(reader: impl BufRead) -> anyhow::Result<Vec<String>> {
+    reader
+        .split(b'\n')
+        .enumerate()
+        .map(|(i, line)| {
+            let mut bytes = line?;
+            if bytes.last() == Some(&b'\r') {
+                bytes.pop();
+            }
+            String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("line {} is not valid UTF-8 (byte {})", i + 1, e.utf8_error().valid_up_to()))
+        })
+        .collect()
+}

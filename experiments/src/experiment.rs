@@ -1,0 +1,159 @@
+//! The experiment file: one RON document that says what to load, how to cut it, which methods to run and
+//! how to score them. Every field that changes a result lives here and is written, resolved, into the
+//! run folder (DESIGN.md, "Run folder"), so a run can be reproduced from its folder alone.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use arbor_datasets::loaders::Format;
+use arbor_datasets::UnitConfig;
+use arbor_eval::Scope;
+use arbor_models::EncoderConfig;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    /// Names the run folder: `<out>/<name>/<timestamp>`.
+    pub name: String,
+    pub data: DataConfig,
+    #[serde(default)]
+    pub units: UnitConfig,
+    #[serde(default)]
+    pub encoder: EncoderConfig,
+    #[serde(default)]
+    pub retrieval: RetrievalConfig,
+    /// The methods to evaluate, each a row of the report.
+    pub methods: Vec<Method>,
+}
+
+/// Where the corpus is and which part of it to evaluate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataConfig {
+    pub format: Format,
+    /// A path; a leading `$ARBOR_DATA` is replaced by that environment variable (the data root).
+    pub path: String,
+    /// Evaluate the queries of this split only (`None`: all of them).
+    #[serde(default)]
+    pub split: Option<String>,
+    /// Evaluate at most this many queries (in file order), for quick runs.
+    #[serde(default)]
+    pub max_queries: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetrievalConfig {
+    /// Rank within each query's own documents, or over the whole corpus.
+    pub scope: Scope,
+    /// Items retrieved per query (metrics read the top 1, 3, 5 and 10).
+    pub top_k: usize,
+}
+
+impl Default for RetrievalConfig {
+    fn default() -> Self {
+        RetrievalConfig { scope: Scope::QueryDocuments, top_k: 10 }
+    }
+}
+
+/// A retrieval method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Method {
+    /// Dense retrieval over leaf units with the configured encoder.
+    Flat,
+    /// BM25 over the same leaf units.
+    Bm25,
+}
+
+impl Experiment {
+    /// Reads and checks an experiment file; a syntax error names the file, line and column.
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read experiment file {}", path.display()))?;
+        Self::parse(&text, path)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> anyhow::Result<Self> {
+        let exp: Experiment = ron::from_str(text).map_err(|e| {
+            anyhow::anyhow!("{}:{}:{}: {}", path.display(), e.span.start.line, e.span.start.col, e.code)
+        })?;
+        exp.check()?;
+        Ok(exp)
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        if self.methods.is_empty() {
+            bail!("experiment {:?} lists no methods", self.name);
+        }
+        if self.units.max_sentences == 0 {
+            bail!("units.max_sentences must be at least 1");
+        }
+        if self.encoder.batch_size == 0 {
+            bail!("encoder.batch_size must be at least 1");
+        }
+        if self.name.is_empty() || self.name.contains(['/', '\\']) {
+            bail!("name {:?} must be a non-empty folder name", self.name);
+        }
+        Ok(())
+    }
+
+    /// The resolved experiment as RON, for the run folder.
+    pub fn to_ron(&self) -> String {
+        ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default()).expect("an experiment serialises")
+    }
+}
+
+impl DataConfig {
+    /// The corpus path with `$ARBOR_DATA` expanded.
+    pub fn resolved_path(&self) -> anyhow::Result<PathBuf> {
+        match self.path.strip_prefix("$ARBOR_DATA") {
+            None => Ok(PathBuf::from(&self.path)),
+            Some(rest) => {
+                let root = std::env::var_os("ARBOR_DATA").with_context(|| {
+                    format!(
+                        "data.path {:?} needs the data root: set ARBOR_DATA to the folder that holds it \
+                         (for example ARBOR_DATA=../shared/data)",
+                        self.path
+                    )
+                })?;
+                Ok(PathBuf::from(root).join(rest.trim_start_matches(['/', '\\'])))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"Experiment(
+        name: "t",
+        data: (format: Jsonl, path: "$ARBOR_DATA/squad-long", split: Some("test")),
+        methods: [Flat, Bm25],
+    )"#;
+
+    #[test]
+    fn defaults_fill_what_the_file_leaves_out_and_survive_a_round_trip() {
+        let exp = Experiment::parse(GOOD, Path::new("t.ron")).unwrap();
+        assert_eq!(exp.units.max_sentences, 2);
+        assert_eq!(exp.retrieval.top_k, 10);
+        assert_eq!(exp.encoder.batch_size, 32);
+        let back = Experiment::parse(&exp.to_ron(), Path::new("back.ron")).unwrap();
+        assert_eq!(back, exp);
+    }
+
+    #[test]
+    fn a_syntax_error_names_file_line_and_column() {
+        let bad = GOOD.replace("split: Some(\"test\")", "split: Some(\"test\"");
+        let err = Experiment::parse(&bad, Path::new("x.ron")).unwrap_err().to_string();
+        assert!(err.starts_with("x.ron:3:"), "{err}");
+    }
+
+    #[test]
+    fn unknown_fields_and_methods_are_rejected() {
+        let err = Experiment::parse(&GOOD.replace("methods", "methodz"), Path::new("x.ron")).unwrap_err().to_string();
+        assert!(err.contains("methodz"), "{err}");
+        let err = Experiment::parse(&GOOD.replace("Bm25", "Bm26"), Path::new("x.ron")).unwrap_err().to_string();
+        assert!(err.contains("Bm26"), "{err}");
+    }
+}

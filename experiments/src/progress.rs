@@ -1,0 +1,14 @@
+//! Progress bars for every step that takes more than a few seconds (hidden when stderr is not a terminal).
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+pub fn bar(len: usize, what: &str) -> ProgressBar {
+    let pb = ProgressBar::new(len as u64);
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>18} [{bar:40}] {pos}/{len} {per_sec} eta {eta}")
+            .expect("the template is valid")
+            .progress_chars("=> "),
+    );
+    pb.set_message(what.to_owned());
+    pb
+}

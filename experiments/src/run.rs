@@ -1,0 +1,174 @@
+//! One experiment run, start to finish: a run folder, the corpus, leaf units, the encoder, every method
+//! scored on the same queries and gold spans, the report.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use arbor_datasets::Corpus;
+use arbor_eval::bm25::Bm25;
+use arbor_eval::flat::FlatDense;
+use arbor_eval::report::{atomic_write, Report};
+use arbor_eval::runner::{evaluate, EvalQuery};
+use arbor_eval::{LeafIndex, QueryInput, Retriever, Scope};
+use arbor_models::{default_device, DefaultBackend, SentenceEncoder};
+
+use crate::experiment::{Experiment, Method};
+use crate::progress::bar;
+
+/// Runs an experiment and writes its folder under `out`; returns the folder and the report.
+pub fn run(exp: &Experiment, out: &Path) -> anyhow::Result<(PathBuf, Report)> {
+    let dir = run_folder(out, &exp.name)?;
+    atomic_write(&dir.join("experiment.ron"), exp.to_ron().as_bytes())?;
+    let data_path = exp.data.resolved_path()?;
+    let corpus = arbor_datasets::loaders::load(&exp.data.format, &data_path)
+        .with_context(|| format!("cannot load the corpus of experiment {:?}", exp.name))?;
+    let mut selected = corpus.eval_queries(exp.data.split.as_deref());
+    if let Some(n) = exp.data.max_queries {
+        selected.truncate(n);
+    }
+    anyhow::ensure!(!selected.is_empty(), "no query with gold evidence in split {:?} of {}", exp.data.split, data_path.display());
+    let encoder = SentenceEncoder::<DefaultBackend>::load(&exp.encoder, &default_device())?;
+    let index = LeafIndex::build(&corpus, &exp.units);
+    let mut queries: Vec<EvalQuery> = selected
+        .iter()
+        .map(|q| EvalQuery {
+            id: q.id.clone(),
+            input: QueryInput { text: q.text.clone(), docs: corpus.query_docs(q), embedding: None },
+            gold: corpus.gold(q),
+        })
+        .collect();
+    let docs = needed_docs(&corpus, &queries, exp.retrieval.scope);
+    let count_tokens = |t: &str| encoder.count_tokens(t);
+    let mut report = Report { experiment: exp.name.clone(), setting: setting(exp, &corpus, &index, &docs, queries.len()), methods: vec![] };
+    let score = |retriever: &dyn Retriever, queries: &[EvalQuery], index_ms_per_doc: f64| {
+        let pb = bar(queries.len(), retriever.name());
+        let (mut result, _) = evaluate(retriever, &corpus, queries, exp.retrieval.top_k, &count_tokens, &mut || pb.inc(1));
+        pb.finish_and_clear();
+        result.index_ms_per_doc = index_ms_per_doc;
+        result
+    };
+    for method in &exp.methods {
+        let result = match method {
+            Method::Flat => {
+                let start = Instant::now();
+                let embeddings = embed_units(&encoder, &corpus, &index, &docs, exp.encoder.batch_size);
+                let index_ms = start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64;
+                embed_queries(&encoder, &mut queries, exp.encoder.batch_size);
+                let flat = FlatDense { name: "Flat (dense units)".into(), index: &index, embeddings: &embeddings, scope: exp.retrieval.scope };
+                score(&flat, &queries, index_ms)
+            }
+            Method::Bm25 => {
+                let start = Instant::now();
+                let bm25 = Bm25::build(&corpus, &index, exp.retrieval.scope);
+                score(&bm25, &queries, start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64)
+            }
+        };
+        report.methods.push(result);
+    }
+    report.write(&dir)?;
+    Ok((dir, report))
+}
+
+/// The documents whose units can be retrieved: those the queries name, or all under corpus scope.
+fn needed_docs(corpus: &Corpus, queries: &[EvalQuery], scope: Scope) -> Vec<usize> {
+    match scope {
+        Scope::Corpus => (0..corpus.documents.len()).collect(),
+        Scope::QueryDocuments => {
+            let mut docs: Vec<usize> = queries.iter().flat_map(|q| q.input.docs.iter().copied()).collect();
+            docs.sort_unstable();
+            docs.dedup();
+            docs
+        }
+    }
+}
+
+/// Unit embeddings for the needed documents; other units stay empty (they are never candidates).
+fn embed_units(encoder: &SentenceEncoder<DefaultBackend>, corpus: &Corpus, index: &LeafIndex, docs: &[usize], batch: usize) -> Vec<Vec<f32>> {
+    let units: Vec<usize> = docs.iter().flat_map(|&d| index.doc_units[d].clone()).collect();
+    let texts: Vec<&str> = units.iter().map(|&u| index.text(corpus, u)).collect();
+    let pb = bar(texts.len(), "embedding units");
+    let vectors = encoder.embed(&texts, batch, &mut |n| pb.inc(n as u64));
+    pb.finish_and_clear();
+    let mut out = vec![Vec::new(); index.units.len()];
+    for (u, v) in units.into_iter().zip(vectors) {
+        out[u] = v;
+    }
+    out
+}
+
+fn embed_queries(encoder: &SentenceEncoder<DefaultBackend>, queries: &mut [EvalQuery], batch: usize) {
+    if queries.iter().all(|q| q.input.embedding.is_some()) {
+        return;
+    }
+    let texts: Vec<&str> = queries.iter().map(|q| q.input.text.as_str()).collect();
+    let pb = bar(texts.len(), "embedding queries");
+    let vectors = encoder.embed(&texts, batch, &mut |n| pb.inc(n as u64));
+    pb.finish_and_clear();
+    for (q, v) in queries.iter_mut().zip(vectors) {
+        q.input.embedding = Some(v);
+    }
+}
+
+fn setting(exp: &Experiment, corpus: &Corpus, index: &LeafIndex, docs: &[usize], queries: usize) -> String {
+    let units: usize = docs.iter().map(|&d| index.doc_units[d].len()).sum();
+    format!(
+        "Corpus `{}` ({:?}), split {}: {queries} queries over {} documents, {units} leaf units of at most {} sentences; \
+         scope {:?}; top_k {}.",
+        exp.data.path,
+        exp.data.format,
+        exp.data.split.as_deref().unwrap_or("all"),
+        docs.len(),
+        exp.units.max_sentences,
+        exp.retrieval.scope,
+        exp.retrieval.top_k,
+    )
+    .replace("  ", " ")
+        + &format!(" Corpus total: {} documents.", corpus.documents.len())
+}
+
+/// A fresh folder `<out>/<name>/<UTC timestamp>` (a suffix is added if that exists already).
+pub fn run_folder(out: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    let stamp = utc_stamp(std::time::SystemTime::now());
+    let base = out.join(name);
+    std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
+    for i in 0.. {
+        let dir = if i == 0 { base.join(&stamp) } else { base.join(format!("{stamp}-{i}")) };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", dir.display())),
+        }
+    }
+    unreachable!("some suffix is free")
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC.
+fn utc_stamp(t: std::time::SystemTime) -> String {
+    let secs = t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}{month:02}{day:02}-{:02}{:02}{:02}", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamps_match_known_dates() {
+        let at = |s: u64| utc_stamp(std::time::UNIX_EPOCH + std::time::Duration::from_secs(s));
+        assert_eq!(at(0), "19700101-000000");
+        assert_eq!(at(951_782_400), "20000229-000000");
+        assert_eq!(at(1_795_315_414), "20261122-024334");
+    }
+}
