@@ -144,9 +144,9 @@ mod tests {
 
     #[test]
     fn a_syntax_error_names_file_line_and_column() {
-        let bad = GOOD.replace("split: Some(\"test\")", "split: Some(\"test\"");
+        let bad = GOOD.replace("[Flat, Bm25]", "[Flat Bm25]");
         let err = Experiment::parse(&bad, Path::new("x.ron")).unwrap_err().to_string();
-        assert!(err.starts_with("x.ron:3:"), "{err}");
+        assert!(err.starts_with("x.ron:4:24:"), "{err}");
     }
 
     #[test]

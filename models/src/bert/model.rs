@@ -92,15 +92,18 @@ impl<B: Backend> BertLayer<B> {
     pub fn forward(&self, x: Tensor<B, 3>, key_bias: Tensor<B, 4>) -> (Tensor<B, 3>, Tensor<B, 4>) {
         let [batch, tokens, hidden] = x.dims();
         let head_dim = hidden / self.num_heads;
-        let split = |t: Tensor<B, 3>| t.reshape([batch, tokens, self.num_heads, head_dim]).swap_dims(1, 2);
+        // Linear layers see all tokens of the batch as one matrix: one large matrix product per weight
+        // instead of one per sequence.
+        let x = x.reshape([batch * tokens, hidden]); // [batch * tokens, hidden]
+        let split = |t: Tensor<B, 2>| t.reshape([batch, tokens, self.num_heads, head_dim]).swap_dims(1, 2);
         let q = split(self.query.forward(x.clone())); // [batch, heads, tokens, head_dim]
         let k = split(self.key.forward(x.clone()));
         let v = split(self.value.forward(x.clone()));
         let scores = q.matmul(k.transpose()) / (head_dim as f64).sqrt() + key_bias; // [batch, heads, tokens, tokens]
         let probs = softmax(scores, 3);
-        let context = probs.clone().matmul(v).swap_dims(1, 2).reshape([batch, tokens, hidden]);
+        let context = probs.clone().matmul(v).swap_dims(1, 2).reshape([batch * tokens, hidden]);
         let x = self.attention_norm.forward(self.attention_output.forward(context) + x);
         let ff = self.output.forward(gelu(self.intermediate.forward(x.clone())));
-        (self.output_norm.forward(ff + x), probs)
+        (self.output_norm.forward(ff + x).reshape([batch, tokens, hidden]), probs)
     }
 }

@@ -1,0 +1,50 @@
+//! The whole evaluation pipeline on the committed fixture: experiment file -> corpus -> units -> encoder
+//! -> flat and BM25 -> report in a run folder.
+
+use std::path::Path;
+
+use arbor_experiments::experiment::Experiment;
+use arbor_experiments::run::run;
+
+fn workspace() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+#[test]
+fn quickstart_writes_a_run_folder_with_a_sane_report() {
+    std::env::set_current_dir(workspace()).unwrap();
+    let exp = Experiment::load(Path::new("experiments/quickstart.ron")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (dir, report) = run(&exp, out.path()).unwrap();
+    assert!(dir.starts_with(out.path().join("quickstart")));
+    let saved = Experiment::load(&dir.join("experiment.ron")).unwrap();
+    assert_eq!(saved, exp, "the run folder reproduces the experiment");
+    assert!(dir.join("report.md").is_file() && dir.join("report.json").is_file());
+    assert_eq!(report.methods.len(), 2);
+    for m in &report.methods {
+        assert_eq!(m.metrics.queries, 200, "{}", m.name);
+        // Far above chance (a random unit of ~250 per article) and below perfect.
+        assert!(m.metrics.ie_mean > 10.0 && m.metrics.ie_mean < 60.0, "{}: IE {}", m.name, m.metrics.ie_mean);
+        assert!(m.metrics.hit[2] > 70.0, "{}: hit@5 {}", m.name, m.metrics.hit[2]);
+        assert!(m.tokens_per_query > 50.0);
+    }
+}
+
+#[test]
+fn a_missing_corpus_is_reported_with_its_path() {
+    let text = r#"Experiment(name: "x", data: (format: Jsonl, path: "/nonexistent/corpus"), methods: [Bm25])"#;
+    let exp = Experiment::parse(text, Path::new("x.ron")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let err = format!("{:#}", run(&exp, out.path()).unwrap_err());
+    assert!(err.contains("/nonexistent/corpus/documents.jsonl"), "{err}");
+}
+
+#[test]
+fn the_data_root_is_required_when_the_path_names_it() {
+    let text = r#"Experiment(name: "x", data: (format: Jsonl, path: "$ARBOR_DATA/squad-long"), methods: [Bm25])"#;
+    let exp = Experiment::parse(text, Path::new("x.ron")).unwrap();
+    if std::env::var_os("ARBOR_DATA").is_none() {
+        let err = format!("{:#}", exp.data.resolved_path().unwrap_err());
+        assert!(err.contains("set ARBOR_DATA"), "{err}");
+    }
+}
