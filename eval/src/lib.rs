@@ -8,12 +8,16 @@
 //!   code's id-based precision (DESIGN.md, "Metrics").
 //! - [`report`]: a run's report.md + report.json, written atomically.
 
+pub mod beam;
 pub mod bm25;
 pub mod flat;
 pub mod index;
 pub mod metrics;
 pub mod report;
 pub mod runner;
+pub mod tree;
+pub mod tree_io;
+pub mod tree_retrieval;
 
 pub use index::{Item, LeafIndex, QueryInput, Retriever, Scope};
 pub use metrics::{Metrics, QueryMetrics};

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use arbor_datasets::loaders::Format;
 use arbor_datasets::UnitConfig;
+use arbor_eval::beam::BeamConfig;
+use arbor_eval::tree_retrieval::TreeSearch;
 use arbor_eval::Scope;
+use arbor_models::aggregator::AggregationInit;
 use arbor_models::EncoderConfig;
 use serde::{Deserialize, Serialize};
 
@@ -58,12 +61,60 @@ impl Default for RetrievalConfig {
 }
 
 /// A retrieval method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Method {
     /// Dense retrieval over leaf units with the configured encoder.
     Flat,
     /// BM25 over the same leaf units.
     Bm25,
+    /// A SproutRAG tree per document, searched with beam search (or collapsed).
+    SproutRag(SproutRagConfig),
+}
+
+/// How SproutRAG indexes and searches a document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SproutRagConfig {
+    /// Where the attention between units comes from.
+    pub attention: AttentionSource,
+    /// How the (layer, head) weights start; without training they stay there.
+    pub aggregation: AggregationInit,
+    pub search: TreeSearch,
+}
+
+impl Default for SproutRagConfig {
+    fn default() -> Self {
+        SproutRagConfig {
+            attention: AttentionSource::TokenBlocks { window_tokens: 256 },
+            aggregation: AggregationInit::Uniform,
+            search: TreeSearch::Beam(BeamConfig::default()),
+        }
+    }
+}
+
+/// The source of the unit-by-unit attention A[l, h].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum AttentionSource {
+    /// The encoder's token attention mean-pooled into unit blocks over sliding windows of this many tokens.
+    TokenBlocks { window_tokens: usize },
+}
+
+impl Method {
+    /// The row name in reports.
+    pub fn label(&self) -> String {
+        match self {
+            Method::Flat => "Flat (dense units)".into(),
+            Method::Bm25 => "BM25".into(),
+            Method::SproutRag(c) => {
+                let AttentionSource::TokenBlocks { window_tokens } = c.attention;
+                let search = match c.search {
+                    TreeSearch::Beam(b) => format!("beam b={} delta={} {:?}", b.beam_width, b.delta, b.strategy),
+                    TreeSearch::Collapsed => "collapsed tree".into(),
+                };
+                format!("SproutRAG untrained ({:?} weights, token attention w={window_tokens}, {search})", c.aggregation)
+            }
+        }
+    }
 }
 
 impl Experiment {
@@ -90,6 +141,19 @@ impl Experiment {
         }
         if self.encoder.batch_size == 0 {
             bail!("encoder.batch_size must be at least 1");
+        }
+        for m in &self.methods {
+            if let Method::SproutRag(c) = m {
+                let AttentionSource::TokenBlocks { window_tokens } = c.attention;
+                if window_tokens < 8 {
+                    bail!("SproutRag attention window_tokens must be at least 8, got {window_tokens}");
+                }
+                if let TreeSearch::Beam(b) = c.search {
+                    if b.beam_width == 0 {
+                        bail!("SproutRag beam_width must be at least 1");
+                    }
+                }
+            }
         }
         if self.name.is_empty() || self.name.contains(['/', '\\']) {
             bail!("name {:?} must be a non-empty folder name", self.name);

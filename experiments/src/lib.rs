@@ -6,3 +6,4 @@ pub mod embed;
 pub mod experiment;
 pub mod progress;
 pub mod run;
+pub mod sproutrag;

@@ -10,11 +10,13 @@ use arbor_eval::bm25::Bm25;
 use arbor_eval::flat::FlatDense;
 use arbor_eval::report::{atomic_write, Report};
 use arbor_eval::runner::{evaluate, EvalQuery};
+use arbor_eval::tree_retrieval::TreeRetriever;
 use arbor_eval::{LeafIndex, QueryInput, Retriever, Scope};
 use arbor_models::{default_device, DefaultBackend, SentenceEncoder};
 
 use crate::experiment::{Experiment, Method};
 use crate::progress::bar;
+use crate::sproutrag::build_trees;
 
 /// Runs an experiment and writes its folder under `out`; returns the folder and the report.
 pub fn run(exp: &Experiment, out: &Path) -> anyhow::Result<(PathBuf, Report)> {
@@ -48,20 +50,35 @@ pub fn run(exp: &Experiment, out: &Path) -> anyhow::Result<(PathBuf, Report)> {
         result.index_ms_per_doc = index_ms_per_doc;
         result
     };
+    // Unit and query embeddings are computed once, for every dense method that needs them.
+    let mut dense: Option<(Vec<Vec<f32>>, f64)> = None;
     for method in &exp.methods {
+        let name = method.label();
+        if matches!(method, Method::Flat | Method::SproutRag(_)) && dense.is_none() {
+            let start = Instant::now();
+            let embeddings = embed_units(&encoder, &corpus, &index, &docs, exp.encoder.batch_size);
+            dense = Some((embeddings, start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64));
+            embed_queries(&encoder, &mut queries, exp.encoder.batch_size);
+        }
         let result = match method {
             Method::Flat => {
-                let start = Instant::now();
-                let embeddings = embed_units(&encoder, &corpus, &index, &docs, exp.encoder.batch_size);
-                let index_ms = start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64;
-                embed_queries(&encoder, &mut queries, exp.encoder.batch_size);
-                let flat = FlatDense { name: "Flat (dense units)".into(), index: &index, embeddings: &embeddings, scope: exp.retrieval.scope };
-                score(&flat, &queries, index_ms)
+                let (embeddings, ms) = dense.as_ref().expect("computed above");
+                let flat = FlatDense { name, index: &index, embeddings, scope: exp.retrieval.scope };
+                score(&flat, &queries, *ms)
             }
             Method::Bm25 => {
                 let start = Instant::now();
                 let bm25 = Bm25::build(&corpus, &index, exp.retrieval.scope);
                 score(&bm25, &queries, start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64)
+            }
+            Method::SproutRag(config) => {
+                let (embeddings, embed_ms) = dense.as_ref().expect("computed above");
+                let start = Instant::now();
+                let trees_dir = dir.join("trees");
+                let trees = build_trees(&encoder, config, &corpus, &index, &docs, embeddings, exp.encoder.batch_size, &trees_dir)?;
+                let ms = embed_ms + start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64;
+                let retriever = TreeRetriever { name, trees: &trees, search: config.search, scope: exp.retrieval.scope };
+                score(&retriever, &queries, ms)
             }
         };
         report.methods.push(result);

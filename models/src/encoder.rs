@@ -98,6 +98,18 @@ impl<B: Backend> SentenceEncoder<B> {
             .collect()
     }
 
+    /// Word-piece ids of each text, without special tokens or truncation.
+    pub fn word_pieces(&self, texts: &[&str]) -> Vec<TokenIds> {
+        let encodings = self.tokenizer.encode_batch(texts.to_vec(), false).expect("a BERT tokenizer encodes any text");
+        encodings.into_iter().map(|e| e.get_ids().to_vec()).collect()
+    }
+
+    /// The ids the tokenizer puts around a text (`[CLS]` and `[SEP]` for BERT).
+    pub fn special_ids(&self) -> (u32, u32) {
+        let ids = &self.tokenize(&[""])[0];
+        (ids[0], *ids.last().expect("the template adds tokens"))
+    }
+
     /// Word-piece tokens in a text, special tokens and truncation left out (what a generator would be handed).
     pub fn count_tokens(&self, text: &str) -> usize {
         self.tokenizer.encode(text, false).map(|e| e.len()).unwrap_or(0)

@@ -8,11 +8,13 @@
 //!   `$ARBOR_HOME`).
 //! - [`backend`]: the default backend (CPU) and the `cuda` feature.
 
+pub mod aggregator;
 pub mod backend;
 pub mod bert;
 pub mod encoder;
 pub mod error;
 pub mod hub;
+pub mod unit_attention;
 
 pub use backend::{default_device, DefaultBackend};
 pub use encoder::{EncoderConfig, SentenceEncoder};

@@ -1,0 +1,327 @@
+//! The attention-guided binary chunking tree of SproutRAG (Section 2.3, "Progressive Embedding and Tree
+//! Construction"):
+//!
+//! ```text
+//! every leaf unit is a node
+//! repeat until one root remains:
+//!     (u, v) = the pair of current nodes with the highest M_uv          (any pair, not only neighbours)
+//!     p = new parent of u and v;  e(p) = (e(u) + e(v)) / 2             (progressive embedding, not re-normalised)
+//!     M_pr = max(M_ur, M_vr) for every other node r                    (single linkage)
+//! ```
+//!
+//! Greedy single-linkage merging on a similarity matrix is Kruskal's algorithm on the maximum spanning
+//! tree: the merges happen in the order of the spanning tree's edges, heaviest first. So the tree is built
+//! in O(n^2) time and memory (Prim's algorithm on the dense matrix, then a sort and a union-find) instead
+//! of the naive O(n^3). Ties are broken by unit index: Prim takes the lowest-index node among equals, and
+//! edges of equal weight merge in the order of their (lower, higher) unit indices. A tree over n leaves
+//! has 2n - 1 nodes: leaves `0..n` in document order, then parents `n..2n-1` in merge order; the root is
+//! the last node.
+
+use arbor_datasets::span::merge;
+use arbor_datasets::DocSpan;
+
+/// A dense similarity matrix over `n` units, row-major; only entries off the diagonal are read.
+pub struct Similarity<'a> {
+    pub n: usize,
+    pub values: &'a [f32],
+}
+
+impl Similarity<'_> {
+    fn at(&self, i: usize, j: usize) -> f32 {
+        self.values[i * self.n + j]
+    }
+}
+
+/// A SproutRAG tree over the leaf units of one document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tree {
+    /// The leaves' spans, in document order.
+    pub leaves: Vec<DocSpan>,
+    /// `merges[i] = (a, b)`: node `n + i` is the parent of nodes `a` and `b`.
+    pub merges: Vec<(u32, u32)>,
+    /// Node embeddings, `(2n - 1) x dim`, row-major: leaves first, then parents.
+    pub embeddings: Vec<f32>,
+    pub dim: usize,
+    /// Leaves in the tree's left-to-right order; every node covers a contiguous range of it.
+    order: Vec<u32>,
+    /// The range of `order` each node covers.
+    ranges: Vec<(u32, u32)>,
+}
+
+impl Tree {
+    /// Builds the tree from leaf spans, leaf embeddings (`n x dim`, row-major) and the similarity `m`.
+    pub fn build(leaves: Vec<DocSpan>, leaf_embeddings: &[f32], dim: usize, m: &Similarity) -> Tree {
+        let n = leaves.len();
+        assert!(n > 0, "a tree needs at least one leaf");
+        assert_eq!(m.n, n, "one similarity row per leaf");
+        assert_eq!(leaf_embeddings.len(), n * dim, "one embedding per leaf");
+        let merges = merge_order(m);
+        let mut embeddings = Vec::with_capacity((2 * n - 1) * dim);
+        embeddings.extend_from_slice(leaf_embeddings);
+        for &(a, b) in &merges {
+            for d in 0..dim {
+                let v = (embeddings[a as usize * dim + d] + embeddings[b as usize * dim + d]) / 2.0;
+                embeddings.push(v);
+            }
+        }
+        Self::from_parts(leaves, merges, embeddings, dim)
+    }
+
+    /// Assembles a tree from stored parts, deriving the leaf order.
+    pub fn from_parts(leaves: Vec<DocSpan>, merges: Vec<(u32, u32)>, embeddings: Vec<f32>, dim: usize) -> Tree {
+        let n = leaves.len();
+        let mut tree = Tree { leaves, merges, embeddings, dim, order: Vec::with_capacity(n), ranges: vec![(0, 0); 2 * n - 1] };
+        tree.layout();
+        tree
+    }
+
+    /// In-order leaf layout, iteratively (a chain-shaped tree of thousands of leaves must not overflow the stack).
+    fn layout(&mut self) {
+        let mut stack = vec![(self.root(), false)];
+        while let Some((node, expanded)) = stack.pop() {
+            match self.children(node) {
+                None => {
+                    let at = self.order.len() as u32;
+                    self.order.push(node as u32);
+                    self.ranges[node] = (at, at + 1);
+                }
+                Some((a, b)) if expanded => self.ranges[node] = (self.ranges[a].0, self.ranges[b].1),
+                Some((a, b)) => stack.extend([(node, true), (b, false), (a, false)]),
+            }
+        }
+    }
+
+    pub fn num_leaves(&self) -> usize {
+        self.leaves.len()
+    }
+
+    pub fn num_nodes(&self) -> usize {
+        2 * self.leaves.len() - 1
+    }
+
+    pub fn root(&self) -> usize {
+        self.num_nodes() - 1
+    }
+
+    /// The two children of a parent; `None` for a leaf.
+    pub fn children(&self, node: usize) -> Option<(usize, usize)> {
+        let n = self.leaves.len();
+        (node >= n).then(|| {
+            let (a, b) = self.merges[node - n];
+            (a as usize, b as usize)
+        })
+    }
+
+    pub fn embedding(&self, node: usize) -> &[f32] {
+        &self.embeddings[node * self.dim..(node + 1) * self.dim]
+    }
+
+    /// The leaves under a node.
+    pub fn leaves_under(&self, node: usize) -> impl Iterator<Item = usize> + '_ {
+        let (lo, hi) = self.ranges[node];
+        self.order[lo as usize..hi as usize].iter().map(|&l| l as usize)
+    }
+
+    /// The text a node hands on: its leaves' spans, sorted and merged.
+    pub fn spans(&self, node: usize) -> Vec<DocSpan> {
+        merge(self.leaves_under(node).map(|l| self.leaves[l]).collect())
+    }
+
+    /// The depth of every node (the root is 0).
+    pub fn depths(&self) -> Vec<usize> {
+        let mut depth = vec![0; self.num_nodes()];
+        for node in (self.leaves.len()..self.num_nodes()).rev() {
+            let (a, b) = self.children(node).expect("parents have children");
+            depth[a] = depth[node] + 1;
+            depth[b] = depth[node] + 1;
+        }
+        depth
+    }
+}
+
+/// The greedy single-linkage merge sequence, as pairs of node ids (leaves `0..n`, parents from `n`).
+pub fn merge_order(m: &Similarity) -> Vec<(u32, u32)> {
+    let n = m.n;
+    if n < 2 {
+        return Vec::new();
+    }
+    // Prim's algorithm for the maximum spanning tree of the dense similarity graph.
+    let mut in_tree = vec![false; n];
+    let mut best = vec![f32::NEG_INFINITY; n];
+    let mut from = vec![0usize; n];
+    in_tree[0] = true;
+    for v in 1..n {
+        best[v] = sanitize(m.at(0, v));
+    }
+    let mut edges: Vec<(f32, usize, usize)> = Vec::with_capacity(n - 1);
+    for _ in 1..n {
+        let mut pick = usize::MAX;
+        for v in 0..n {
+            if !in_tree[v] && (pick == usize::MAX || best[v] > best[pick]) {
+                pick = v;
+            }
+        }
+        in_tree[pick] = true;
+        edges.push((best[pick], from[pick].min(pick), from[pick].max(pick)));
+        for u in 0..n {
+            let w = sanitize(m.at(pick, u));
+            if !in_tree[u] && w > best[u] {
+                best[u] = w;
+                from[u] = pick;
+            }
+        }
+    }
+    // Kruskal on the spanning tree's edges, heaviest first, ties by unit index.
+    edges.sort_by(|a, b| b.0.total_cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+    let mut parent: Vec<usize> = (0..n).collect();
+    let mut node_of: Vec<u32> = (0..n as u32).collect();
+    let mut merges = Vec::with_capacity(n - 1);
+    for (i, &(_, u, v)) in edges.iter().enumerate() {
+        let (ru, rv) = (find(&mut parent, u), find(&mut parent, v));
+        let (a, b) = (node_of[ru], node_of[rv]);
+        merges.push((a.min(b), a.max(b)));
+        parent[rv] = ru;
+        node_of[ru] = (n + i) as u32;
+    }
+    merges
+}
+
+/// NaN similarities never win a merge.
+fn sanitize(x: f32) -> f32 {
+    if x.is_nan() { f32::NEG_INFINITY } else { x }
+}
+
+fn find(parent: &mut [usize], mut x: usize) -> usize {
+    while parent[x] != x {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_datasets::Span;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// The algorithm as the paper states it, O(n^3): the oracle for `merge_order`.
+    fn naive(n: usize, m: &[f32]) -> Vec<BTreeSet<usize>> {
+        let mut clusters: Vec<Option<BTreeSet<usize>>> = (0..n).map(|i| Some(BTreeSet::from([i]))).collect();
+        let mut sim: Vec<Vec<f32>> = (0..n).map(|i| (0..n).map(|j| m[i * n + j]).collect()).collect();
+        let mut out = Vec::new();
+        for _ in 1..n {
+            let mut best = (f32::NEG_INFINITY, 0, 0);
+            for i in 0..clusters.len() {
+                for j in i + 1..clusters.len() {
+                    if clusters[i].is_some() && clusters[j].is_some() && sim[i][j] > best.0 {
+                        best = (sim[i][j], i, j);
+                    }
+                }
+            }
+            let (_, u, v) = best;
+            let merged: BTreeSet<usize> = clusters[u].take().unwrap().union(&clusters[v].take().unwrap()).cloned().collect();
+            let row: Vec<f32> = (0..clusters.len()).map(|r| sim[u][r].max(sim[v][r])).collect();
+            for (r, s) in sim.iter_mut().enumerate() {
+                s.push(row[r]);
+            }
+            let mut new_row = row;
+            new_row.push(f32::NEG_INFINITY);
+            sim.push(new_row);
+            out.push(merged.clone());
+            clusters.push(Some(merged));
+        }
+        out
+    }
+
+    fn leaves(n: usize) -> Vec<DocSpan> {
+        (0..n).map(|i| DocSpan { doc: 0, span: Span::new(10 * i, 10 * i + 9) }).collect()
+    }
+
+    fn build(n: usize, m: &[f32]) -> Tree {
+        let emb: Vec<f32> = (0..n).flat_map(|i| [i as f32, 1.0]).collect();
+        Tree::build(leaves(n), &emb, 2, &Similarity { n, values: m })
+    }
+
+    fn leaf_sets(tree: &Tree) -> Vec<BTreeSet<usize>> {
+        (tree.num_leaves()..tree.num_nodes()).map(|p| tree.leaves_under(p).collect()).collect()
+    }
+
+    #[test]
+    fn hand_built_matrix_merges_in_the_known_order() {
+        // Units 0..4. Strongest pair (1, 3) though not neighbours; then 0 joins {1,3} through M_01 = 0.7
+        // (single linkage); then {2, 4}; then the two clusters.
+        #[rustfmt::skip]
+        let m = [
+            0.0, 0.7, 0.1, 0.2, 0.0,
+            0.7, 0.0, 0.2, 0.9, 0.1,
+            0.1, 0.2, 0.0, 0.3, 0.6,
+            0.2, 0.9, 0.3, 0.0, 0.1,
+            0.0, 0.1, 0.6, 0.1, 0.0,
+        ];
+        let tree = build(5, &m);
+        assert_eq!(tree.merges, vec![(1, 3), (0, 5), (2, 4), (6, 7)]);
+        assert_eq!(tree.num_nodes(), 9);
+        assert_eq!(tree.root(), 8);
+        // Progressive embeddings: the mean of the children, first dimension = mean of leaf indices pairwise.
+        assert_eq!(tree.embedding(5), &[2.0, 1.0]);
+        assert_eq!(tree.embedding(6), &[1.0, 1.0]);
+        assert_eq!(tree.leaves_under(6).collect::<BTreeSet<_>>(), BTreeSet::from([0, 1, 3]));
+        // Spans of {0, 1, 3}: 0..9, 10..19 and 30..39, sorted; adjacent units stay separate spans.
+        let spans: Vec<(usize, usize)> = tree.spans(6).iter().map(|s| (s.span.start, s.span.end)).collect();
+        assert_eq!(spans, vec![(0, 9), (10, 19), (30, 39)]);
+        assert_eq!(tree.depths()[8], 0);
+        assert_eq!(tree.depths()[1], 3);
+    }
+
+    #[test]
+    fn ties_are_broken_by_unit_index() {
+        // All pairs equally similar: (0, 1) first, then 2 joins, then 3: a left-leaning chain.
+        let m = [0.5f32; 16];
+        assert_eq!(build(4, &m).merges, vec![(0, 1), (2, 4), (3, 5)]);
+    }
+
+    #[test]
+    fn one_leaf_is_a_tree_and_nan_never_wins() {
+        let t = build(1, &[0.0]);
+        assert_eq!((t.num_nodes(), t.root(), t.children(0)), (1, 0, None));
+        let m = [0.0, f32::NAN, 0.1, f32::NAN, 0.0, 0.2, 0.1, 0.2, 0.0];
+        assert_eq!(build(3, &m).merges, vec![(1, 2), (0, 3)]);
+    }
+
+    #[test]
+    fn a_two_thousand_unit_chain_builds_without_recursion() {
+        // Neighbours only: a long chain tree.
+        let n = 2000;
+        let mut m = vec![0.0f32; n * n];
+        for i in 0..n - 1 {
+            m[i * n + i + 1] = 1.0 + i as f32;
+            m[(i + 1) * n + i] = 1.0 + i as f32;
+        }
+        let t = build(n, &m);
+        assert_eq!(t.leaves_under(t.root()).count(), n);
+        assert_eq!(t.depths().iter().max(), Some(&(n - 1)));
+    }
+
+    proptest! {
+        #[test]
+        fn kruskal_order_equals_the_naive_greedy_merges(n in 2usize..12, seed in prop::collection::vec(0.0f32..1.0, 144)) {
+            let mut m = vec![0.0f32; n * n];
+            for i in 0..n {
+                for j in i + 1..n {
+                    // Symmetric, distinct weights.
+                    let w = seed[i * 12 + j] + (i * n + j) as f32 * 1e-4;
+                    m[i * n + j] = w;
+                    m[j * n + i] = w;
+                }
+            }
+            let tree = build(n, &m);
+            prop_assert_eq!(leaf_sets(&tree), naive(n, &m));
+            prop_assert_eq!(tree.num_nodes(), 2 * n - 1);
+            let mut all: Vec<usize> = tree.leaves_under(tree.root()).collect();
+            all.sort();
+            prop_assert_eq!(all, (0..n).collect::<Vec<_>>());
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Attention between the units of a document from the encoder's own token attention, mean-pooled into
+//! unit blocks over a sliding window (what the public SproutRAG reference code does; DESIGN.md, "SLLM",
+//! second attention source):
+//!
+//! ```text
+//! window = [CLS] tokens(u_s) ... tokens(u_e) [SEP]         at most `window_tokens` tokens
+//! A^{(l,h)}_{ij} = mean over token rows of u_i and token columns of u_j of the window's attention
+//! ```
+//!
+//! Windows advance by half their units, so neighbouring units always share one; a pair seen in several
+//! windows gets the mean over them, and a pair never in one window gets 0. Special tokens are left out of
+//! the blocks. The result is `[layers, heads, n, n]`, ready for [`crate::aggregator::HeadAggregator`].
+
+use burn::tensor::backend::Backend;
+
+use crate::encoder::SentenceEncoder;
+
+/// Per-head attention between the `n` units of one document, `[layers, heads, n, n]` row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitAttention {
+    pub layers: usize,
+    pub heads: usize,
+    pub n: usize,
+    pub values: Vec<f32>,
+}
+
+/// The windows over units: `(first unit, units in window)`, each fitting `budget` tokens.
+pub fn windows(lengths: &[usize], budget: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < lengths.len() {
+        let mut used = 0;
+        let mut count = 0;
+        while start + count < lengths.len() && (count == 0 || used + lengths[start + count] <= budget) {
+            used += lengths[start + count];
+            count += 1;
+        }
+        out.push((start, count));
+        if start + count >= lengths.len() {
+            break;
+        }
+        start += (count / 2).max(1);
+    }
+    out
+}
+
+impl<B: Backend> SentenceEncoder<B> {
+    /// Token-block attention between `units` (texts of one document, in order).
+    pub fn unit_attention(&self, units: &[&str], window_tokens: usize, batch_size: usize) -> UnitAttention {
+        let n = units.len();
+        let (layers, heads) = (self.config.num_hidden_layers, self.config.num_attention_heads);
+        let budget = window_tokens.clamp(3, self.config.max_position_embeddings) - 2;
+        let mut pieces = self.word_pieces(units);
+        for p in &mut pieces {
+            p.truncate(budget);
+        }
+        let (cls, sep) = self.special_ids();
+        let wins = windows(&pieces.iter().map(Vec::len).collect::<Vec<_>>(), budget);
+        let mut sums = vec![0.0f32; layers * heads * n * n];
+        let mut counts = vec![0u32; n * n];
+        for chunk in wins.chunks(batch_size.max(1)) {
+            let ids: Vec<Vec<u32>> = chunk
+                .iter()
+                .map(|&(s, c)| std::iter::once(cls).chain(pieces[s..s + c].iter().flatten().copied()).chain([sep]).collect())
+                .collect();
+            let batch: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
+            let (input, mask) = self.pad(&batch);
+            let t = input.dims()[1];
+            let out = self.bert.forward(input, mask, true);
+            let probs: Vec<Vec<f32>> = out.attentions.into_iter().map(|a| a.into_data().to_vec::<f32>().expect("f32")).collect();
+            for (w, &(start, count)) in chunk.iter().enumerate() {
+                // Token ranges of the window's units (position 0 is [CLS]).
+                let mut ranges = Vec::with_capacity(count);
+                let mut at = 1;
+                for u in start..start + count {
+                    ranges.push((at, at + pieces[u].len()));
+                    at += pieces[u].len();
+                }
+                for (l, layer) in probs.iter().enumerate() {
+                    for h in 0..heads {
+                        let head = &layer[((w * heads + h) * t * t)..((w * heads + h + 1) * t * t)];
+                        let block = block_means(head, t, &ranges);
+                        for (i, row) in block.chunks_exact(count).enumerate() {
+                            for (j, &v) in row.iter().enumerate() {
+                                sums[((l * heads + h) * n + start + i) * n + start + j] += v;
+                            }
+                        }
+                    }
+                }
+                for i in start..start + count {
+                    for j in start..start + count {
+                        counts[i * n + j] += 1;
+                    }
+                }
+            }
+        }
+        for (k, v) in sums.iter_mut().enumerate() {
+            let c = counts[k % (n * n)];
+            if c > 0 {
+                *v /= c as f32;
+            }
+        }
+        UnitAttention { layers, heads, n, values: sums }
+    }
+}
+
+/// Means of a `t x t` attention matrix over blocks of token ranges, `[units, units]` row-major.
+fn block_means(head: &[f32], t: usize, ranges: &[(usize, usize)]) -> Vec<f32> {
+    let k = ranges.len();
+    // Columns first: for every token row, the mean over each unit's columns.
+    let mut cols = vec![0.0f32; t * k];
+    for row in 0..t {
+        let r = &head[row * t..(row + 1) * t];
+        for (j, &(a, b)) in ranges.iter().enumerate() {
+            cols[row * k + j] = r[a..b].iter().sum::<f32>() / (b - a).max(1) as f32;
+        }
+    }
+    let mut out = vec![0.0f32; k * k];
+    for (i, &(a, b)) in ranges.iter().enumerate() {
+        for row in a..b {
+            for j in 0..k {
+                out[i * k + j] += cols[row * k + j];
+            }
+        }
+        for j in 0..k {
+            out[i * k + j] /= (b - a).max(1) as f32;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_fit_the_budget_and_overlap_by_half() {
+        assert_eq!(windows(&[3, 3, 3, 3, 3], 9), vec![(0, 3), (1, 3), (2, 3)]);
+        // A unit longer than the budget still gets a window of its own.
+        assert_eq!(windows(&[20, 2], 9), vec![(0, 1), (1, 1)]);
+        assert_eq!(windows(&[1], 9), vec![(0, 1)]);
+    }
+
+    #[test]
+    fn block_means_average_rows_and_columns_of_each_unit() {
+        // t = 4: token 0 is [CLS], units cover tokens 1..3 and 3..4.
+        #[rustfmt::skip]
+        let head = [
+            1.0, 0.0, 0.0, 0.0,
+            0.0, 0.2, 0.4, 0.4,
+            0.0, 0.6, 0.2, 0.2,
+            0.0, 0.1, 0.1, 0.8,
+        ];
+        let b = block_means(&head, 4, &[(1, 3), (3, 4)]);
+        let want = [(0.2 + 0.4 + 0.6 + 0.2) / 4.0, (0.4 + 0.2) / 2.0, (0.1 + 0.1) / 2.0, 0.8];
+        for (g, w) in b.iter().zip(want) {
+            assert!((g - w).abs() < 1e-6, "{b:?}");
+        }
+    }
+}
