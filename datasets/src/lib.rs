@@ -12,6 +12,7 @@
 pub mod corpus;
 pub mod error;
 pub mod loaders;
+pub mod merge_pairs;
 pub mod sentences;
 pub mod span;
 pub mod units;

@@ -1,7 +1,15 @@
 //! arbor-losses: the training objectives of SproutRAG and SmartChunk as pure functions of tensors, one
-//! per file, each with its equation in its doc comment (DESIGN.md, "losses"): InfoNCE with in-batch
-//! negatives and the attention-structure regulariser (SproutRAG, Section 4), the SentenceVAE
-//! reconstruction + KL term, the compressor's MSE to summary embeddings and the GRPO / imitation
-//! objectives (SmartChunk). No IO here, and no model: inputs are tensors.
+//! per file, each with its equation in its doc comment (DESIGN.md, "losses"). No IO and no model here:
+//! inputs are tensors, outputs scalar tensors that autodiff can differentiate.
 //!
-//! Nothing lives here yet: the SproutRAG issue brings the first losses.
+//! - [`info_nce`]: L_ret, contrastive retrieval loss with in-batch (and optional hard) negatives
+//!   (SproutRAG, Section 4.1).
+//! - [`attention_structure`]: L_attn, pulls aggregated attention toward gold merge pairs (Section 4.2).
+//!
+//! The joint objective is L = L_ret + lambda * L_attn (+ the SentenceVAE term), combined by the trainer.
+
+mod attention;
+mod info_nce;
+
+pub use attention::attention_structure;
+pub use info_nce::info_nce;

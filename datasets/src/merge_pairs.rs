@@ -1,0 +1,58 @@
+//! Gold merge pairs G for SproutRAG's attention-structure loss (Section 4.2): pairs of leaf units that
+//! the document's own structure says belong together. A pair is two adjacent units (i, i + 1) of the same
+//! paragraph, or, with [`MergePairs::SameSection`], of the same innermost section (documents without
+//! sections fall back to paragraphs).
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::Segmented;
+
+/// Which adjacent units count as gold merge pairs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MergePairs {
+    /// Adjacent units inside one paragraph.
+    #[default]
+    SameParagraph,
+    /// Adjacent units inside one section (across its paragraphs).
+    SameSection,
+}
+
+/// The gold merge pairs `(i, i + 1)` of a segmented document, in unit order.
+pub fn merge_pairs(seg: &Segmented, rule: MergePairs) -> Vec<(usize, usize)> {
+    let together = |a: usize, b: usize| {
+        let (pa, pb) = (seg.units[a].paragraph, seg.units[b].paragraph);
+        match rule {
+            MergePairs::SameParagraph => pa == pb,
+            MergePairs::SameSection => match (seg.paragraphs[pa].section, seg.paragraphs[pb].section) {
+                (Some(sa), Some(sb)) => sa == sb,
+                _ => pa == pb,
+            },
+        }
+    };
+    (1..seg.units.len()).filter(|&i| together(i - 1, i)).map(|i| (i - 1, i)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::{Document, Section};
+    use crate::units::{segment, UnitConfig};
+
+    #[test]
+    fn pairs_follow_paragraphs_or_sections() {
+        let text = "Aa. Bb. Cc. Dd.\n\nEe. Ff.\n\nGg. Hh.";
+        let cut = text.find("Gg.").unwrap();
+        let doc = |sections| Document { id: "d".into(), title: String::new(), text: text.into(), sections, split: None };
+        let one = UnitConfig { max_sentences: 1 };
+        // Units: A B C D | E F | G H (indices 0-3, 4-5, 6-7).
+        let plain = segment(&doc(vec![]), &one);
+        assert_eq!(merge_pairs(&plain, MergePairs::SameParagraph), vec![(0, 1), (1, 2), (2, 3), (4, 5), (6, 7)]);
+        assert_eq!(merge_pairs(&plain, MergePairs::SameSection), merge_pairs(&plain, MergePairs::SameParagraph));
+        let sections = vec![
+            Section { title: "One".into(), start: 0, end: cut, level: 1 },
+            Section { title: "Two".into(), start: cut, end: text.len(), level: 1 },
+        ];
+        let sectioned = segment(&doc(sections), &one);
+        assert_eq!(merge_pairs(&sectioned, MergePairs::SameSection), vec![(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (6, 7)]);
+    }
+}
