@@ -5,11 +5,14 @@
 //! - [`info_nce`]: L_ret, contrastive retrieval loss with in-batch (and optional hard) negatives
 //!   (SproutRAG, Section 4.1).
 //! - [`attention_structure`]: L_attn, pulls aggregated attention toward gold merge pairs (Section 4.2).
+//! - [`vae_loss`]: the SentenceVAE's token cross-entropy and KL terms.
 //!
 //! The joint objective is L = L_ret + lambda * L_attn (+ the SentenceVAE term), combined by the trainer.
 
 mod attention;
 mod info_nce;
+mod vae;
 
 pub use attention::attention_structure;
 pub use info_nce::info_nce;
+pub use vae::vae_loss;

@@ -14,6 +14,8 @@ pub mod bert;
 pub mod encoder;
 pub mod error;
 pub mod hub;
+pub mod sentence_vae;
+pub mod sllm;
 pub mod unit_attention;
 
 pub use backend::{default_device, DefaultBackend};

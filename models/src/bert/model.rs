@@ -1,7 +1,7 @@
 //! The BERT forward pass.
 
 use burn::module::Module;
-use burn::nn::{Embedding, LayerNorm, Linear};
+use burn::nn::{Embedding, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::activation::{gelu, softmax};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Int, Tensor};
@@ -86,8 +86,26 @@ impl<B: Backend> Bert<B> {
 }
 
 impl<B: Backend> BertLayer<B> {
+    /// A freshly initialised block (for models trained from scratch, such as the sentence-level transformer).
+    pub fn init(hidden: usize, heads: usize, intermediate: usize, eps: f64, device: &B::Device) -> Self {
+        let linear = |i, o| LinearConfig::new(i, o).init(device);
+        let norm = || LayerNormConfig::new(hidden).with_epsilon(eps).init(device);
+        BertLayer {
+            query: linear(hidden, hidden),
+            key: linear(hidden, hidden),
+            value: linear(hidden, hidden),
+            attention_output: linear(hidden, hidden),
+            attention_norm: norm(),
+            intermediate: linear(hidden, intermediate),
+            output: linear(intermediate, hidden),
+            output_norm: norm(),
+            num_heads: heads,
+        }
+    }
+
     /// # Shapes
-    /// - `x`: `[batch, tokens, hidden]`; `key_bias`: `[batch, 1, 1, tokens]`
+    /// - `x`: `[batch, tokens, hidden]`; `key_bias`: added to the attention scores, `[batch, 1, 1, tokens]`
+    ///   (padding) or `[batch, 1, tokens, tokens]` (padding and causality)
     /// - returns `[batch, tokens, hidden]` and the probabilities `[batch, heads, tokens, tokens]`
     pub fn forward(&self, x: Tensor<B, 3>, key_bias: Tensor<B, 4>) -> (Tensor<B, 3>, Tensor<B, 4>) {
         let [batch, tokens, hidden] = x.dims();
