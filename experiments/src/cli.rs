@@ -14,12 +14,15 @@ pub struct RunArgs {
     /// Where run folders go: <out>/<name>/<timestamp>
     #[arg(long, default_value = "runs")]
     pub out: PathBuf,
+    /// Continue the newest run of this experiment from its last checkpoint
+    #[arg(long)]
+    pub resume: bool,
 }
 
 /// Loads the experiment, runs it, prints the report table and where the run folder is.
 pub fn run_experiment(args: &RunArgs) -> anyhow::Result<()> {
     let exp = Experiment::load(&args.experiment)?;
-    let (dir, report) = crate::run::run(&exp, &args.out)?;
+    let (dir, report) = crate::run::run(&exp, &args.out, args.resume)?;
     println!("{}", report.markdown());
     println!("run folder: {}", dir.display());
     Ok(())

@@ -11,7 +11,9 @@ use arbor_eval::beam::BeamConfig;
 use arbor_eval::tree_retrieval::TreeSearch;
 use arbor_eval::Scope;
 use arbor_models::aggregator::AggregationInit;
+use arbor_models::sproutrag::SproutRagModelConfig;
 use arbor_models::EncoderConfig;
+use arbor_trainers::config::TrainConfig;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,6 +82,10 @@ pub struct SproutRagConfig {
     /// How the (layer, head) weights start; without training they stay there.
     pub aggregation: AggregationInit,
     pub search: TreeSearch,
+    /// Sizes of the SLLM (and SentenceVAE), for `attention: Sllm`.
+    pub model: SproutRagModelConfig,
+    /// `None`: index without training (token-block attention only).
+    pub training: Option<TrainConfig>,
 }
 
 impl Default for SproutRagConfig {
@@ -88,6 +94,8 @@ impl Default for SproutRagConfig {
             attention: AttentionSource::TokenBlocks { window_tokens: 256 },
             aggregation: AggregationInit::Uniform,
             search: TreeSearch::Beam(BeamConfig::default()),
+            model: SproutRagModelConfig::default(),
+            training: None,
         }
     }
 }
@@ -97,6 +105,8 @@ impl Default for SproutRagConfig {
 pub enum AttentionSource {
     /// The encoder's token attention mean-pooled into unit blocks over sliding windows of this many tokens.
     TokenBlocks { window_tokens: usize },
+    /// The trained sentence-level transformer's attention between units (needs `training`).
+    Sllm,
 }
 
 impl Method {
@@ -106,12 +116,20 @@ impl Method {
             Method::Flat => "Flat (dense units)".into(),
             Method::Bm25 => "BM25".into(),
             Method::SproutRag(c) => {
-                let AttentionSource::TokenBlocks { window_tokens } = c.attention;
                 let search = match c.search {
                     TreeSearch::Beam(b) => format!("beam b={} delta={} {:?}", b.beam_width, b.delta, b.strategy),
                     TreeSearch::Collapsed => "collapsed tree".into(),
                 };
-                format!("SproutRAG untrained ({:?} weights, token attention w={window_tokens}, {search})", c.aggregation)
+                match (&c.attention, &c.training) {
+                    (AttentionSource::TokenBlocks { window_tokens }, _) => {
+                        format!("SproutRAG untrained ({:?} weights, token attention w={window_tokens}, {search})", c.aggregation)
+                    }
+                    (AttentionSource::Sllm, Some(t)) => format!(
+                        "SproutRAG trained (SLLM {}x{}, lambda={}, {} epochs, {search})",
+                        c.model.sllm.layers, c.model.sllm.heads, t.lambda, t.epochs
+                    ),
+                    (AttentionSource::Sllm, None) => "SproutRAG (untrained SLLM: rejected)".into(),
+                }
             }
         }
     }
@@ -144,9 +162,16 @@ impl Experiment {
         }
         for m in &self.methods {
             if let Method::SproutRag(c) = m {
-                let AttentionSource::TokenBlocks { window_tokens } = c.attention;
-                if window_tokens < 8 {
-                    bail!("SproutRag attention window_tokens must be at least 8, got {window_tokens}");
+                match (&c.attention, &c.training) {
+                    (AttentionSource::TokenBlocks { window_tokens }, _) if *window_tokens < 8 => {
+                        bail!("SproutRag attention window_tokens must be at least 8, got {window_tokens}")
+                    }
+                    (AttentionSource::TokenBlocks { .. }, Some(_)) => {
+                        bail!("SproutRag training with TokenBlocks attention (learning head weights over token attention) is not implemented yet; use attention: Sllm")
+                    }
+                    (AttentionSource::Sllm, None) => bail!("SproutRag attention: Sllm needs training: Some((...)): an untrained SLLM is random"),
+                    (AttentionSource::Sllm, Some(t)) => t.check().map_err(anyhow::Error::msg)?,
+                    _ => {}
                 }
                 if let TreeSearch::Beam(b) = c.search {
                     if b.beam_width == 0 {

@@ -10,17 +10,19 @@ use arbor_eval::bm25::Bm25;
 use arbor_eval::flat::FlatDense;
 use arbor_eval::report::{atomic_write, Report};
 use arbor_eval::runner::{evaluate, EvalQuery};
-use arbor_eval::tree_retrieval::TreeRetriever;
+use arbor_eval::tree_retrieval::{TreeRetriever, TreeSearch};
 use arbor_eval::{LeafIndex, QueryInput, Retriever, Scope};
 use arbor_models::{default_device, DefaultBackend, SentenceEncoder};
 
-use crate::experiment::{Experiment, Method};
+use crate::experiment::{Experiment, Method, SproutRagConfig};
 use crate::progress::bar;
-use crate::sproutrag::build_trees;
+use crate::sproutrag::{build_index, IndexInputs, SproutRagIndex};
 
-/// Runs an experiment and writes its folder under `out`; returns the folder and the report.
-pub fn run(exp: &Experiment, out: &Path) -> anyhow::Result<(PathBuf, Report)> {
-    let dir = run_folder(out, &exp.name)?;
+/// Runs an experiment and writes its folder under `out`; returns the folder and the report. With
+/// `resume`, the newest run folder of the experiment is reused and training continues from its last
+/// checkpoint.
+pub fn run(exp: &Experiment, out: &Path, resume: bool) -> anyhow::Result<(PathBuf, Report)> {
+    let dir = if resume { latest_run(out, exp)? } else { run_folder(out, &exp.name)? };
     atomic_write(&dir.join("experiment.ron"), exp.to_ron().as_bytes())?;
     let data_path = exp.data.resolved_path()?;
     let corpus = arbor_datasets::loaders::load(&exp.data.format, &data_path)
@@ -52,6 +54,7 @@ pub fn run(exp: &Experiment, out: &Path) -> anyhow::Result<(PathBuf, Report)> {
     };
     // Unit and query embeddings are computed once, for every dense method that needs them.
     let mut dense: Option<(Vec<Vec<f32>>, f64)> = None;
+    let mut indexes: Vec<(SproutRagConfig, SproutRagIndex, f64)> = Vec::new();
     for method in &exp.methods {
         let name = method.label();
         if matches!(method, Method::Flat | Method::SproutRag(_)) && dense.is_none() {
@@ -73,12 +76,39 @@ pub fn run(exp: &Experiment, out: &Path) -> anyhow::Result<(PathBuf, Report)> {
             }
             Method::SproutRag(config) => {
                 let (embeddings, embed_ms) = dense.as_ref().expect("computed above");
-                let start = Instant::now();
-                let trees_dir = dir.join("trees");
-                let trees = build_trees(&encoder, config, &corpus, &index, &docs, embeddings, exp.encoder.batch_size, &trees_dir)?;
-                let ms = embed_ms + start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64;
-                let retriever = TreeRetriever { name, trees: &trees, search: config.search, scope: exp.retrieval.scope };
-                score(&retriever, &queries, ms)
+                // Methods that differ only in how they search share one index (and one training run).
+                let key = SproutRagConfig { search: TreeSearch::Collapsed, ..config.clone() };
+                let at = match indexes.iter().position(|(k, _, _)| *k == key) {
+                    Some(at) => at,
+                    None => {
+                        let start = Instant::now();
+                        let inputs = IndexInputs {
+                            encoder: &encoder,
+                            corpus: &corpus,
+                            index: &index,
+                            units: &exp.units,
+                            docs: &docs,
+                            unit_embeddings: embeddings,
+                            batch_size: exp.encoder.batch_size,
+                        };
+                        let built = build_index(&inputs, config, &queries, &dir, indexes.len(), resume)?;
+                        let ms = embed_ms + start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64;
+                        indexes.push((key, built, ms));
+                        indexes.len() - 1
+                    }
+                };
+                let (_, built, ms) = &indexes[at];
+                let retriever = TreeRetriever { name, trees: &built.trees, search: config.search, scope: exp.retrieval.scope };
+                match &built.query_embeddings {
+                    None => score(&retriever, &queries, *ms),
+                    Some(embedded) => {
+                        let mut own = queries.clone();
+                        for (q, e) in own.iter_mut().zip(embedded) {
+                            q.input.embedding = Some(e.clone());
+                        }
+                        score(&retriever, &own, *ms)
+                    }
+                }
             }
         };
         report.methods.push(result);
@@ -142,6 +172,21 @@ fn setting(exp: &Experiment, corpus: &Corpus, index: &LeafIndex, docs: &[usize],
     )
     .replace("  ", " ")
         + &format!(" Corpus total: {} documents.", corpus.documents.len())
+}
+
+/// The newest run folder of `exp` under `out`, which must hold the same experiment.
+fn latest_run(out: &Path, exp: &Experiment) -> anyhow::Result<PathBuf> {
+    let base = out.join(&exp.name);
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(&base)
+        .with_context(|| format!("--resume: no run of {:?} under {}", exp.name, base.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("experiment.ron").is_file())
+        .collect();
+    runs.sort();
+    let dir = runs.pop().with_context(|| format!("--resume: no run of {:?} under {}", exp.name, base.display()))?;
+    let saved = Experiment::load(&dir.join("experiment.ron"))?;
+    anyhow::ensure!(saved == *exp, "--resume: {} was run with a different experiment file", dir.display());
+    Ok(dir)
 }
 
 /// A fresh folder `<out>/<name>/<UTC timestamp>` (a suffix is added if that exists already).

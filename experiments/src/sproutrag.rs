@@ -1,55 +1,225 @@
-//! Indexing documents into SproutRAG trees: unit attention -> HeadAggregator -> M -> greedy tree with
-//! progressive embeddings (SproutRAG, Sections 2.1-2.3). The trees are saved into the run folder.
+//! SproutRAG indexing (Sections 2.1-2.3): unit attention -> HeadAggregator -> M -> greedy tree with
+//! progressive embeddings, one tree per document, saved into the run folder. Two attention sources:
+//! - `TokenBlocks`: the frozen encoder's token attention pooled into unit blocks (no training); leaves
+//!   and queries keep the encoder's embeddings;
+//! - `Sllm`: the trained SLLM (arbor_trainers::sproutrag); leaves are its unit embeddings, queries its
+//!   query embeddings.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use arbor_datasets::Corpus;
+use arbor_datasets::merge_pairs::merge_pairs;
+use arbor_datasets::units::segment;
+use arbor_datasets::{Corpus, DocSpan, UnitConfig};
+use arbor_eval::runner::EvalQuery;
 use arbor_eval::tree::{Similarity, Tree};
 use arbor_eval::LeafIndex;
 use arbor_models::aggregator::HeadAggregator;
+use arbor_models::sproutrag::SproutRagModel;
 use arbor_models::{DefaultBackend, SentenceEncoder};
+use arbor_trainers::config::TrainConfig;
+use arbor_trainers::data::{TrainDoc, TrainQuery};
 use burn::tensor::{Tensor, TensorData};
 
 use crate::experiment::{AttentionSource, SproutRagConfig};
 use crate::progress::bar;
 
-/// One tree per document in `docs` (others `None`), built from the unit embeddings and saved as
-/// `trees_dir/<document index>.tree`.
-pub fn build_trees(
-    encoder: &SentenceEncoder<DefaultBackend>,
+/// What indexing the evaluated documents needs.
+pub struct IndexInputs<'a> {
+    pub encoder: &'a SentenceEncoder<DefaultBackend>,
+    pub corpus: &'a Corpus,
+    pub index: &'a LeafIndex,
+    pub units: &'a UnitConfig,
+    /// The documents to index.
+    pub docs: &'a [usize],
+    /// The encoder's embedding of every unit of `docs`.
+    pub unit_embeddings: &'a [Vec<f32>],
+    pub batch_size: usize,
+}
+
+/// The trees, and the query embeddings to search them with when they differ from the encoder's.
+pub struct SproutRagIndex {
+    pub trees: Vec<Option<Tree>>,
+    pub query_embeddings: Option<Vec<Vec<f32>>>,
+}
+
+/// Builds (training first, for `Sllm`) the trees of `inputs.docs` and saves them under `run_dir/trees-<key>`.
+pub fn build_index(
+    inputs: &IndexInputs,
     config: &SproutRagConfig,
-    corpus: &Corpus,
-    index: &LeafIndex,
-    docs: &[usize],
-    unit_embeddings: &[Vec<f32>],
-    batch_size: usize,
+    queries: &[EvalQuery],
+    run_dir: &Path,
+    key: usize,
+    resume: bool,
+) -> anyhow::Result<SproutRagIndex> {
+    let trees_dir = run_dir.join(format!("trees-{key}"));
+    std::fs::create_dir_all(&trees_dir)?;
+    match (&config.attention, &config.training) {
+        (AttentionSource::TokenBlocks { window_tokens }, _) => {
+            let e = inputs.encoder;
+            let aggregator = HeadAggregator::<DefaultBackend>::new(e.config.num_hidden_layers, e.config.num_attention_heads, config.aggregation, e.device());
+            let trees = index_docs(inputs, &trees_dir, "token attention trees", |units| {
+                let texts: Vec<&str> = units.iter().map(|&u| inputs.index.text(inputs.corpus, u)).collect();
+                let a = e.unit_attention(&texts, *window_tokens, inputs.batch_size);
+                let attention = Tensor::from_data(TensorData::new(a.values, [a.layers, a.heads, a.n, a.n]), e.device());
+                let leaves: Vec<f32> = units.iter().flat_map(|&u| inputs.unit_embeddings[u].iter().copied()).collect();
+                (leaves, e.dim(), to_vec(aggregator.forward(attention)))
+            })?;
+            Ok(SproutRagIndex { trees, query_embeddings: None })
+        }
+        (AttentionSource::Sllm, Some(training)) => {
+            let model = train_model(inputs, config, training, run_dir, resume)?;
+            let trees = index_docs(inputs, &trees_dir, "SLLM trees", |units| {
+                let out = model.document(matrix(units.iter().map(|&u| &inputs.unit_embeddings[u])), false);
+                let dim = out.embeddings.dims()[1];
+                (to_vec(out.embeddings), dim, to_vec(out.m))
+            })?;
+            let pooled = matrix(queries.iter().map(|q| q.input.embedding.as_ref().expect("queries are embedded")));
+            let q = model.queries(pooled);
+            let dim = q.dims()[1];
+            let flat = to_vec(q);
+            Ok(SproutRagIndex { trees, query_embeddings: Some(flat.chunks(dim).map(<[f32]>::to_vec).collect()) })
+        }
+        (AttentionSource::Sllm, None) => anyhow::bail!("attention: Sllm needs training (the experiment check rejects this)"),
+    }
+}
+
+/// One tree per document; `leaf_inputs` gives the leaf embeddings, their width and M for a document's units.
+fn index_docs(
+    inputs: &IndexInputs,
     trees_dir: &Path,
+    what: &str,
+    mut leaf_inputs: impl FnMut(&[usize]) -> (Vec<f32>, usize, Vec<f32>),
 ) -> anyhow::Result<Vec<Option<Tree>>> {
-    std::fs::create_dir_all(trees_dir)?;
-    let device = encoder.device();
-    let aggregator = HeadAggregator::<DefaultBackend>::new(
-        encoder.config.num_hidden_layers,
-        encoder.config.num_attention_heads,
-        config.aggregation,
-        device,
-    );
-    let mut trees = vec![None; corpus.documents.len()];
-    let pb = bar(docs.len(), "building trees");
-    for &d in docs {
-        let units = index.doc_units[d].clone();
-        let texts: Vec<&str> = units.clone().map(|u| index.text(corpus, u)).collect();
-        let AttentionSource::TokenBlocks { window_tokens } = config.attention;
-        let attention = encoder.unit_attention(&texts, window_tokens, batch_size);
-        let n = attention.n;
-        let a = Tensor::<DefaultBackend, 4>::from_data(TensorData::new(attention.values, [attention.layers, attention.heads, n, n]), device);
-        let m = aggregator.forward(a).into_data().to_vec::<f32>().expect("f32");
-        let dim = encoder.dim();
-        let leaf_embeddings: Vec<f32> = units.clone().flat_map(|u| unit_embeddings[u].iter().copied()).collect();
-        let tree = Tree::build(index.units[units].to_vec(), &leaf_embeddings, dim, &Similarity { n, values: &m });
+    let mut trees = vec![None; inputs.corpus.documents.len()];
+    let pb = bar(inputs.docs.len(), what);
+    for &d in inputs.docs {
+        let units: Vec<usize> = inputs.index.doc_units[d].clone().collect();
+        let (leaves, dim, m) = leaf_inputs(&units);
+        let spans: Vec<DocSpan> = units.iter().map(|&u| inputs.index.units[u]).collect();
+        let tree = Tree::build(spans, &leaves, dim, &Similarity { n: units.len(), values: &m });
         arbor_eval::tree_io::save(&tree, &trees_dir.join(format!("{d}.tree")))?;
         trees[d] = Some(tree);
         pb.inc(1);
     }
     pb.finish_and_clear();
     Ok(trees)
+}
+
+/// Trains SproutRAG on the queries of `training.split` with the encoder frozen (its vectors computed once).
+fn train_model(
+    inputs: &IndexInputs,
+    config: &SproutRagConfig,
+    training: &TrainConfig,
+    run_dir: &Path,
+    resume: bool,
+) -> anyhow::Result<SproutRagModel<DefaultBackend>> {
+    let (corpus, index, encoder) = (inputs.corpus, inputs.index, inputs.encoder);
+    // Training queries by the document of their first gold span.
+    let mut by_doc: BTreeMap<usize, Vec<&arbor_datasets::Query>> = BTreeMap::new();
+    for q in corpus.eval_queries(Some(&training.split)) {
+        by_doc.entry(corpus.gold(q)[0].doc).or_default().push(q);
+    }
+    anyhow::ensure!(!by_doc.is_empty(), "no query with evidence in training split {:?}", training.split);
+    let doc_ids: Vec<usize> = by_doc.keys().copied().collect();
+    let all_units: Vec<usize> = doc_ids.iter().flat_map(|&d| index.doc_units[d].clone()).collect();
+    let unit_texts: Vec<&str> = all_units.iter().map(|&u| index.text(corpus, u)).collect();
+    let pb = bar(unit_texts.len(), "train units");
+    let unit_vectors = encoder.embed(&unit_texts, inputs.batch_size, &mut |n| pb.inc(n as u64));
+    pb.finish_and_clear();
+    let query_list: Vec<&arbor_datasets::Query> = by_doc.values().flatten().copied().collect();
+    let pb = bar(query_list.len(), "train queries");
+    let query_texts: Vec<&str> = query_list.iter().map(|q| q.text.as_str()).collect();
+    let query_vectors = encoder.embed(&query_texts, inputs.batch_size, &mut |n| pb.inc(n as u64));
+    pb.finish_and_clear();
+    let start_token = encoder.special_ids().0;
+    let (mut unit_at, mut query_at) = (0, 0);
+    let mut docs = Vec::with_capacity(doc_ids.len());
+    let mut skipped = 0;
+    for (&d, qs) in &by_doc {
+        let range = index.doc_units[d].clone();
+        let n = range.len();
+        let spans: Vec<DocSpan> = index.units[range.clone()].to_vec();
+        let texts = &unit_texts[unit_at..unit_at + n];
+        let tokens = match config.model.vae {
+            Some(_) => encoder.word_pieces(texts).into_iter().map(|t| std::iter::once(start_token).chain(t).collect()).collect(),
+            None => Vec::new(),
+        };
+        let mut queries = Vec::with_capacity(qs.len());
+        for (q, pooled) in qs.iter().zip(&query_vectors[query_at..query_at + qs.len()]) {
+            let gold = corpus.gold(q);
+            match positive_unit(&spans, &gold) {
+                Some(positive) => queries.push(TrainQuery { pooled: pooled.clone(), positive, gold }),
+                None => skipped += 1,
+            }
+        }
+        docs.push(TrainDoc {
+            units: spans,
+            pooled: unit_vectors[unit_at..unit_at + n].to_vec(),
+            pairs: merge_pairs(&segment(&corpus.documents[d], inputs.units), training.merge_pairs),
+            tokens,
+            queries,
+        });
+        unit_at += n;
+        query_at += qs.len();
+    }
+    if skipped > 0 {
+        eprintln!("note: {skipped} training queries have gold text in no unit of their document and are left out");
+    }
+    let holdout = docs.split_off(docs.len().saturating_sub(training.holdout_docs).max(1));
+    let pb = bar(0, "training");
+    let model = arbor_trainers::sproutrag::train(
+        training,
+        &config.model,
+        config.aggregation,
+        (encoder.dim(), encoder.config.vocab_size),
+        corpus,
+        &docs,
+        &holdout,
+        run_dir,
+        resume,
+        &mut |done, total| {
+            pb.set_length(total as u64);
+            pb.set_position(done as u64);
+        },
+    )?;
+    pb.finish_and_clear();
+    Ok(model)
+}
+
+/// The unit holding most of a query's gold text (ties: the earlier unit).
+fn positive_unit(units: &[DocSpan], gold: &[DocSpan]) -> Option<usize> {
+    let overlap = |u: &DocSpan| -> usize {
+        gold.iter()
+            .filter(|g| g.doc == u.doc)
+            .map(|g| g.span.end.min(u.span.end).saturating_sub(g.span.start.max(u.span.start)))
+            .sum()
+    };
+    let (best, amount) = units.iter().enumerate().map(|(i, u)| (i, overlap(u))).fold((0, 0), |a, b| if b.1 > a.1 { b } else { a });
+    (amount > 0).then_some(best)
+}
+
+fn matrix<'a>(rows: impl Iterator<Item = &'a Vec<f32>>) -> Tensor<DefaultBackend, 2> {
+    let rows: Vec<&Vec<f32>> = rows.collect();
+    let dim = rows.first().map_or(0, |r| r.len());
+    let flat: Vec<f32> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+    Tensor::from_data(TensorData::new(flat, [rows.len(), dim]), &Default::default())
+}
+
+fn to_vec<const D: usize>(t: Tensor<DefaultBackend, D>) -> Vec<f32> {
+    t.into_data().to_vec::<f32>().expect("f32")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_datasets::Span;
+
+    #[test]
+    fn the_positive_unit_holds_most_gold_text() {
+        let ds = |s, e| DocSpan { doc: 0, span: Span::new(s, e) };
+        let units = [ds(0, 10), ds(11, 30), ds(31, 40)];
+        assert_eq!(positive_unit(&units, &[ds(8, 25)]), Some(1));
+        assert_eq!(positive_unit(&units, &[ds(41, 50)]), None);
+    }
 }

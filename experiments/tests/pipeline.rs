@@ -15,12 +15,12 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     std::env::set_current_dir(workspace()).unwrap();
     let exp = Experiment::load(Path::new("experiments/quickstart.ron")).unwrap();
     let out = tempfile::tempdir().unwrap();
-    let (dir, report) = run(&exp, out.path()).unwrap();
+    let (dir, report) = run(&exp, out.path(), false).unwrap();
     assert!(dir.starts_with(out.path().join("quickstart")));
     let saved = Experiment::load(&dir.join("experiment.ron")).unwrap();
     assert_eq!(saved, exp, "the run folder reproduces the experiment");
     assert!(dir.join("report.md").is_file() && dir.join("report.json").is_file());
-    assert_eq!(report.methods.len(), 3);
+    assert_eq!(report.methods.len(), 4);
     for m in &report.methods {
         assert_eq!(m.metrics.queries, 200, "{}", m.name);
         // Far above chance (a random unit of ~125 per article: IE well under 1) and below perfect.
@@ -28,13 +28,35 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
         assert!(m.metrics.hit[2] > 70.0, "{}: hit@5 {}", m.name, m.metrics.hit[2]);
         assert!(m.tokens_per_query > 50.0);
     }
-    // SproutRAG's trees are in the run folder, one per test article, and reload.
-    let trees: Vec<_> = std::fs::read_dir(dir.join("trees")).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(trees.len(), 2);
-    for path in trees {
-        let tree = arbor_eval::tree_io::load(&path).unwrap();
-        assert_eq!(tree.leaves_under(tree.root()).count(), tree.num_leaves());
+    // SproutRAG's trees are in the run folder, one per test article and index, and reload.
+    for index in ["trees-0", "trees-1"] {
+        let trees: Vec<_> = std::fs::read_dir(dir.join(index)).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(trees.len(), 2);
+        for path in trees {
+            let tree = arbor_eval::tree_io::load(&path).unwrap();
+            assert_eq!(tree.leaves_under(tree.root()).count(), tree.num_leaves());
+        }
     }
+    // Training left its checkpoint, its log (one line per step plus the per-epoch evaluations) and
+    // TensorBoard events.
+    let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("checkpoints/state.json")).unwrap()).unwrap();
+    let steps = state["step"].as_u64().unwrap() as usize;
+    assert!(steps > 0);
+    let log = std::fs::read_to_string(dir.join("log.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.iter().filter(|l| l.get("loss/ret").is_some()).count(), steps);
+    let evals: Vec<f64> = lines.iter().filter_map(|l| l["eval/ie_mean"].as_f64()).collect();
+    assert_eq!(evals.len(), 3, "one evaluation per epoch");
+    assert!(evals.iter().all(|&ie| ie > 5.0), "{evals:?}");
+    // Epoch means of both loss terms go down (single batches are too noisy to compare).
+    for term in ["loss/ret", "loss/attn_weighted"] {
+        let mean = |epoch: f64| {
+            let v: Vec<f64> = lines.iter().filter(|l| l["epoch"].as_f64() == Some(epoch)).filter_map(|l| l[term].as_f64()).collect();
+            v.iter().sum::<f64>() / v.len() as f64
+        };
+        assert!(mean(2.0) < mean(0.0), "{term}: epoch 0 mean {} -> epoch 2 mean {}", mean(0.0), mean(2.0));
+    }
+    assert!(std::fs::read_dir(dir.join("tb")).unwrap().count() >= 1);
 }
 
 #[test]
@@ -42,7 +64,7 @@ fn a_missing_corpus_is_reported_with_its_path() {
     let text = r#"Experiment(name: "x", data: (format: Jsonl, path: "/nonexistent/corpus"), methods: [Bm25])"#;
     let exp = Experiment::parse(text, Path::new("x.ron")).unwrap();
     let out = tempfile::tempdir().unwrap();
-    let err = format!("{:#}", run(&exp, out.path()).unwrap_err());
+    let err = format!("{:#}", run(&exp, out.path(), false).unwrap_err());
     assert!(err.contains("/nonexistent/corpus/documents.jsonl"), "{err}");
 }
 

@@ -16,6 +16,7 @@ pub mod error;
 pub mod hub;
 pub mod sentence_vae;
 pub mod sllm;
+pub mod sproutrag;
 pub mod unit_attention;
 
 pub use backend::{default_device, DefaultBackend};

@@ -6,6 +6,7 @@
 //! scratch; unit order enters through sinusoidal position encodings, so any document length works.
 
 use burn::module::Module;
+use burn::nn::Initializer;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor, TensorData};
@@ -34,12 +35,15 @@ pub struct Sllm<B: Backend> {
     /// Unit vector (z) to model width.
     pub input: Linear<B>,
     pub layers: Vec<BertLayer<B>>,
+    /// Model width back to the input space, initialised to zero: e_i = x_i + output(h_i), so an untrained
+    /// SLLM leaves the pretrained encoder's embedding space as it is and training learns a correction.
+    pub output: Linear<B>,
 }
 
 /// What the SLLM returns for a batch of documents.
 #[derive(Debug, Clone)]
 pub struct SllmOutput<B: Backend> {
-    /// Contextual unit embeddings, `[batch, units, d_model]`.
+    /// Contextual unit embeddings in the input space, `[batch, units, d_input]`.
     pub embeddings: Tensor<B, 3>,
     /// Per layer, attention between units, `[batch, heads, units, units]`.
     pub attentions: Vec<Tensor<B, 4>>,
@@ -50,6 +54,7 @@ impl SllmConfig {
         Sllm {
             input: LinearConfig::new(d_input, self.d_model).init(device),
             layers: (0..self.layers).map(|_| BertLayer::init(self.d_model, self.heads, self.d_ff, 1e-12, device)).collect(),
+            output: LinearConfig::new(self.d_model, d_input).with_initializer(Initializer::Zeros).init(device),
         }
     }
 }
@@ -60,7 +65,7 @@ impl<B: Backend> Sllm<B> {
     pub fn forward(&self, units: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> SllmOutput<B> {
         let [batch, n, _] = units.dims();
         let device = units.device();
-        let x = self.input.forward(units);
+        let x = self.input.forward(units.clone());
         let d_model = x.dims()[2];
         let mut x = x + sinusoidal::<B>(n, d_model, &device).unsqueeze::<3>(); // [batch, units, d_model]
         let key_bias = Tensor::<B, 2>::zeros([batch, n], &device).mask_fill(mask.bool_not(), -1.0e9).unsqueeze_dims::<4>(&[1, 2]);
@@ -70,10 +75,10 @@ impl<B: Backend> Sllm<B> {
             x = out;
             attentions.push(probs);
         }
-        SllmOutput { embeddings: x, attentions }
+        SllmOutput { embeddings: units + self.output.forward(x), attentions }
     }
 
-    /// One document: unit embeddings `[units, d_model]` and attention `[layers, heads, units, units]`.
+    /// One document: unit embeddings `[units, d_input]` and attention `[layers, heads, units, units]`.
     pub fn document(&self, units: Tensor<B, 2>) -> (Tensor<B, 2>, Tensor<B, 4>) {
         let [n, _] = units.dims();
         let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(vec![true; n], [1, n]), &units.device());
@@ -108,10 +113,19 @@ mod tests {
         let sllm = config.init::<B>(16, &device);
         let n = 1200;
         let (e, a) = sllm.document(Tensor::random([n, 16], Distribution::Normal(0.0, 1.0), &device));
-        assert_eq!(e.dims(), [n, 24]);
+        assert_eq!(e.dims(), [n, 16]);
         assert_eq!(a.dims(), [2, 3, n, n]);
         let rows = a.sum_dim(3).into_data().to_vec::<f32>().unwrap();
         assert!(rows.iter().all(|r| (r - 1.0).abs() < 1e-3));
+    }
+
+    #[test]
+    fn an_untrained_sllm_returns_its_inputs() {
+        let device = Default::default();
+        let sllm = SllmConfig { layers: 1, heads: 2, d_model: 8, d_ff: 16 }.init::<B>(4, &device);
+        let x = Tensor::<B, 2>::random([5, 4], Distribution::Default, &device);
+        let (e, _) = sllm.document(x.clone());
+        assert_eq!(e.into_data(), x.into_data());
     }
 
     #[test]

@@ -1,5 +1,12 @@
-//! arbor-trainers: the training loops (SproutRAG joint training, the SmartChunk compressor, the planner's
-//! SFT / GRPO / STITCH), AdamW with separate learning rates, warmup, clipping, checkpoints that survive
-//! a kill, TensorBoard and JSONL logs (DESIGN.md, "trainers").
+//! arbor-trainers: training loops, with the bookkeeping a research run needs (DESIGN.md, "trainers").
 //!
-//! Nothing lives here yet: the SproutRAG issue brings the first loop.
+//! - [`sproutrag::train`]: SproutRAG's joint training (InfoNCE + lambda L_attn + VAE) on a frozen encoder.
+//! - [`checkpoint`]: model and optimizer states written atomically, committed by `state.json`.
+//! - [`logger::Logger`]: `log.jsonl` and TensorBoard event files.
+//! - [`config::TrainConfig`], [`data`]: settings and the per-document batches.
+
+pub mod checkpoint;
+pub mod config;
+pub mod data;
+pub mod logger;
+pub mod sproutrag;

@@ -1,0 +1,106 @@
+//! Training settings of SproutRAG, in the experiment file (defaults: the reference implementation's, see
+//! seeds/README.md: 3 epochs, batch 32, lr 1e-3 for the aggregation weights, warmup 5 %, clipping 1.0,
+//! tau 0.05, lambda 0.1).
+
+use arbor_datasets::merge_pairs::MergePairs;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Documents of this split train; the last `holdout_docs` of them are held back for per-epoch evaluation.
+    pub split: String,
+    pub holdout_docs: usize,
+    pub epochs: usize,
+    /// Queries per step (all from one document: the others' units are its negatives).
+    pub batch_size: usize,
+    pub seed: u64,
+    /// AdamW learning rate of the HeadAggregator's alpha.
+    pub lr_aggregation: f64,
+    /// AdamW learning rate of the modules trained from scratch (SentenceVAE, SLLM).
+    pub lr_new: f64,
+    /// The pretrained encoder stays frozen and its unit vectors are computed once (the CPU mode).
+    /// Fine-tuning it (`false`, lr 2e-5 in the reference) is not implemented yet and is rejected.
+    pub freeze_encoder: bool,
+    pub warmup_fraction: f64,
+    pub grad_clip: f32,
+    pub weight_decay: f32,
+    /// InfoNCE temperature.
+    pub tau: f64,
+    /// Weight of L_attn.
+    pub lambda: f64,
+    /// Weight of the VAE's KL term (reconstruction is always on when there is a VAE).
+    pub beta: f64,
+    /// Clamp inside L_attn's log.
+    pub eps: f64,
+    pub merge_pairs: MergePairs,
+    /// Other units of the query's document are InfoNCE negatives besides the in-batch ones.
+    pub hard_negatives: bool,
+    /// A checkpoint every this many steps (and at the end).
+    pub checkpoint_every: usize,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            split: "train".into(),
+            holdout_docs: 2,
+            epochs: 3,
+            batch_size: 32,
+            seed: 42,
+            lr_aggregation: 1e-3,
+            lr_new: 1e-4,
+            freeze_encoder: true,
+            warmup_fraction: 0.05,
+            grad_clip: 1.0,
+            weight_decay: 0.01,
+            tau: 0.05,
+            lambda: 0.1,
+            beta: 0.0,
+            eps: 1e-6,
+            merge_pairs: MergePairs::SameParagraph,
+            hard_negatives: true,
+            checkpoint_every: 50,
+        }
+    }
+}
+
+impl TrainConfig {
+    pub fn check(&self) -> Result<(), String> {
+        if !self.freeze_encoder {
+            return Err("training.freeze_encoder: false (fine-tuning the encoder) is not implemented yet".into());
+        }
+        if self.epochs == 0 || self.batch_size == 0 || self.checkpoint_every == 0 {
+            return Err("training.epochs, batch_size and checkpoint_every must be at least 1".into());
+        }
+        if !(self.tau > 0.0) {
+            return Err(format!("training.tau must be positive, got {}", self.tau));
+        }
+        Ok(())
+    }
+
+    /// The learning-rate factor at `step` of `total`: linear warmup, then linear decay to 0.
+    pub fn schedule(&self, step: usize, total: usize) -> f64 {
+        let warmup = ((self.warmup_fraction * total as f64).ceil() as usize).max(1);
+        if step < warmup {
+            (step + 1) as f64 / warmup as f64
+        } else {
+            ((total - step) as f64 / (total - warmup).max(1) as f64).clamp(0.0, 1.0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warmup_then_linear_decay() {
+        let c = TrainConfig { warmup_fraction: 0.1, ..Default::default() };
+        let f: Vec<f64> = (0..100).map(|s| c.schedule(s, 100)).collect();
+        assert_eq!(f[0], 0.1);
+        assert_eq!(f[9], 1.0);
+        assert!(f[10] <= 1.0 && f[10] > f[50] && f[50] > f[99]);
+        assert!(f.iter().all(|&x| (0.0..=1.0).contains(&x)));
+    }
+}

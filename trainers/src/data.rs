@@ -1,0 +1,73 @@
+//! What a SproutRAG training run reads: per document, the frozen encoder's pooled unit vectors, the gold
+//! merge pairs, and its queries with their positive unit. Batches are one document's queries, in an
+//! order that depends only on (seed, epoch), so a resumed run sees the same batches.
+
+use arbor_datasets::DocSpan;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+
+/// A training query: its pooled vector, the unit that holds most of its gold text, and its gold spans.
+#[derive(Debug, Clone)]
+pub struct TrainQuery {
+    pub pooled: Vec<f32>,
+    pub positive: usize,
+    pub gold: Vec<DocSpan>,
+}
+
+/// A training document.
+#[derive(Debug, Clone)]
+pub struct TrainDoc {
+    /// The unit spans, in document order.
+    pub units: Vec<DocSpan>,
+    /// Pooled encoder vectors of the units, one per unit.
+    pub pooled: Vec<Vec<f32>>,
+    /// Gold merge pairs for L_attn.
+    pub pairs: Vec<(usize, usize)>,
+    /// For the SentenceVAE: each unit's word-piece ids after the tokenizer's start token (empty without a VAE).
+    pub tokens: Vec<Vec<u32>>,
+    pub queries: Vec<TrainQuery>,
+}
+
+/// One step's batch: a document and some of its queries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    pub doc: usize,
+    pub queries: Vec<usize>,
+}
+
+/// The batches of an epoch: each document's queries shuffled and chunked, the chunks shuffled.
+pub fn epoch_batches(docs: &[TrainDoc], batch_size: usize, seed: u64, epoch: usize) -> Vec<Batch> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed.wrapping_mul(1_000_003).wrapping_add(epoch as u64));
+    let mut batches = Vec::new();
+    for (d, doc) in docs.iter().enumerate() {
+        let mut order: Vec<usize> = (0..doc.queries.len()).collect();
+        order.shuffle(&mut rng);
+        batches.extend(order.chunks(batch_size).map(|c| Batch { doc: d, queries: c.to_vec() }));
+    }
+    batches.shuffle(&mut rng);
+    batches
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(queries: usize) -> TrainDoc {
+        let q = TrainQuery { pooled: vec![], positive: 0, gold: vec![] };
+        TrainDoc { units: vec![], pooled: vec![], pairs: vec![], tokens: vec![], queries: vec![q; queries] }
+    }
+
+    #[test]
+    fn batches_cover_every_query_once_and_depend_only_on_seed_and_epoch() {
+        let docs = vec![doc(5), doc(3)];
+        let b = epoch_batches(&docs, 2, 7, 0);
+        assert_eq!(b.len(), 5);
+        let mut seen: Vec<(usize, usize)> = b.iter().flat_map(|x| x.queries.iter().map(move |&q| (x.doc, q))).collect();
+        seen.sort();
+        assert_eq!(seen.len(), 8);
+        seen.dedup();
+        assert_eq!(seen.len(), 8);
+        assert_eq!(b, epoch_batches(&docs, 2, 7, 0));
+        assert_ne!(b, epoch_batches(&docs, 2, 7, 1));
+    }
+}

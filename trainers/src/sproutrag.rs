@@ -1,0 +1,203 @@
+//! SproutRAG's joint training (Section 4): per step, one document and a batch of its queries,
+//!
+//! ```text
+//! L = L_ret + lambda * L_attn (+ CE + beta * KL with a SentenceVAE)
+//! ```
+//!
+//! with L_ret InfoNCE between query embeddings and their positive units (in-batch negatives, plus the
+//! document's other units as hard negatives), and L_attn on the aggregated attention M of the document's
+//! gold merge pairs. The encoder is frozen: units and queries arrive as pooled vectors. AdamW with separate
+//! learning rates for the aggregation weights and the new modules, linear warmup and decay, gradient
+//! clipping; a checkpoint every N steps; `resume` continues from the last one with the same batches. A
+//! NaN or infinite term stops the run, naming the step and the term.
+
+use std::path::Path;
+
+use anyhow::bail;
+use arbor_datasets::Corpus;
+use arbor_eval::metrics::{score_query, Metrics};
+use arbor_eval::index::top_k;
+use arbor_eval::Item;
+use arbor_losses::{attention_structure, info_nce, vae_loss};
+use arbor_models::aggregator::AggregationInit;
+use arbor_models::sproutrag::{SproutRagModel, SproutRagModelConfig};
+use arbor_models::DefaultBackend;
+use burn::backend::Autodiff;
+use burn::module::{AutodiffModule, Module};
+use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
+use burn::optim::grad_clipping::GradientClippingConfig;
+use burn::tensor::backend::Backend;
+use burn::tensor::{Bool, Int, Tensor, TensorData};
+
+use crate::checkpoint;
+use crate::config::TrainConfig;
+use crate::data::{epoch_batches, TrainDoc};
+use crate::logger::Logger;
+
+type A = Autodiff<DefaultBackend>;
+
+/// Trains SproutRAG's modules; returns the trained model (without autodiff) for indexing.
+#[allow(clippy::too_many_arguments)]
+pub fn train(
+    config: &TrainConfig,
+    model_config: &SproutRagModelConfig,
+    aggregation: AggregationInit,
+    dims: (usize, usize),
+    corpus: &Corpus,
+    train: &[TrainDoc],
+    holdout: &[TrainDoc],
+    run_dir: &Path,
+    resume: bool,
+    progress: &mut dyn FnMut(usize, usize),
+) -> anyhow::Result<SproutRagModel<DefaultBackend>> {
+    config.check().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(train.iter().any(|d| !d.queries.is_empty()), "no training query: check training.split");
+    let device = Default::default();
+    <A as Backend>::seed(&device, config.seed);
+    let (d_input, vocab) = dims;
+    let mut model: SproutRagModel<A> = model_config.init(d_input, vocab, aggregation, &device);
+    let adamw = AdamWConfig::new()
+        .with_weight_decay(config.weight_decay)
+        .with_grad_clipping(Some(GradientClippingConfig::Norm(config.grad_clip)));
+    let mut optim_agg = adamw.init::<A, SproutRagModel<A>>();
+    let mut optim_new = adamw.init::<A, SproutRagModel<A>>();
+    let ckpt_dir = run_dir.join("checkpoints");
+    let mut start = 0;
+    if resume {
+        if let Some(state) = checkpoint::state(&ckpt_dir)? {
+            model = model.load_record(checkpoint::load(&ckpt_dir, &state, "model", &device)?);
+            optim_agg = optim_agg.load_record(checkpoint::load(&ckpt_dir, &state, "optim-aggregation", &device)?);
+            optim_new = optim_new.load_record(checkpoint::load(&ckpt_dir, &state, "optim-new", &device)?);
+            start = state.step;
+            eprintln!("resuming from step {start}");
+        }
+    }
+    let mut logger = Logger::open(run_dir, resume.then_some(start))?;
+    let per_epoch = epoch_batches(train, config.batch_size, config.seed, 0).len();
+    let total = per_epoch * config.epochs;
+    let max_tokens = model_config.vae.map_or(0, |v| v.max_tokens);
+    for step in start..total {
+        let (epoch, at) = (step / per_epoch, step % per_epoch);
+        let batch = &epoch_batches(train, config.batch_size, config.seed, epoch)[at];
+        let terms = losses(&model, config, &train[batch.doc], &batch.queries, max_tokens, &device);
+        let mut logged = Vec::with_capacity(terms.len() + 5);
+        for (name, term) in &terms {
+            let v: f32 = term.clone().into_scalar();
+            if !v.is_finite() {
+                bail!("step {}: loss term {name} is {v} (document {}, {} queries)", step + 1, batch.doc, batch.queries.len());
+            }
+            logged.push((*name, f64::from(v)));
+        }
+        let loss = terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b).expect("InfoNCE is always there");
+        logged.push(("loss/total", logged.iter().map(|(_, v)| v).sum()));
+        let factor = config.schedule(step, total);
+        let mut grads = loss.backward();
+        let agg_grads = GradientsParams::from_module(&mut grads, &model.aggregator);
+        let new_grads = GradientsParams::from_grads(grads, &model);
+        model = optim_agg.step(config.lr_aggregation * factor, model, agg_grads);
+        model = optim_new.step(config.lr_new * factor, model, new_grads);
+        logged.extend([
+            ("lr/aggregation", config.lr_aggregation * factor),
+            ("lr/new", config.lr_new * factor),
+            ("head_weight_entropy", head_entropy(&model)),
+            ("epoch", epoch as f64),
+        ]);
+        let done = step + 1;
+        logger.log(done, &logged)?;
+        if done % per_epoch == 0 && !holdout.is_empty() {
+            let m = evaluate(&model.valid(), corpus, holdout);
+            logger.log(done, &[("eval/ie_mean", m.ie_mean), ("eval/hit@1", m.hit[0]), ("eval/hit@5", m.hit[2])])?;
+        }
+        if done % config.checkpoint_every == 0 || done == total {
+            logger.flush()?;
+            let files = vec![
+                checkpoint::write_item::<A, _>(&ckpt_dir, "model", done, model.clone().into_record())?,
+                checkpoint::write_item::<A, _>(&ckpt_dir, "optim-aggregation", done, optim_agg.to_record())?,
+                checkpoint::write_item::<A, _>(&ckpt_dir, "optim-new", done, optim_new.to_record())?,
+            ];
+            checkpoint::commit(&ckpt_dir, done, files)?;
+        }
+        progress(done, total);
+    }
+    logger.flush()?;
+    Ok(model.valid())
+}
+
+/// The loss terms of one batch, by name: InfoNCE, lambda * L_attn, and the VAE's CE and beta * KL.
+fn losses(
+    model: &SproutRagModel<A>,
+    config: &TrainConfig,
+    doc: &TrainDoc,
+    queries: &[usize],
+    max_tokens: usize,
+    device: &burn::tensor::Device<A>,
+) -> Vec<(&'static str, Tensor<A, 1>)> {
+    let n = doc.units.len();
+    let d = doc.pooled[0].len();
+    let pooled = Tensor::<A, 2>::from_data(TensorData::new(doc.pooled.concat(), [n, d]), device);
+    let out = model.document(pooled, model.vae.is_some());
+    let qs: Vec<f32> = queries.iter().flat_map(|&q| doc.queries[q].pooled.iter().copied()).collect();
+    let eq = model.queries(Tensor::from_data(TensorData::new(qs, [queries.len(), d]), device));
+    let positives: Vec<usize> = queries.iter().map(|&q| doc.queries[q].positive).collect();
+    let ep = out.embeddings.clone().select(0, ids(&positives, device));
+    let others: Vec<usize> = (0..n).filter(|u| !positives.contains(u)).collect();
+    let hard = (config.hard_negatives && !others.is_empty()).then(|| out.embeddings.clone().select(0, ids(&others, device)));
+    let mut terms = vec![("loss/ret", info_nce(eq, ep, hard, config.tau))];
+    if !doc.pairs.is_empty() {
+        terms.push(("loss/attn_weighted", attention_structure(out.m, &doc.pairs, config.eps) * config.lambda));
+    }
+    if let (Some(vae), Some(latents)) = (&model.vae, out.vae) {
+        // Reconstruct the positive units (teacher forcing): inputs are the tokens shifted right.
+        let rows: Vec<&[u32]> = positives.iter().map(|&u| doc.tokens[u].as_slice()).collect();
+        let t = rows.iter().map(|r| r.len().saturating_sub(1).min(max_tokens)).max().unwrap_or(0).max(1);
+        let b = rows.len();
+        let (mut inputs, mut targets, mut mask) = (vec![0i64; b * t], vec![0i64; b * t], vec![false; b * t]);
+        for (r, row) in rows.iter().enumerate() {
+            for k in 0..row.len().saturating_sub(1).min(t) {
+                inputs[r * t + k] = i64::from(row[k]);
+                targets[r * t + k] = i64::from(row[k + 1]);
+                mask[r * t + k] = true;
+            }
+        }
+        let mask = Tensor::<A, 2, Bool>::from_data(TensorData::new(mask, [b, t]), device);
+        let pick = ids(&positives, device);
+        let logits = vae.decode(latents.z.select(0, pick.clone()), Tensor::from_data(TensorData::new(inputs, [b, t]), device), mask.clone());
+        let targets = Tensor::from_data(TensorData::new(targets, [b, t]), device);
+        let (ce, kl) = vae_loss(logits, targets, mask, latents.mu.select(0, pick.clone()), latents.log_var.select(0, pick));
+        terms.push(("loss/vae_ce", ce));
+        terms.push(("loss/vae_kl_weighted", kl * config.beta));
+    }
+    terms
+}
+
+fn ids(values: &[usize], device: &burn::tensor::Device<A>) -> Tensor<A, 1, Int> {
+    Tensor::from_data(TensorData::new(values.iter().map(|&i| i as i64).collect::<Vec<_>>(), [values.len()]), device)
+}
+
+/// Entropy of the (layer, head) weights, in nats: log(L H) when uniform, 0 when one head has all.
+fn head_entropy(model: &SproutRagModel<A>) -> f64 {
+    let w = model.aggregator.head_weights().into_data().to_vec::<f32>().expect("f32");
+    -w.iter().filter(|&&x| x > 0.0).map(|&x| f64::from(x) * f64::from(x).ln()).sum::<f64>()
+}
+
+/// Flat retrieval over the SLLM's unit embeddings of held-back documents, scored on their gold spans.
+pub fn evaluate(model: &SproutRagModel<DefaultBackend>, corpus: &Corpus, docs: &[TrainDoc]) -> Metrics {
+    let device = Default::default();
+    let mut per_query = Vec::new();
+    for doc in docs.iter().filter(|d| !d.queries.is_empty()) {
+        let (n, d) = (doc.units.len(), doc.pooled[0].len());
+        let out = model.document(Tensor::from_data(TensorData::new(doc.pooled.concat(), [n, d]), &device), false);
+        let units = out.embeddings.into_data().to_vec::<f32>().expect("f32");
+        let qs: Vec<f32> = doc.queries.iter().flat_map(|q| q.pooled.iter().copied()).collect();
+        let eq = model.queries(Tensor::from_data(TensorData::new(qs, [doc.queries.len(), d]), &device));
+        let dm = eq.dims()[1];
+        let eq = eq.into_data().to_vec::<f32>().expect("f32");
+        for (qi, q) in doc.queries.iter().enumerate() {
+            let qv = &eq[qi * dm..(qi + 1) * dm];
+            let scores = (0..n).map(|u| (u, arbor_eval::beam::cosine(qv, &units[u * dm..(u + 1) * dm])));
+            let items: Vec<Item> = top_k(scores, 10).into_iter().map(|(u, s)| Item { spans: vec![doc.units[u]], score: s }).collect();
+            per_query.push(score_query(corpus, &q.gold, &items));
+        }
+    }
+    Metrics::mean(&per_query)
+}
