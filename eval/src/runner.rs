@@ -6,7 +6,7 @@ use arbor_datasets::span::merge;
 use arbor_datasets::{Corpus, DocSpan};
 
 use crate::index::{QueryInput, Retriever};
-use crate::metrics::{score_query, Metrics, QueryMetrics};
+use crate::metrics::{score_query, Metrics};
 use crate::report::{Latency, MethodResult};
 
 /// A query as the evaluator needs it: what the retriever sees, and the gold spans.
@@ -29,7 +29,7 @@ pub fn evaluate(
     top_k: usize,
     count_tokens: &dyn Fn(&str) -> usize,
     progress: &mut dyn FnMut(),
-) -> (MethodResult, Vec<QueryMetrics>) {
+) -> MethodResult {
     let mut per_query = Vec::with_capacity(queries.len());
     let mut latencies = Vec::with_capacity(queries.len());
     let mut tokens = 0usize;
@@ -42,12 +42,11 @@ pub fn evaluate(
         tokens += handed.iter().map(|s| count_tokens(&corpus.documents[s.doc].text[s.span.start..s.span.end])).sum::<usize>();
         progress();
     }
-    let result = MethodResult {
+    MethodResult {
         name: retriever.name().to_owned(),
         metrics: Metrics::mean(&per_query),
         latency_ms: Latency::of(&mut latencies),
         tokens_per_query: tokens as f64 / queries.len().max(1) as f64,
         index_ms_per_doc: 0.0,
-    };
-    (result, per_query)
+    }
 }

@@ -47,7 +47,7 @@ pub fn run(exp: &Experiment, out: &Path, resume: bool) -> anyhow::Result<(PathBu
     let mut report = Report { experiment: exp.name.clone(), setting: setting(exp, &corpus, &index, &docs, queries.len()), methods: vec![] };
     let score = |retriever: &dyn Retriever, queries: &[EvalQuery], index_ms_per_doc: f64| {
         let pb = bar(queries.len(), retriever.name());
-        let (mut result, _) = evaluate(retriever, &corpus, queries, exp.retrieval.top_k, &count_tokens, &mut || pb.inc(1));
+        let mut result = evaluate(retriever, &corpus, queries, exp.retrieval.top_k, &count_tokens, &mut || pb.inc(1));
         pb.finish_and_clear();
         result.index_ms_per_doc = index_ms_per_doc;
         result
@@ -160,18 +160,17 @@ fn embed_queries(encoder: &SentenceEncoder<DefaultBackend>, queries: &mut [EvalQ
 fn setting(exp: &Experiment, corpus: &Corpus, index: &LeafIndex, docs: &[usize], queries: usize) -> String {
     let units: usize = docs.iter().map(|&d| index.doc_units[d].len()).sum();
     format!(
-        "Corpus `{}` ({:?}), split {}: {queries} queries over {} documents, {units} leaf units of at most {} sentences; \
-         scope {:?}; top_k {}.",
+        "Corpus `{}` ({:?}, {} documents), split {}: {queries} queries over {} documents, {units} leaf units of at \
+         most {} sentences; scope {:?}; top_k {}.",
         exp.data.path,
         exp.data.format,
+        corpus.documents.len(),
         exp.data.split.as_deref().unwrap_or("all"),
         docs.len(),
         exp.units.max_sentences,
         exp.retrieval.scope,
         exp.retrieval.top_k,
     )
-    .replace("  ", " ")
-        + &format!(" Corpus total: {} documents.", corpus.documents.len())
 }
 
 /// The newest run folder of `exp` under `out`, which must hold the same experiment.
