@@ -12,7 +12,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use crate::bert::model::BertLayer;
+use crate::bert::model::{padding_bias, BertLayer};
 
 /// Sizes of the sentence-level transformer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,12 +63,12 @@ impl<B: Backend> Sllm<B> {
     /// # Shapes
     /// - `units`: `[batch, units, d_input]`; `mask`: `[batch, units]`, true on real units
     pub fn forward(&self, units: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> SllmOutput<B> {
-        let [batch, n, _] = units.dims();
+        let [_, n, _] = units.dims();
         let device = units.device();
         let x = self.input.forward(units.clone());
         let d_model = x.dims()[2];
         let mut x = x + sinusoidal::<B>(n, d_model, &device).unsqueeze::<3>(); // [batch, units, d_model]
-        let key_bias = Tensor::<B, 2>::zeros([batch, n], &device).mask_fill(mask.bool_not(), -1.0e9).unsqueeze_dims::<4>(&[1, 2]);
+        let key_bias = padding_bias(mask);
         let mut attentions = Vec::with_capacity(self.layers.len());
         for layer in &self.layers {
             let (out, probs) = layer.forward(x, key_bias.clone());

@@ -31,7 +31,7 @@ use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use crate::checkpoint;
 use crate::config::TrainConfig;
-use crate::data::{epoch_batches, TrainDoc};
+use crate::data::{epoch_batches, Batch, TrainDoc};
 use crate::logger::Logger;
 
 type A = Autodiff<DefaultBackend>;
@@ -76,9 +76,14 @@ pub fn train(
     let per_epoch = epoch_batches(train, config.batch_size, config.seed, 0).len();
     let total = per_epoch * config.epochs;
     let max_tokens = model_config.vae.map_or(0, |v| v.max_tokens);
+    // The current epoch's batches, made when the epoch changes (they depend only on seed and epoch).
+    let mut batches: (usize, Vec<Batch>) = (usize::MAX, Vec::new());
     for step in start..total {
         let (epoch, at) = (step / per_epoch, step % per_epoch);
-        let batch = &epoch_batches(train, config.batch_size, config.seed, epoch)[at];
+        if batches.0 != epoch {
+            batches = (epoch, epoch_batches(train, config.batch_size, config.seed, epoch));
+        }
+        let batch = &batches.1[at];
         let terms = losses(&model, config, &train[batch.doc], &batch.queries, max_tokens, &device);
         let mut logged = Vec::with_capacity(terms.len() + 5);
         for (name, term) in &terms {

@@ -68,11 +68,7 @@ impl<B: Backend> Bert<B> {
             + e.position_embeddings.forward(positions)
             + e.token_type_embeddings.forward(token_types);
         let mut x = e.layer_norm.forward(x); // [batch, tokens, hidden]
-        // Additive mask on keys: 0 for real tokens, a large negative number for padding (as transformers does
-        // with finfo(dtype).min). [batch, 1, 1, tokens]
-        let key_bias = Tensor::<B, 2>::zeros([batch, tokens], &device)
-            .mask_fill(mask.bool_not(), -1.0e9)
-            .unsqueeze_dims::<4>(&[1, 2]);
+        let key_bias = padding_bias(mask);
         let mut attentions = Vec::new();
         for layer in &self.layers {
             let (out, probs) = layer.forward(x, key_bias.clone());
@@ -83,6 +79,16 @@ impl<B: Backend> Bert<B> {
         }
         BertOutput { hidden: x, attentions }
     }
+}
+
+/// The additive attention bias of a padding mask: 0 for real keys, a large negative number for padding
+/// (as transformers does with finfo(dtype).min).
+///
+/// # Shapes
+/// - `mask`: `[batch, tokens]`, true on real tokens; returns `[batch, 1, 1, tokens]`
+pub fn padding_bias<B: Backend>(mask: Tensor<B, 2, Bool>) -> Tensor<B, 4> {
+    let [batch, tokens] = mask.dims();
+    Tensor::<B, 2>::zeros([batch, tokens], &mask.device()).mask_fill(mask.bool_not(), -1.0e9).unsqueeze_dims::<4>(&[1, 2])
 }
 
 impl<B: Backend> BertLayer<B> {
