@@ -1,4 +1,14 @@
-//! arbor-ablations: sweeps over experiment fields (`ablate`: beam width, delta, lambda, aggregation,
-//! linkage, leaf size) and the papers' tables regenerated beside their own numbers (`reproduce`).
+//! arbor-ablations: what each design choice buys.
 //!
-//! Nothing lives here yet: the ablation issue brings the sweep runner.
+//! - [`sweep`]: the sweep file (a base experiment and axes of overrides) and its expansion into runs;
+//!   [`overrides`] sets experiment fields by path.
+//! - [`runner`]: runs a sweep (each run a normal run folder; artefacts shared, so retrieval-only axes
+//!   never retrain; finished runs reused), then [`table`] and [`plot`] write its table and SVG charts.
+//! - [`reproduce`]: the papers' tables regenerated on our data, beside the papers' own numbers.
+
+pub mod overrides;
+pub mod plot;
+pub mod reproduce;
+pub mod runner;
+pub mod sweep;
+pub mod table;

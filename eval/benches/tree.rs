@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use arbor_datasets::{DocSpan, Span};
-use arbor_eval::beam::{beam_search, collapsed, BeamConfig};
+use arbor_eval::beam::{beam_search, collapsed, BeamConfig, Layers};
 use arbor_eval::tree::{Similarity, Tree};
 
 const DIM: usize = 384;
@@ -60,7 +60,7 @@ fn main() {
             std::hint::black_box(beam_search(&tree, q, &BeamConfig::default(), 10));
         });
         let flat = time(&|q| {
-            std::hint::black_box(collapsed(&tree, q, 10));
+            std::hint::black_box(collapsed(&tree, q, Layers::All, 10));
         });
         println!("| {n} | {best:.1} | {beam:.3} | {flat:.3} |");
     }

@@ -10,8 +10,12 @@
 //! return Top_k(C, k)
 //! ```
 //!
+//! `max_leaves` (not in the paper, an ablation) keeps only candidates that cover at most that many
+//! leaves, so large upper nodes still guide the descent but are not handed on.
+//!
 //! Node embeddings are progressive (means of their children, not unit-norm), so scores are true cosines.
-//! [`collapsed`] ranks every node of the tree flat (RAPTOR's collapsed tree), the ablation.
+//! [`collapsed`] ranks the nodes of the tree flat (RAPTOR's collapsed tree), the ablation; restricted to
+//! the leaves or to the upper nodes it is RAPTOR's layer ablation (RAPTOR, Table 8).
 
 use serde::{Deserialize, Serialize};
 
@@ -35,11 +39,13 @@ pub struct BeamConfig {
     pub beam_width: usize,
     pub delta: f32,
     pub strategy: Strategy,
+    /// Candidates cover at most this many leaves (`None`: any node, as in the paper).
+    pub max_leaves: Option<usize>,
 }
 
 impl Default for BeamConfig {
     fn default() -> Self {
-        BeamConfig { beam_width: 5, delta: 0.0, strategy: Strategy::Threshold }
+        BeamConfig { beam_width: 5, delta: 0.0, strategy: Strategy::Threshold, max_leaves: None }
     }
 }
 
@@ -69,13 +75,29 @@ pub fn beam_search(tree: &Tree, query: &[f32], config: &BeamConfig, k: usize) ->
         beam = next.iter().map(|&(v, _)| v).collect();
         visited.extend(next);
     }
-    let candidates = visited.into_iter().filter(|&(_, s)| config.strategy == Strategy::Visited || s >= config.delta);
+    let small = |v: usize| config.max_leaves.is_none_or(|m| tree.size(v) <= m);
+    let candidates = visited.into_iter().filter(|&(v, s)| (config.strategy == Strategy::Visited || s >= config.delta) && small(v));
     top_k(candidates, k)
 }
 
-/// Every node ranked by cosine with the query (the collapsed tree), top `k`.
-pub fn collapsed(tree: &Tree, query: &[f32], k: usize) -> Vec<(usize, f32)> {
-    top_k((0..tree.num_nodes()).map(|v| (v, cosine(query, tree.embedding(v)))), k)
+/// Which nodes the collapsed tree ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Layers {
+    All,
+    /// The units themselves (layer 0).
+    Leaves,
+    /// Every merged node, none of the units.
+    Upper,
+}
+
+/// The nodes of `layers` ranked by cosine with the query (the collapsed tree), top `k`.
+pub fn collapsed(tree: &Tree, query: &[f32], layers: Layers, k: usize) -> Vec<(usize, f32)> {
+    let nodes = match layers {
+        Layers::All => 0..tree.num_nodes(),
+        Layers::Leaves => 0..tree.num_leaves(),
+        Layers::Upper => tree.num_leaves()..tree.num_nodes(),
+    };
+    top_k(nodes.map(|v| (v, cosine(query, tree.embedding(v)))), k)
 }
 
 #[cfg(test)]
@@ -103,7 +125,7 @@ mod tests {
         let t = tree();
         assert_eq!(t.merges, vec![(0, 1), (2, 3), (4, 5)]);
         // Query along x: node 4 = (0.9, 0.3) beats node 5 = (-0.3, 0.9); then leaf 0 beats leaf 1.
-        let got = beam_search(&t, &[1.0, 0.0], &BeamConfig { beam_width: 1, delta: -1.0, strategy: Strategy::Threshold }, 10);
+        let got = beam_search(&t, &[1.0, 0.0], &BeamConfig { beam_width: 1, delta: -1.0, ..Default::default() }, 10);
         let nodes: Vec<usize> = got.iter().map(|&(v, _)| v).collect();
         assert_eq!(nodes, vec![0, 4]);
         assert!((got[1].1 - 0.9 / 0.9f32.hypot(0.3)).abs() < 1e-6);
@@ -112,7 +134,7 @@ mod tests {
     #[test]
     fn wider_beams_visit_more_and_delta_filters() {
         let t = tree();
-        let all = BeamConfig { beam_width: 2, delta: -1.0, strategy: Strategy::Threshold };
+        let all = BeamConfig { beam_width: 2, delta: -1.0, ..Default::default() };
         let got: Vec<usize> = beam_search(&t, &[1.0, 0.0], &all, 10).iter().map(|&(v, _)| v).collect();
         // Level 1: 4 and 5; level 2: children {0,1,2,3}, top 2 = 0 and 1.
         assert_eq!(got, vec![0, 4, 1, 5]);
@@ -122,12 +144,17 @@ mod tests {
         let visited = BeamConfig { delta: 0.99, strategy: Strategy::Visited, ..all };
         assert_eq!(beam_search(&t, &[1.0, 0.0], &visited, 10).len(), 4, "Visited ignores delta");
         assert_eq!(beam_search(&t, &[1.0, 0.0], &all, 2).len(), 2, "top k");
+        let leaves_only = BeamConfig { max_leaves: Some(1), ..all };
+        let got: Vec<usize> = beam_search(&t, &[1.0, 0.0], &leaves_only, 10).iter().map(|&(v, _)| v).collect();
+        assert_eq!(got, vec![0, 1], "nodes 4 and 5 guide the descent but cover two leaves each");
     }
 
     #[test]
-    fn collapsed_ranks_every_node() {
+    fn collapsed_ranks_the_nodes_of_its_layers() {
         let t = tree();
-        let got = collapsed(&t, &[0.0, 1.0], 3);
-        assert_eq!(got.iter().map(|&(v, _)| v).collect::<Vec<_>>(), vec![2, 5, 6]);
+        let ids = |layers| collapsed(&t, &[0.0, 1.0], layers, 3).iter().map(|&(v, _)| v).collect::<Vec<_>>();
+        assert_eq!(ids(Layers::All), vec![2, 5, 6]);
+        assert_eq!(ids(Layers::Leaves), vec![2, 3, 1]);
+        assert_eq!(ids(Layers::Upper), vec![5, 6, 4]);
     }
 }

@@ -18,6 +18,7 @@ pub mod runner;
 pub mod tree;
 pub mod tree_io;
 pub mod tree_retrieval;
+pub mod vectors_io;
 
 pub use index::{Item, LeafIndex, QueryInput, Retriever, Scope};
 pub use metrics::{Metrics, QueryMetrics};

@@ -122,6 +122,12 @@ impl Tree {
         self.order[lo as usize..hi as usize].iter().map(|&l| l as usize)
     }
 
+    /// How many leaves a node covers.
+    pub fn size(&self, node: usize) -> usize {
+        let (lo, hi) = self.ranges[node];
+        (hi - lo) as usize
+    }
+
     /// The text a node hands on: its leaves' spans, sorted and merged.
     pub fn spans(&self, node: usize) -> Vec<DocSpan> {
         merge(self.leaves_under(node).map(|l| self.leaves[l]).collect())

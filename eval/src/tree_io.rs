@@ -80,25 +80,26 @@ pub fn load(path: &Path) -> Result<Tree, String> {
     decode(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
+/// Reads little-endian fields off a byte slice, failing on truncation (shared by the binary formats).
+pub(crate) struct Reader<'a> {
+    pub bytes: &'a [u8],
+    pub at: usize,
 }
 
 impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+    pub fn take(&mut self, n: usize) -> Result<&[u8], String> {
         let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or("the file is truncated")?;
         let s = &self.bytes[self.at..end];
         self.at = end;
         Ok(s)
     }
-    fn u32(&mut self) -> Result<u32, String> {
+    pub fn u32(&mut self) -> Result<u32, String> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
     }
-    fn u64(&mut self) -> Result<u64, String> {
+    pub fn u64(&mut self) -> Result<u64, String> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
-    fn f32(&mut self) -> Result<f32, String> {
+    pub fn f32(&mut self) -> Result<f32, String> {
         Ok(f32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
     }
 }

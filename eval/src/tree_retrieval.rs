@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::beam::{beam_search, collapsed, BeamConfig};
+use crate::beam::{beam_search, collapsed, BeamConfig, Layers};
 use crate::index::{top_k, Item, QueryInput, Retriever, Scope};
 use crate::tree::Tree;
 
@@ -14,6 +14,10 @@ pub enum TreeSearch {
     Beam(BeamConfig),
     /// Every node ranked flat (RAPTOR's collapsed tree).
     Collapsed,
+    /// The leaves only, ranked flat (RAPTOR's layer ablation: layer 0).
+    LeavesOnly,
+    /// The merged nodes only, ranked flat (RAPTOR's layer ablation: upper layers).
+    UpperOnly,
 }
 
 pub struct TreeRetriever<'a> {
@@ -40,7 +44,9 @@ impl Retriever for TreeRetriever<'_> {
             let Some(tree) = &self.trees[d] else { continue };
             let hits = match &self.search {
                 TreeSearch::Beam(config) => beam_search(tree, q, config, k),
-                TreeSearch::Collapsed => collapsed(tree, q, k),
+                TreeSearch::Collapsed => collapsed(tree, q, Layers::All, k),
+                TreeSearch::LeavesOnly => collapsed(tree, q, Layers::Leaves, k),
+                TreeSearch::UpperOnly => collapsed(tree, q, Layers::Upper, k),
             };
             found.extend(hits.into_iter().map(|(node, s)| (d, node, s)));
         }

@@ -117,8 +117,13 @@ impl Method {
             Method::Bm25 => "BM25".into(),
             Method::SproutRag(c) => {
                 let search = match c.search {
-                    TreeSearch::Beam(b) => format!("beam b={} delta={} {:?}", b.beam_width, b.delta, b.strategy),
+                    TreeSearch::Beam(b) => {
+                        let cap = b.max_leaves.map_or(String::new(), |m| format!(" max_leaves={m}"));
+                        format!("beam b={} delta={} {:?}{cap}", b.beam_width, b.delta, b.strategy)
+                    }
                     TreeSearch::Collapsed => "collapsed tree".into(),
+                    TreeSearch::LeavesOnly => "leaves only".into(),
+                    TreeSearch::UpperOnly => "upper nodes only".into(),
                 };
                 match (&c.attention, &c.training) {
                     (AttentionSource::TokenBlocks { window_tokens }, _) => {
@@ -132,6 +137,34 @@ impl Method {
                 }
             }
         }
+    }
+}
+
+impl Method {
+    /// A name without the numeric settings, which stays the same when a sweep changes them (plot lines).
+    pub fn short_name(&self) -> String {
+        match self {
+            Method::Flat => "Flat".into(),
+            Method::Bm25 => "BM25".into(),
+            Method::SproutRag(c) => {
+                let kind = if c.training.is_some() { "trained" } else { "untrained" };
+                let search = match c.search {
+                    TreeSearch::Beam(_) => "beam",
+                    TreeSearch::Collapsed => "collapsed",
+                    TreeSearch::LeavesOnly => "leaves only",
+                    TreeSearch::UpperOnly => "upper only",
+                };
+                format!("SproutRAG {kind}, {search}")
+            }
+        }
+    }
+}
+
+impl SproutRagConfig {
+    /// The settings the index depends on (everything but the search): methods equal here share one
+    /// index and one training run.
+    pub fn index_settings(&self) -> SproutRagConfig {
+        SproutRagConfig { search: TreeSearch::Collapsed, ..self.clone() }
     }
 }
 
@@ -150,7 +183,8 @@ impl Experiment {
         Ok(exp)
     }
 
-    fn check(&self) -> anyhow::Result<()> {
+    /// Rejects settings that cannot run (before anything is loaded).
+    pub fn check(&self) -> anyhow::Result<()> {
         if self.methods.is_empty() {
             bail!("experiment {:?} lists no methods", self.name);
         }
@@ -174,8 +208,8 @@ impl Experiment {
                     _ => {}
                 }
                 if let TreeSearch::Beam(b) = c.search {
-                    if b.beam_width == 0 {
-                        bail!("SproutRag beam_width must be at least 1");
+                    if b.beam_width == 0 || b.max_leaves == Some(0) {
+                        bail!("SproutRag beam_width and max_leaves must be at least 1");
                     }
                 }
             }

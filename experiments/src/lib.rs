@@ -1,6 +1,7 @@
 //! arbor-experiments: the experiment schema ([`experiment::Experiment`], RON), the run pipeline
 //! ([`run::run`]) and the command-line entry points behind the `train`, `evaluate` and `arbor` binaries.
 
+pub mod cache;
 pub mod cli;
 pub mod embed;
 pub mod experiment;

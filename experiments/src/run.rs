@@ -10,19 +10,28 @@ use arbor_eval::bm25::Bm25;
 use arbor_eval::flat::FlatDense;
 use arbor_eval::report::{atomic_write, Report};
 use arbor_eval::runner::{evaluate, EvalQuery};
-use arbor_eval::tree_retrieval::{TreeRetriever, TreeSearch};
+use arbor_eval::tree_retrieval::TreeRetriever;
 use arbor_eval::{LeafIndex, QueryInput, Retriever, Scope};
 use arbor_models::{default_device, DefaultBackend, SentenceEncoder};
 
+use crate::cache::{corpus_key, Cache};
 use crate::experiment::{Experiment, Method, SproutRagConfig};
 use crate::progress::bar;
 use crate::sproutrag::{build_index, IndexInputs, SproutRagIndex};
 
 /// Runs an experiment and writes its folder under `out`; returns the folder and the report. With
-/// `resume`, the newest run folder of the experiment is reused and training continues from its last
-/// checkpoint.
+/// `resume`, the newest run folder of the experiment is reused: finished artefacts are read back and
+/// training continues from its last checkpoint.
 pub fn run(exp: &Experiment, out: &Path, resume: bool) -> anyhow::Result<(PathBuf, Report)> {
     let dir = if resume { latest_run(out, exp)? } else { run_folder(out, &exp.name)? };
+    let report = run_in(exp, &dir, &Cache { root: dir.clone() })?;
+    Ok((dir, report))
+}
+
+/// Runs an experiment into the folder `dir`, keeping (and reusing) embeddings, trained models and trees
+/// in `cache` (the run folder itself, or a sweep's shared folder).
+pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache) -> anyhow::Result<Report> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     atomic_write(&dir.join("experiment.ron"), exp.to_ron().as_bytes())?;
     let data_path = exp.data.resolved_path()?;
     let corpus = arbor_datasets::loaders::load(&exp.data.format, &data_path)
@@ -34,6 +43,7 @@ pub fn run(exp: &Experiment, out: &Path, resume: bool) -> anyhow::Result<(PathBu
     anyhow::ensure!(!selected.is_empty(), "no query with gold evidence in split {:?} of {}", exp.data.split, data_path.display());
     let encoder = SentenceEncoder::<DefaultBackend>::load(&exp.encoder, &default_device())?;
     let index = LeafIndex::build(&corpus, &exp.units);
+    let corpus_key = corpus_key(&exp.data, &exp.units, &exp.encoder);
     let mut queries: Vec<EvalQuery> = selected
         .iter()
         .map(|q| EvalQuery {
@@ -45,6 +55,9 @@ pub fn run(exp: &Experiment, out: &Path, resume: bool) -> anyhow::Result<(PathBu
     let docs = needed_docs(&corpus, &queries, exp.retrieval.scope);
     let count_tokens = |t: &str| encoder.count_tokens(t);
     let mut report = Report { experiment: exp.name.clone(), setting: setting(exp, &corpus, &index, &docs, queries.len()), methods: vec![] };
+    if cache.root != dir {
+        report.setting.push_str(&format!(" Embeddings, trained models and trees are shared in {}.", cache.root.display()));
+    }
     let score = |retriever: &dyn Retriever, queries: &[EvalQuery], index_ms_per_doc: f64| {
         let pb = bar(queries.len(), retriever.name());
         let mut result = evaluate(retriever, &corpus, queries, exp.retrieval.top_k, &count_tokens, &mut || pb.inc(1));
@@ -59,9 +72,13 @@ pub fn run(exp: &Experiment, out: &Path, resume: bool) -> anyhow::Result<(PathBu
         let name = method.label();
         if matches!(method, Method::Flat | Method::SproutRag(_)) && dense.is_none() {
             let start = Instant::now();
-            let embeddings = embed_units(&encoder, &corpus, &index, &docs, exp.encoder.batch_size);
+            let embeddings = cache.unit_embeddings(&encoder, &corpus, &index, &docs, &corpus_key, exp.encoder.batch_size)?;
             dense = Some((embeddings, start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64));
-            embed_queries(&encoder, &mut queries, exp.encoder.batch_size);
+            let texts: Vec<&str> = queries.iter().map(|q| q.input.text.as_str()).collect();
+            let vectors = cache.text_embeddings(&encoder, &exp.encoder, &texts, "queries")?;
+            for (q, v) in queries.iter_mut().zip(vectors) {
+                q.input.embedding = Some(v);
+            }
         }
         let result = match method {
             Method::Flat => {
@@ -77,21 +94,22 @@ pub fn run(exp: &Experiment, out: &Path, resume: bool) -> anyhow::Result<(PathBu
             Method::SproutRag(config) => {
                 let (embeddings, embed_ms) = dense.as_ref().expect("computed above");
                 // Methods that differ only in how they search share one index (and one training run).
-                let key = SproutRagConfig { search: TreeSearch::Collapsed, ..config.clone() };
+                let key = config.index_settings();
                 let at = match indexes.iter().position(|(k, _, _)| *k == key) {
                     Some(at) => at,
                     None => {
                         let start = Instant::now();
                         let inputs = IndexInputs {
                             encoder: &encoder,
+                            encoder_config: &exp.encoder,
                             corpus: &corpus,
                             index: &index,
                             units: &exp.units,
+                            corpus_key: &corpus_key,
                             docs: &docs,
                             unit_embeddings: embeddings,
-                            batch_size: exp.encoder.batch_size,
                         };
-                        let built = build_index(&inputs, config, &queries, &dir, indexes.len(), resume)?;
+                        let built = build_index(&inputs, config, &queries, cache)?;
                         let ms = embed_ms + start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64;
                         indexes.push((key, built, ms));
                         indexes.len() - 1
@@ -113,8 +131,8 @@ pub fn run(exp: &Experiment, out: &Path, resume: bool) -> anyhow::Result<(PathBu
         };
         report.methods.push(result);
     }
-    report.write(&dir)?;
-    Ok((dir, report))
+    report.write(dir)?;
+    Ok(report)
 }
 
 /// The documents whose units can be retrieved: those the queries name, or all under corpus scope.
@@ -127,33 +145,6 @@ fn needed_docs(corpus: &Corpus, queries: &[EvalQuery], scope: Scope) -> Vec<usiz
             docs.dedup();
             docs
         }
-    }
-}
-
-/// Unit embeddings for the needed documents; other units stay empty (they are never candidates).
-fn embed_units(encoder: &SentenceEncoder<DefaultBackend>, corpus: &Corpus, index: &LeafIndex, docs: &[usize], batch: usize) -> Vec<Vec<f32>> {
-    let units: Vec<usize> = docs.iter().flat_map(|&d| index.doc_units[d].clone()).collect();
-    let texts: Vec<&str> = units.iter().map(|&u| index.text(corpus, u)).collect();
-    let pb = bar(texts.len(), "embedding units");
-    let vectors = encoder.embed(&texts, batch, &mut |n| pb.inc(n as u64));
-    pb.finish_and_clear();
-    let mut out = vec![Vec::new(); index.units.len()];
-    for (u, v) in units.into_iter().zip(vectors) {
-        out[u] = v;
-    }
-    out
-}
-
-fn embed_queries(encoder: &SentenceEncoder<DefaultBackend>, queries: &mut [EvalQuery], batch: usize) {
-    if queries.iter().all(|q| q.input.embedding.is_some()) {
-        return;
-    }
-    let texts: Vec<&str> = queries.iter().map(|q| q.input.text.as_str()).collect();
-    let pb = bar(texts.len(), "embedding queries");
-    let vectors = encoder.embed(&texts, batch, &mut |n| pb.inc(n as u64));
-    pb.finish_and_clear();
-    for (q, v) in queries.iter_mut().zip(vectors) {
-        q.input.embedding = Some(v);
     }
 }
 

@@ -4,10 +4,12 @@
 //!   and queries keep the encoder's embeddings;
 //! - `Sllm`: the trained SLLM (arbor_trainers::sproutrag); leaves are its unit embeddings, queries its
 //!   query embeddings.
+//!
+//! Trees and trained models go into the [`Cache`] under keys of the settings they depend on, so a later
+//! run with the same settings (a sweep over search settings, an interrupted run) reuses them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-
 use arbor_datasets::merge_pairs::merge_pairs;
 use arbor_datasets::units::segment;
 use arbor_datasets::{Corpus, DocSpan, UnitConfig};
@@ -16,25 +18,28 @@ use arbor_eval::tree::{Similarity, Tree};
 use arbor_eval::LeafIndex;
 use arbor_models::aggregator::HeadAggregator;
 use arbor_models::sproutrag::SproutRagModel;
-use arbor_models::{DefaultBackend, SentenceEncoder};
+use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder};
 use arbor_trainers::config::TrainConfig;
 use arbor_trainers::data::{TrainDoc, TrainQuery};
 use burn::tensor::{Tensor, TensorData};
 
+use crate::cache::{key, Cache};
 use crate::experiment::{AttentionSource, SproutRagConfig};
 use crate::progress::bar;
 
 /// What indexing the evaluated documents needs.
 pub struct IndexInputs<'a> {
     pub encoder: &'a SentenceEncoder<DefaultBackend>,
+    pub encoder_config: &'a EncoderConfig,
     pub corpus: &'a Corpus,
     pub index: &'a LeafIndex,
     pub units: &'a UnitConfig,
+    /// [`crate::cache::corpus_key`] of the corpus, units and encoder.
+    pub corpus_key: &'a str,
     /// The documents to index.
     pub docs: &'a [usize],
     /// The encoder's embedding of every unit of `docs`.
     pub unit_embeddings: &'a [Vec<f32>],
-    pub batch_size: usize,
 }
 
 /// The trees, and the query embeddings to search them with when they differ from the encoder's.
@@ -43,24 +48,17 @@ pub struct SproutRagIndex {
     pub query_embeddings: Option<Vec<Vec<f32>>>,
 }
 
-/// Builds (training first, for `Sllm`) the trees of `inputs.docs` and saves them under `run_dir/trees-<key>`.
-pub fn build_index(
-    inputs: &IndexInputs,
-    config: &SproutRagConfig,
-    queries: &[EvalQuery],
-    run_dir: &Path,
-    key: usize,
-    resume: bool,
-) -> anyhow::Result<SproutRagIndex> {
-    let trees_dir = run_dir.join(format!("trees-{key}"));
-    std::fs::create_dir_all(&trees_dir)?;
+/// Builds (training first, for `Sllm`) the trees of `inputs.docs`, or reads back those already in the
+/// cache (`trees-<key>/<doc>.tree`).
+pub fn build_index(inputs: &IndexInputs, config: &SproutRagConfig, queries: &[EvalQuery], cache: &Cache) -> anyhow::Result<SproutRagIndex> {
+    let trees_dir = cache.dir("trees", &key(&(inputs.corpus_key, config.index_settings())))?;
     match (&config.attention, &config.training) {
         (AttentionSource::TokenBlocks { window_tokens }, _) => {
             let e = inputs.encoder;
             let aggregator = HeadAggregator::<DefaultBackend>::new(e.config.num_hidden_layers, e.config.num_attention_heads, config.aggregation, e.device());
             let trees = index_docs(inputs, &trees_dir, "token attention trees", |units| {
                 let texts: Vec<&str> = units.iter().map(|&u| inputs.index.text(inputs.corpus, u)).collect();
-                let a = e.unit_attention(&texts, *window_tokens, inputs.batch_size);
+                let a = e.unit_attention(&texts, *window_tokens, inputs.encoder_config.batch_size);
                 let attention = Tensor::from_data(TensorData::new(a.values, [a.layers, a.heads, a.n, a.n]), e.device());
                 let leaves: Vec<f32> = units.iter().flat_map(|&u| inputs.unit_embeddings[u].iter().copied()).collect();
                 (leaves, e.dim(), to_vec(aggregator.forward(attention)))
@@ -68,7 +66,7 @@ pub fn build_index(
             Ok(SproutRagIndex { trees, query_embeddings: None })
         }
         (AttentionSource::Sllm, Some(training)) => {
-            let model = train_model(inputs, config, training, run_dir, resume)?;
+            let model = train_model(inputs, config, training, cache)?;
             let trees = index_docs(inputs, &trees_dir, "SLLM trees", |units| {
                 let out = model.document(matrix(units.iter().map(|&u| &inputs.unit_embeddings[u])), false);
                 let dim = out.embeddings.dims()[1];
@@ -84,7 +82,8 @@ pub fn build_index(
     }
 }
 
-/// One tree per document; `leaf_inputs` gives the leaf embeddings, their width and M for a document's units.
+/// One tree per document, read back from `trees_dir` if it is there; else `leaf_inputs` gives the leaf
+/// embeddings, their width and M for the document's units, and the tree is built and saved.
 fn index_docs(
     inputs: &IndexInputs,
     trees_dir: &Path,
@@ -95,10 +94,21 @@ fn index_docs(
     let pb = bar(inputs.docs.len(), what);
     for &d in inputs.docs {
         let units: Vec<usize> = inputs.index.doc_units[d].clone().collect();
-        let (leaves, dim, m) = leaf_inputs(&units);
         let spans: Vec<DocSpan> = units.iter().map(|&u| inputs.index.units[u]).collect();
-        let tree = Tree::build(spans, &leaves, dim, &Similarity { n: units.len(), values: &m });
-        arbor_eval::tree_io::save(&tree, &trees_dir.join(format!("{d}.tree")))?;
+        let path = trees_dir.join(format!("{d}.tree"));
+        let tree = match path.exists() {
+            true => {
+                let tree = arbor_eval::tree_io::load(&path).map_err(anyhow::Error::msg)?;
+                anyhow::ensure!(tree.leaves == spans, "{} does not hold document {d}'s units: delete it", path.display());
+                tree
+            }
+            false => {
+                let (leaves, dim, m) = leaf_inputs(&units);
+                let tree = Tree::build(spans, &leaves, dim, &Similarity { n: units.len(), values: &m });
+                arbor_eval::tree_io::save(&tree, &path)?;
+                tree
+            }
+        };
         trees[d] = Some(tree);
         pb.inc(1);
     }
@@ -106,15 +116,17 @@ fn index_docs(
     Ok(trees)
 }
 
-/// Trains SproutRAG on the queries of `training.split` with the encoder frozen (its vectors computed once).
-fn train_model(
-    inputs: &IndexInputs,
-    config: &SproutRagConfig,
-    training: &TrainConfig,
-    run_dir: &Path,
-    resume: bool,
-) -> anyhow::Result<SproutRagModel<DefaultBackend>> {
+/// Trains SproutRAG on the queries of `training.split` with the encoder frozen (its vectors computed once),
+/// in the cache folder `train-<key>` (checkpoints/, tb/, log.jsonl): a finished training is read back, an
+/// interrupted one continues from its last checkpoint.
+fn train_model(inputs: &IndexInputs, config: &SproutRagConfig, training: &TrainConfig, cache: &Cache) -> anyhow::Result<SproutRagModel<DefaultBackend>> {
     let (corpus, index, encoder) = (inputs.corpus, inputs.index, inputs.encoder);
+    let train_dir = cache.dir("train", &key(&(inputs.corpus_key, &config.model, config.aggregation, training)))?;
+    let dims = (encoder.dim(), encoder.config.vocab_size);
+    if let Some(model) = arbor_trainers::sproutrag::finished(&config.model, config.aggregation, dims, &train_dir)? {
+        eprintln!("using the trained model in {}", train_dir.display());
+        return Ok(model);
+    }
     // Training queries by the document of their first gold span.
     let mut by_doc: BTreeMap<usize, Vec<&arbor_datasets::Query>> = BTreeMap::new();
     for q in corpus.eval_queries(Some(&training.split)) {
@@ -122,27 +134,20 @@ fn train_model(
     }
     anyhow::ensure!(!by_doc.is_empty(), "no query with evidence in training split {:?}", training.split);
     let doc_ids: Vec<usize> = by_doc.keys().copied().collect();
-    let all_units: Vec<usize> = doc_ids.iter().flat_map(|&d| index.doc_units[d].clone()).collect();
-    let unit_texts: Vec<&str> = all_units.iter().map(|&u| index.text(corpus, u)).collect();
-    let pb = bar(unit_texts.len(), "train units");
-    let unit_vectors = encoder.embed(&unit_texts, inputs.batch_size, &mut |n| pb.inc(n as u64));
-    pb.finish_and_clear();
+    let unit_vectors = cache.unit_embeddings(encoder, corpus, index, &doc_ids, inputs.corpus_key, inputs.encoder_config.batch_size)?;
     let query_list: Vec<&arbor_datasets::Query> = by_doc.values().flatten().copied().collect();
-    let pb = bar(query_list.len(), "train queries");
     let query_texts: Vec<&str> = query_list.iter().map(|q| q.text.as_str()).collect();
-    let query_vectors = encoder.embed(&query_texts, inputs.batch_size, &mut |n| pb.inc(n as u64));
-    pb.finish_and_clear();
+    let query_vectors = cache.text_embeddings(encoder, inputs.encoder_config, &query_texts, "training queries")?;
     let start_token = encoder.special_ids().0;
-    let (mut unit_at, mut query_at) = (0, 0);
+    let mut query_at = 0;
     let mut docs = Vec::with_capacity(doc_ids.len());
     let mut skipped = 0;
     for (&d, qs) in &by_doc {
         let range = index.doc_units[d].clone();
-        let n = range.len();
         let spans: Vec<DocSpan> = index.units[range.clone()].to_vec();
-        let texts = &unit_texts[unit_at..unit_at + n];
+        let texts: Vec<&str> = range.clone().map(|u| index.text(corpus, u)).collect();
         let tokens = match config.model.vae {
-            Some(_) => encoder.word_pieces(texts).into_iter().map(|t| std::iter::once(start_token).chain(t).collect()).collect(),
+            Some(_) => encoder.word_pieces(&texts).into_iter().map(|t| std::iter::once(start_token).chain(t).collect()).collect(),
             None => Vec::new(),
         };
         let mut queries = Vec::with_capacity(qs.len());
@@ -155,12 +160,11 @@ fn train_model(
         }
         docs.push(TrainDoc {
             units: spans,
-            pooled: unit_vectors[unit_at..unit_at + n].to_vec(),
+            pooled: unit_vectors[range].to_vec(),
             pairs: merge_pairs(&segment(&corpus.documents[d], inputs.units), training.merge_pairs),
             tokens,
             queries,
         });
-        unit_at += n;
         query_at += qs.len();
     }
     if skipped > 0 {
@@ -172,12 +176,12 @@ fn train_model(
         training,
         &config.model,
         config.aggregation,
-        (encoder.dim(), encoder.config.vocab_size),
+        dims,
         corpus,
         &docs,
         &holdout,
-        run_dir,
-        resume,
+        &train_dir,
+        true,
         &mut |done, total| {
             pb.set_length(total as u64);
             pb.set_position(done as u64);

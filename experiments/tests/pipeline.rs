@@ -29,8 +29,18 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
         assert!(m.tokens_per_query > 50.0);
     }
     // SproutRAG's trees are in the run folder, one per test article and index, and reload.
-    for index in ["trees-0", "trees-1"] {
-        let trees: Vec<_> = std::fs::read_dir(dir.join(index)).unwrap().map(|e| e.unwrap().path()).collect();
+    let folders = |kind: &str| -> Vec<std::path::PathBuf> {
+        let mut found: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir() && p.file_name().unwrap().to_str().unwrap().starts_with(&format!("{kind}-")))
+            .collect();
+        found.sort();
+        found
+    };
+    assert_eq!(folders("trees").len(), 2, "one index per attention source");
+    for index in folders("trees") {
+        let trees: Vec<_> = std::fs::read_dir(index).unwrap().map(|e| e.unwrap().path()).collect();
         assert_eq!(trees.len(), 2);
         for path in trees {
             let tree = arbor_eval::tree_io::load(&path).unwrap();
@@ -39,10 +49,13 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     }
     // Training left its checkpoint, its log (one line per step plus the per-epoch evaluations) and
     // TensorBoard events.
-    let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("checkpoints/state.json")).unwrap()).unwrap();
+    let train = folders("train");
+    assert_eq!(train.len(), 1);
+    let train = &train[0];
+    let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(train.join("checkpoints/state.json")).unwrap()).unwrap();
     let steps = state["step"].as_u64().unwrap() as usize;
     assert!(steps > 0);
-    let log = std::fs::read_to_string(dir.join("log.jsonl")).unwrap();
+    let log = std::fs::read_to_string(train.join("log.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.iter().filter(|l| l.get("loss/ret").is_some()).count(), steps);
     let evals: Vec<f64> = lines.iter().filter_map(|l| l["eval/ie_mean"].as_f64()).collect();
@@ -56,7 +69,21 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
         };
         assert!(mean(2.0) < mean(0.0), "{term}: epoch 0 mean {} -> epoch 2 mean {}", mean(0.0), mean(2.0));
     }
-    assert!(std::fs::read_dir(dir.join("tb")).unwrap().count() >= 1);
+    assert!(std::fs::read_dir(train.join("tb")).unwrap().count() >= 1);
+    assert_eq!(state["complete"], true);
+
+    // --resume on a finished run recomputes nothing: embeddings, the trained model and the trees are read
+    // back, and every figure comes out the same.
+    let modified = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
+    let a_tree = std::fs::read_dir(&folders("trees")[0]).unwrap().next().unwrap().unwrap().path();
+    let before = (modified(&a_tree), modified(&train.join("checkpoints/state.json")), log.len());
+    let (again, second) = run(&exp, out.path(), true).unwrap();
+    assert_eq!(again, dir);
+    let after = (modified(&a_tree), modified(&train.join("checkpoints/state.json")), std::fs::read_to_string(train.join("log.jsonl")).unwrap().len());
+    assert_eq!(before, after, "nothing was rebuilt or retrained");
+    for (a, b) in report.methods.iter().zip(&second.methods) {
+        assert_eq!(a.metrics, b.metrics, "{}", a.name);
+    }
 }
 
 #[test]

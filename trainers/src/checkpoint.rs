@@ -15,6 +15,9 @@ use serde::{Deserialize, Serialize};
 pub struct CheckpointState {
     pub step: usize,
     pub files: Vec<String>,
+    /// The last step of training: the model is final.
+    #[serde(default)]
+    pub complete: bool,
 }
 
 type Rec = BinFileRecorder<FullPrecisionSettings>;
@@ -32,8 +35,8 @@ pub fn write_item<B: Backend, R: Record<B>>(dir: &Path, name: &str, step: usize,
 }
 
 /// Makes the items of `step` the checkpoint: writes `state.json` atomically, then removes older files.
-pub fn commit(dir: &Path, step: usize, files: Vec<String>) -> anyhow::Result<()> {
-    let state = CheckpointState { step, files };
+pub fn commit(dir: &Path, step: usize, files: Vec<String>, complete: bool) -> anyhow::Result<()> {
+    let state = CheckpointState { step, files, complete };
     atomic_write(&dir.join("state.json"), serde_json::to_string_pretty(&state)?.as_bytes())?;
     for entry in std::fs::read_dir(dir)? {
         let name = entry?.file_name().to_string_lossy().into_owned();

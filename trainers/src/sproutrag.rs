@@ -120,12 +120,26 @@ pub fn train(
                 checkpoint::write_item::<A, _>(&ckpt_dir, "optim-aggregation", done, optim_agg.to_record())?,
                 checkpoint::write_item::<A, _>(&ckpt_dir, "optim-new", done, optim_new.to_record())?,
             ];
-            checkpoint::commit(&ckpt_dir, done, files)?;
+            checkpoint::commit(&ckpt_dir, done, files, done == total)?;
         }
         progress(done, total);
     }
     logger.flush()?;
     Ok(model.valid())
+}
+
+/// The model of a training run in `run_dir` that has finished, if it has (nothing is recomputed).
+pub fn finished(
+    model_config: &SproutRagModelConfig,
+    aggregation: AggregationInit,
+    dims: (usize, usize),
+    run_dir: &Path,
+) -> anyhow::Result<Option<SproutRagModel<DefaultBackend>>> {
+    let ckpt_dir = run_dir.join("checkpoints");
+    let Some(state) = checkpoint::state(&ckpt_dir)?.filter(|s| s.complete) else { return Ok(None) };
+    let device = Default::default();
+    let model: SproutRagModel<A> = model_config.init(dims.0, dims.1, aggregation, &device);
+    Ok(Some(model.load_record(checkpoint::load(&ckpt_dir, &state, "model", &device)?).valid()))
 }
 
 /// The loss terms of one batch, by name: InfoNCE, lambda * L_attn, and the VAE's CE and beta * KL.

@@ -1,0 +1,149 @@
+//! Running a sweep: every expanded run is a normal run folder under `<out>/<sweep>/runs/<slug>/`; all
+//! runs (and every sweep under the same `out`) share `<out>/shared/`, where embeddings, trained models and
+//! trees are kept under keys of their settings, so runs that differ only in retrieval settings train and
+//! index once. A run whose report is there is read back, not rerun; an interrupted one continues (its
+//! training from the last checkpoint, its trees from those already saved). The sweep folder gets the
+//! sweep file, `index.json`, `table.md`, `table.csv` and `plots/*.svg`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use arbor_eval::report::atomic_write;
+use arbor_eval::Report;
+use arbor_experiments::cache::Cache;
+use arbor_experiments::experiment::{Experiment, Method};
+use arbor_experiments::run::run_in;
+use serde::{Deserialize, Serialize};
+
+use crate::sweep::{LoadedSweep, SweepRun};
+use crate::table::{self, Row};
+
+/// What happened to one run of the sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEntry {
+    pub slug: String,
+    pub settings: Vec<(String, String)>,
+    /// Relative to the sweep folder.
+    pub dir: String,
+    /// `ran` now, or `reused` (finished before).
+    pub status: String,
+    /// How long the run took when it ran.
+    pub seconds: f64,
+}
+
+/// A finished sweep: its folder, its rows, and what was run now.
+#[derive(Debug, Clone)]
+pub struct SweepOutcome {
+    pub dir: PathBuf,
+    pub axes: Vec<String>,
+    pub runs: Vec<RunEntry>,
+    pub rows: Vec<Row>,
+}
+
+/// The folder all sweeps under `out` share artefacts in.
+pub fn shared_dir(out: &Path) -> PathBuf {
+    out.join("shared")
+}
+
+/// Runs (or reads back) every run of `loaded` under `out`, then writes the index, table and plots.
+pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcome> {
+    let dir = out.join(&loaded.sweep.name);
+    std::fs::create_dir_all(dir.join("runs")).with_context(|| format!("cannot create {}", dir.display()))?;
+    atomic_write(&dir.join("sweep.ron"), loaded.text.as_bytes())?;
+    atomic_write(&dir.join("base.ron"), loaded.base.to_ron().as_bytes())?;
+    let cache = Cache { root: shared_dir(out) };
+    let axes: Vec<String> = loaded.sweep.axes.iter().map(|a| a.name()).collect();
+    // How long finished runs took when they ran (kept across invocations).
+    let before: Vec<RunEntry> = std::fs::read_to_string(dir.join("index.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let (mut entries, mut rows) = (Vec::new(), Vec::new());
+    for (i, run) in loaded.runs.iter().enumerate() {
+        let run_dir = dir.join("runs").join(&run.slug);
+        let start = Instant::now();
+        let (report, status) = match finished(&run_dir, &run.experiment)? {
+            Some(report) => (report, "reused"),
+            None => {
+                eprintln!("[{}/{}] {}: {}", i + 1, loaded.runs.len(), loaded.sweep.name, run.slug);
+                (run_in(&run.experiment, &run_dir, &cache).with_context(|| format!("sweep run {}", run_dir.display()))?, "ran")
+            }
+        };
+        let mut seconds = start.elapsed().as_secs_f64();
+        match status {
+            "ran" => eprintln!("[{}/{}] {} done in {seconds:.0} s", i + 1, loaded.runs.len(), run.slug),
+            _ => seconds = before.iter().find(|e| e.slug == run.slug).map_or(0.0, |e| e.seconds),
+        }
+        rows.extend(rows_of(run, report)?);
+        entries.push(RunEntry { slug: run.slug.clone(), settings: run.settings.clone(), dir: format!("runs/{}", run.slug), status: status.into(), seconds });
+    }
+    atomic_write(&dir.join("index.json"), serde_json::to_string_pretty(&entries)?.as_bytes())?;
+    let mut md = format!("# Sweep `{}`\n\nBase experiment: `{}` ({}).\n\n", loaded.sweep.name, loaded.sweep.base, loaded.path.display());
+    md.push_str(&table::markdown(&axes, &rows));
+    let x_values: Vec<String> = first_axis_values(&loaded.runs);
+    let charts = table::charts(&loaded.sweep.name, &axes, &x_values, &rows);
+    if !charts.is_empty() {
+        std::fs::create_dir_all(dir.join("plots"))?;
+        md.push('\n');
+    }
+    for (stem, chart) in &charts {
+        atomic_write(&dir.join(format!("plots/{stem}.svg")), chart.svg().as_bytes())?;
+        md.push_str(&format!("![{}](plots/{stem}.svg)\n", chart.title));
+    }
+    if let Some(setting) = rows.first().and_then(|_| first_setting(&dir, &entries)) {
+        md.push_str(&format!("\nSetting of the first run: {setting}\n"));
+    }
+    atomic_write(&dir.join("table.md"), md.as_bytes())?;
+    atomic_write(&dir.join("table.csv"), table::csv(&axes, &rows).as_bytes())?;
+    Ok(SweepOutcome { dir, axes, runs: entries, rows })
+}
+
+/// The report of a run that finished with this very experiment; an error if the folder holds another one.
+fn finished(run_dir: &Path, exp: &Experiment) -> anyhow::Result<Option<Report>> {
+    let (saved, report) = (run_dir.join("experiment.ron"), run_dir.join("report.json"));
+    if !saved.exists() {
+        return Ok(None);
+    }
+    let before = Experiment::load(&saved)?;
+    anyhow::ensure!(
+        before == *exp,
+        "{} was run with a different experiment (the sweep or its base changed): move it away, or run the sweep with another --out",
+        run_dir.display()
+    );
+    if !report.exists() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&report)?;
+    Ok(Some(serde_json::from_str(&text).with_context(|| format!("{} is damaged: delete it to rerun", report.display()))?))
+}
+
+/// One row per method; methods with the same short name are told apart by their position.
+fn rows_of(run: &SweepRun, report: Report) -> anyhow::Result<Vec<Row>> {
+    let methods = &run.experiment.methods;
+    anyhow::ensure!(report.methods.len() == methods.len(), "the report of {} lists {} methods, the experiment {}", run.slug, report.methods.len(), methods.len());
+    let short: Vec<String> = methods.iter().map(Method::short_name).collect();
+    Ok(report
+        .methods
+        .into_iter()
+        .enumerate()
+        .map(|(i, result)| {
+            let method = if short.iter().filter(|s| **s == short[i]).count() > 1 { format!("{} #{}", short[i], i + 1) } else { short[i].clone() };
+            Row { run: run.slug.clone(), settings: run.settings.clone(), method, result }
+        })
+        .collect())
+}
+
+fn first_axis_values(runs: &[SweepRun]) -> Vec<String> {
+    let mut values: Vec<String> = Vec::new();
+    for r in runs {
+        if let Some((_, v)) = r.settings.first() {
+            if !values.contains(v) {
+                values.push(v.clone());
+            }
+        }
+    }
+    values
+}
+
+fn first_setting(dir: &Path, entries: &[RunEntry]) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join(&entries.first()?.dir).join("report.json")).ok()?;
+    serde_json::from_str::<Report>(&text).ok().map(|r| r.setting)
+}

@@ -1,0 +1,107 @@
+//! A sweep end to end on the committed fixture: two beam widths over one trained model, then a rerun that
+//! finds everything done, then an interrupted run (its report lost) that is redone without retraining.
+
+use std::path::{Path, PathBuf};
+
+use arbor_ablations::runner::{run_sweep, shared_dir};
+use arbor_ablations::sweep::LoadedSweep;
+
+fn workspace() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+const BASE: &str = r#"Experiment(
+    name: "fixture",
+    data: (format: Jsonl, path: "experiments/fixtures/squad-mini", split: Some("test"), max_queries: Some(40)),
+    methods: [
+        Flat,
+        SproutRag((
+            attention: Sllm,
+            search: Beam((beam_width: 5)),
+            model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None),
+            training: Some((epochs: 1, batch_size: 16, lr_new: 1e-3, holdout_docs: 1, checkpoint_every: 5)),
+        )),
+    ],
+)"#;
+
+fn folders(dir: &Path, kind: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() && p.file_name().unwrap().to_str().unwrap().starts_with(&format!("{kind}-")))
+        .collect()
+}
+
+fn statuses(dir: &Path) -> Vec<String> {
+    let index: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
+    index.as_array().unwrap().iter().map(|e| e["status"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn a_beam_width_sweep_trains_once_and_resumes() {
+    std::env::set_current_dir(workspace()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("base.ron"), BASE).unwrap();
+    let sweep_file = tmp.path().join("sweep.ron");
+    std::fs::write(&sweep_file, r#"Sweep(name: "bw", base: "base.ron", axes: [Values(path: "methods.search.beam_width", values: [1, 5])])"#).unwrap();
+    let out = tmp.path().join("out");
+    let loaded = LoadedSweep::load(&sweep_file).unwrap();
+    let first = run_sweep(&loaded, &out).unwrap();
+    assert_eq!(statuses(&first.dir), ["ran", "ran"]);
+    assert_eq!(first.rows.len(), 4, "two runs x two methods");
+    // One training and one set of trees serve both beam widths.
+    let shared = shared_dir(&out);
+    let trained = folders(&shared, "train");
+    assert_eq!(trained.len(), 1);
+    assert_eq!(folders(&shared, "trees").len(), 1);
+    let steps = std::fs::read_to_string(trained[0].join("log.jsonl")).unwrap().lines().filter(|l| l.contains("loss/ret")).count();
+    let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(trained[0].join("checkpoints/state.json")).unwrap()).unwrap();
+    assert_eq!(steps, state["step"].as_u64().unwrap() as usize, "trained once: one log line per step");
+    // The sweep folder: the sweep file, a table with a row per run and method, a CSV, the plots.
+    for file in ["sweep.ron", "base.ron", "table.md", "table.csv", "plots/ie-mean.svg", "plots/latency.svg", "runs/beam_width=1/report.json"] {
+        assert!(first.dir.join(file).is_file(), "{file}");
+    }
+    assert_eq!(std::fs::read_to_string(first.dir.join("table.csv")).unwrap().lines().count(), 5);
+    // Flat does not depend on the beam width; the tree's results come from the right runs.
+    let flat: Vec<_> = first.rows.iter().filter(|r| r.method == "Flat").map(|r| r.result.metrics.clone()).collect();
+    assert_eq!(flat[0], flat[1]);
+    assert!(first.rows.iter().any(|r| r.result.name.contains("beam b=1")) && first.rows.iter().any(|r| r.result.name.contains("beam b=5")));
+
+    // Rerun: everything is found finished, nothing is recomputed.
+    let again = run_sweep(&loaded, &out).unwrap();
+    assert_eq!(statuses(&again.dir), ["reused", "reused"]);
+    assert_eq!(again.rows, first.rows);
+
+    // An interrupted run (no report yet) is run again; the model is read back, not retrained.
+    std::fs::remove_file(first.dir.join("runs/beam_width=5/report.json")).unwrap();
+    let log_before = std::fs::read_to_string(trained[0].join("log.jsonl")).unwrap();
+    let resumed = run_sweep(&loaded, &out).unwrap();
+    assert_eq!(statuses(&resumed.dir), ["reused", "ran"]);
+    assert_eq!(std::fs::read_to_string(trained[0].join("log.jsonl")).unwrap(), log_before);
+    let metrics = |rows: &[arbor_ablations::table::Row]| rows.iter().map(|r| r.result.metrics.clone()).collect::<Vec<_>>();
+    assert_eq!(metrics(&resumed.rows), metrics(&first.rows));
+
+    // A changed base is not mixed with the old runs.
+    std::fs::write(tmp.path().join("base.ron"), BASE.replace("Some(40)", "Some(30)")).unwrap();
+    let err = format!("{:#}", run_sweep(&LoadedSweep::load(&sweep_file).unwrap(), &out).unwrap_err());
+    assert!(err.contains("different experiment"), "{err}");
+}
+
+#[test]
+fn every_shipped_sweep_expands() {
+    let dir = workspace().join("ablations");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if path.extension().is_some_and(|e| e == "ron") && text.contains("Sweep(") {
+            let loaded = LoadedSweep::load(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            assert!(!loaded.runs.is_empty());
+            seen += 1;
+        }
+    }
+    assert!(seen >= 7, "{seen} sweep files");
+    for file in arbor_ablations::reproduce::SWEEPS {
+        assert!(dir.join(file).is_file(), "reproduce needs {file}");
+    }
+}
