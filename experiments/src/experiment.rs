@@ -84,7 +84,9 @@ pub struct SproutRagConfig {
     pub search: TreeSearch,
     /// Sizes of the SLLM (and SentenceVAE), for `attention: Sllm`.
     pub model: SproutRagModelConfig,
-    /// `None`: index without training (token-block attention only).
+    /// With `Sllm`: the joint training (required). With `TokenBlocks`: `None` keeps the initial head
+    /// weights; `Some` learns them on L_attn over the training split (only the head-weight settings:
+    /// lr_aggregation, epochs, warmup, clipping, merge pairs, holdout, seed are read).
     pub training: Option<TrainConfig>,
 }
 
@@ -126,9 +128,13 @@ impl Method {
                     TreeSearch::UpperOnly => "upper nodes only".into(),
                 };
                 match (&c.attention, &c.training) {
-                    (AttentionSource::TokenBlocks { window_tokens }, _) => {
+                    (AttentionSource::TokenBlocks { window_tokens }, None) => {
                         format!("SproutRAG untrained ({:?} weights, token attention w={window_tokens}, {search})", c.aggregation)
                     }
+                    (AttentionSource::TokenBlocks { window_tokens }, Some(t)) => format!(
+                        "SproutRAG learned weights (from {:?}, token attention w={window_tokens}, lr {}, {} epochs, {search})",
+                        c.aggregation, t.lr_aggregation, t.epochs
+                    ),
                     (AttentionSource::Sllm, Some(t)) => format!(
                         "SproutRAG trained (SLLM {}x{}, lambda={}, {} epochs, {search})",
                         c.model.sllm.layers, c.model.sllm.heads, t.lambda, t.epochs
@@ -147,7 +153,11 @@ impl Method {
             Method::Flat => "Flat".into(),
             Method::Bm25 => "BM25".into(),
             Method::SproutRag(c) => {
-                let kind = if c.training.is_some() { "trained" } else { "untrained" };
+                let kind = match (&c.attention, &c.training) {
+                    (AttentionSource::TokenBlocks { .. }, None) => "untrained",
+                    (AttentionSource::TokenBlocks { .. }, Some(_)) => "learned weights",
+                    (AttentionSource::Sllm, _) => "trained",
+                };
                 let search = match c.search {
                     TreeSearch::Beam(_) => "beam",
                     TreeSearch::Collapsed => "collapsed",
@@ -200,9 +210,7 @@ impl Experiment {
                     (AttentionSource::TokenBlocks { window_tokens }, _) if *window_tokens < 8 => {
                         bail!("SproutRag attention window_tokens must be at least 8, got {window_tokens}")
                     }
-                    (AttentionSource::TokenBlocks { .. }, Some(_)) => {
-                        bail!("SproutRag training with TokenBlocks attention (learning head weights over token attention) is not implemented yet; use attention: Sllm")
-                    }
+                    (AttentionSource::TokenBlocks { .. }, Some(t)) => t.check().map_err(anyhow::Error::msg)?,
                     (AttentionSource::Sllm, None) => bail!("SproutRag attention: Sllm needs training: Some((...)): an untrained SLLM is random"),
                     (AttentionSource::Sllm, Some(t)) => t.check().map_err(anyhow::Error::msg)?,
                     _ => {}

@@ -1,7 +1,8 @@
 //! SproutRAG indexing (Sections 2.1-2.3): unit attention -> HeadAggregator -> M -> greedy tree with
 //! progressive embeddings, one tree per document, saved into the run folder. Two attention sources:
-//! - `TokenBlocks`: the frozen encoder's token attention pooled into unit blocks (no training); leaves
-//!   and queries keep the encoder's embeddings;
+//! - `TokenBlocks`: the frozen encoder's token attention pooled into unit blocks; leaves and queries keep
+//!   the encoder's embeddings; the head weights stay at their initial values, or, with `training`, are
+//!   learned on L_attn over the training split's documents (arbor_trainers::head_weights);
 //! - `Sllm`: the trained SLLM (arbor_trainers::sproutrag); leaves are its unit embeddings, queries its
 //!   query embeddings.
 //!
@@ -21,6 +22,7 @@ use arbor_models::sproutrag::SproutRagModel;
 use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder};
 use arbor_trainers::config::TrainConfig;
 use arbor_trainers::data::{TrainDoc, TrainQuery};
+use arbor_trainers::head_weights::AttentionDoc;
 use burn::tensor::{Tensor, TensorData};
 
 use crate::cache::{key, Cache};
@@ -53,12 +55,15 @@ pub struct SproutRagIndex {
 pub fn build_index(inputs: &IndexInputs, config: &SproutRagConfig, queries: &[EvalQuery], cache: &Cache) -> anyhow::Result<SproutRagIndex> {
     let trees_dir = cache.dir("trees", &key(&(inputs.corpus_key, config.index_settings())))?;
     match (&config.attention, &config.training) {
-        (AttentionSource::TokenBlocks { window_tokens }, _) => {
+        (AttentionSource::TokenBlocks { window_tokens }, training) => {
             let e = inputs.encoder;
-            let aggregator = HeadAggregator::<DefaultBackend>::new(e.config.num_hidden_layers, e.config.num_attention_heads, config.aggregation, e.device());
+            let shape = (e.config.num_hidden_layers, e.config.num_attention_heads);
+            let aggregator = match training {
+                None => HeadAggregator::<DefaultBackend>::new(shape.0, shape.1, config.aggregation, e.device()),
+                Some(training) => train_head_weights(inputs, config, *window_tokens, training, cache)?,
+            };
             let trees = index_docs(inputs, &trees_dir, "token attention trees", |units| {
-                let texts: Vec<&str> = units.iter().map(|&u| inputs.index.text(inputs.corpus, u)).collect();
-                let a = e.unit_attention(&texts, *window_tokens, inputs.encoder_config.batch_size);
+                let a = token_attention(inputs, units, *window_tokens);
                 let attention = Tensor::from_data(TensorData::new(a.values, [a.layers, a.heads, a.n, a.n]), e.device());
                 let leaves: Vec<f32> = units.iter().flat_map(|&u| inputs.unit_embeddings[u].iter().copied()).collect();
                 (leaves, e.dim(), to_vec(aggregator.forward(attention)))
@@ -114,6 +119,52 @@ fn index_docs(
     }
     pb.finish_and_clear();
     Ok(trees)
+}
+
+/// The encoder's token attention between `units` (of one document), pooled into unit blocks.
+fn token_attention(inputs: &IndexInputs, units: &[usize], window_tokens: usize) -> arbor_models::unit_attention::UnitAttention {
+    let texts: Vec<&str> = units.iter().map(|&u| inputs.index.text(inputs.corpus, u)).collect();
+    inputs.encoder.unit_attention(&texts, window_tokens, inputs.encoder_config.batch_size)
+}
+
+/// Learns the head weights over token attention on the documents of `training.split` (the last
+/// `holdout_docs` held back), in the cache folder `train-<key>`; a finished run is read back.
+fn train_head_weights(
+    inputs: &IndexInputs,
+    config: &SproutRagConfig,
+    window_tokens: usize,
+    training: &TrainConfig,
+    cache: &Cache,
+) -> anyhow::Result<HeadAggregator<DefaultBackend>> {
+    let e = inputs.encoder;
+    let shape = (e.config.num_hidden_layers, e.config.num_attention_heads);
+    let train_dir = cache.dir("train", &key(&(inputs.corpus_key, "head-weights", window_tokens, config.aggregation, training)))?;
+    if let Some(aggregator) = arbor_trainers::head_weights::finished(shape, &train_dir)? {
+        eprintln!("using the head weights learned in {}", train_dir.display());
+        return Ok(aggregator);
+    }
+    let corpus = inputs.corpus;
+    let doc_ids: Vec<usize> = (0..corpus.documents.len()).filter(|&d| corpus.documents[d].split.as_deref() == Some(training.split.as_str())).collect();
+    anyhow::ensure!(!doc_ids.is_empty(), "no document in training split {:?}", training.split);
+    let pb = bar(doc_ids.len(), "training attention");
+    let mut docs: Vec<AttentionDoc> = doc_ids
+        .iter()
+        .map(|&d| {
+            let units: Vec<usize> = inputs.index.doc_units[d].clone().collect();
+            let a = token_attention(inputs, &units, window_tokens);
+            pb.inc(1);
+            AttentionDoc { attention: a.values, n: a.n, pairs: merge_pairs(&segment(&corpus.documents[d], inputs.units), training.merge_pairs) }
+        })
+        .collect();
+    pb.finish_and_clear();
+    let holdout = docs.split_off(docs.len().saturating_sub(training.holdout_docs).max(1));
+    let pb = bar(0, "learning head weights");
+    let aggregator = arbor_trainers::head_weights::train(training, shape, config.aggregation, &docs, &holdout, &train_dir, &mut |done, total| {
+        pb.set_length(total as u64);
+        pb.set_position(done as u64);
+    })?;
+    pb.finish_and_clear();
+    Ok(aggregator)
 }
 
 /// Trains SproutRAG on the queries of `training.split` with the encoder frozen (its vectors computed once),

@@ -20,7 +20,7 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     let saved = Experiment::load(&dir.join("experiment.ron")).unwrap();
     assert_eq!(saved, exp, "the run folder reproduces the experiment");
     assert!(dir.join("report.md").is_file() && dir.join("report.json").is_file());
-    assert_eq!(report.methods.len(), 4);
+    assert_eq!(report.methods.len(), 5);
     for m in &report.methods {
         assert_eq!(m.metrics.queries, 200, "{}", m.name);
         // Far above chance (a random unit of ~125 per article: IE well under 1) and below perfect.
@@ -38,7 +38,7 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
         found.sort();
         found
     };
-    assert_eq!(folders("trees").len(), 2, "one index per attention source");
+    assert_eq!(folders("trees").len(), 3, "one index per attention source and head weights");
     for index in folders("trees") {
         let trees: Vec<_> = std::fs::read_dir(index).unwrap().map(|e| e.unwrap().path()).collect();
         assert_eq!(trees.len(), 2);
@@ -49,9 +49,14 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     }
     // Training left its checkpoint, its log (one line per step plus the per-epoch evaluations) and
     // TensorBoard events.
-    let train = folders("train");
-    assert_eq!(train.len(), 1);
-    let train = &train[0];
+    // Two trainings: the head weights over token attention, and the SLLM (the one with InfoNCE).
+    let trained = folders("train");
+    assert_eq!(trained.len(), 2);
+    let train = trained.iter().find(|t| std::fs::read_to_string(t.join("log.jsonl")).unwrap().contains("loss/ret")).unwrap();
+    let weights = trained.iter().find(|t| *t != train).unwrap();
+    let log = std::fs::read_to_string(weights.join("log.jsonl")).unwrap();
+    let entropy: Vec<f64> = log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["head_weight_entropy"].as_f64()).collect();
+    assert!(entropy.last().unwrap() < &(72f64.ln() - 1e-3), "the learned head weights moved off uniform: {entropy:?}");
     let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(train.join("checkpoints/state.json")).unwrap()).unwrap();
     let steps = state["step"].as_u64().unwrap() as usize;
     assert!(steps > 0);

@@ -1,6 +1,7 @@
 //! arbor-trainers: training loops, with the bookkeeping a research run needs (DESIGN.md, "trainers").
 //!
 //! - [`sproutrag::train`]: SproutRAG's joint training (InfoNCE + lambda L_attn + VAE) on a frozen encoder.
+//! - [`head_weights::train`]: the (layer, head) weights alone, on L_attn over fixed (token) attention.
 //! - [`checkpoint`]: model and optimizer states written atomically, committed by `state.json`.
 //! - [`logger::Logger`]: `log.jsonl` and TensorBoard event files.
 //! - [`config::TrainConfig`], [`data`]: settings and the per-document batches.
@@ -8,5 +9,6 @@
 pub mod checkpoint;
 pub mod config;
 pub mod data;
+pub mod head_weights;
 pub mod logger;
 pub mod sproutrag;

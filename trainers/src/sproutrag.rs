@@ -104,7 +104,7 @@ pub fn train(
         logged.extend([
             ("lr/aggregation", config.lr_aggregation * factor),
             ("lr/new", config.lr_new * factor),
-            ("head_weight_entropy", head_entropy(&model)),
+            ("head_weight_entropy", crate::head_weights::entropy(&model.aggregator.valid())),
             ("epoch", epoch as f64),
         ]);
         let done = step + 1;
@@ -191,12 +191,6 @@ fn losses(
 
 fn ids(values: &[usize], device: &burn::tensor::Device<A>) -> Tensor<A, 1, Int> {
     Tensor::from_data(TensorData::new(values.iter().map(|&i| i as i64).collect::<Vec<_>>(), [values.len()]), device)
-}
-
-/// Entropy of the (layer, head) weights, in nats: log(L H) when uniform, 0 when one head has all.
-fn head_entropy(model: &SproutRagModel<A>) -> f64 {
-    let w = model.aggregator.head_weights().into_data().to_vec::<f32>().expect("f32");
-    -w.iter().filter(|&&x| x > 0.0).map(|&x| f64::from(x) * f64::from(x).ln()).sum::<f64>()
 }
 
 /// Flat retrieval over the SLLM's unit embeddings of held-back documents, scored on their gold spans.
