@@ -43,13 +43,7 @@ pub fn encode(tree: &Tree) -> Vec<u8> {
 
 pub fn decode(bytes: &[u8]) -> Result<Tree, String> {
     let mut r = Reader { bytes, at: 0 };
-    if r.take(8)? != MAGIC {
-        return Err("not an arbor tree file".into());
-    }
-    let version = r.u32()?;
-    if version != VERSION {
-        return Err(format!("tree format version {version}, this arbor reads version {VERSION}"));
-    }
+    r.header(MAGIC, VERSION, "tree")?;
     let n = r.u64()? as usize;
     let dim = r.u64()? as usize;
     if n == 0 {
@@ -87,6 +81,17 @@ pub(crate) struct Reader<'a> {
 }
 
 impl Reader<'_> {
+    /// Checks a file's magic bytes and format version; `what` names the format in the error.
+    pub fn header(&mut self, magic: &[u8; 8], version: u32, what: &str) -> Result<(), String> {
+        if self.take(8)? != magic {
+            return Err(format!("not an arbor {what} file"));
+        }
+        let found = self.u32()?;
+        if found != version {
+            return Err(format!("{what} format version {found}, this arbor reads version {version}"));
+        }
+        Ok(())
+    }
     pub fn take(&mut self, n: usize) -> Result<&[u8], String> {
         let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or("the file is truncated")?;
         let s = &self.bytes[self.at..end];

@@ -33,13 +33,7 @@ pub fn encode(rows: &[Vec<f32>]) -> Result<Vec<u8>, String> {
 
 pub fn decode(bytes: &[u8]) -> Result<Vec<Vec<f32>>, String> {
     let mut r = Reader { bytes, at: 0 };
-    if r.take(8)? != MAGIC {
-        return Err("not an arbor vectors file".into());
-    }
-    let version = r.u32()?;
-    if version != VERSION {
-        return Err(format!("vectors format version {version}, this arbor reads version {VERSION}"));
-    }
+    r.header(MAGIC, VERSION, "vectors")?;
     let (rows, dim) = (r.u64()? as usize, r.u64()? as usize);
     if rows.checked_mul(dim).and_then(|n| n.checked_mul(4)) != Some(bytes.len() - r.at) {
         return Err(format!("{rows} x {dim} vectors need {} bytes, the file holds {}", rows * dim * 4, bytes.len() - r.at));

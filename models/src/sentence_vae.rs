@@ -12,7 +12,7 @@
 //! `arbor_losses::vae_loss`; z is the unit vector the SLLM reads.
 
 use burn::module::Module;
-use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig};
+use burn::nn::{Embedding, EmbeddingConfig, Initializer, Linear, LinearConfig};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Distribution, Int, Tensor};
 use serde::{Deserialize, Serialize};
@@ -60,7 +60,9 @@ impl SentenceVaeConfig {
         SentenceVae {
             mu: LinearConfig::new(d_input, self.d_latent).init(device),
             log_var: LinearConfig::new(d_input, self.d_latent).init(device),
-            tokens: EmbeddingConfig::new(vocab, self.d_decoder).init(device),
+            // BERT's init (std 0.02): with the tied output projection, logits start near zero and the
+            // token cross-entropy near log(vocab); burn's default N(0, 1) starts it near 90.
+            tokens: EmbeddingConfig::new(vocab, self.d_decoder).with_initializer(Initializer::Normal { mean: 0.0, std: 0.02 }).init(device),
             latent: LinearConfig::new(self.d_latent, self.d_decoder).init(device),
             decoder: BertLayer::init(self.d_decoder, self.decoder_heads, 4 * self.d_decoder, 1e-12, device),
         }
@@ -126,5 +128,19 @@ mod tests {
         // Changing tokens 2 and 3 leaves the logits at positions 0 and 1 unchanged.
         assert_eq!(a[..2 * 50], b[..2 * 50]);
         assert_ne!(a[2 * 50..], b[2 * 50..]);
+    }
+
+    #[test]
+    fn the_untrained_decoder_starts_near_uniform_over_the_vocabulary() {
+        let device = Default::default();
+        let vocab = 1000;
+        let vae = SentenceVaeConfig { d_latent: 32, d_decoder: 128, decoder_heads: 4, max_tokens: 8 }.init::<B>(64, vocab, &device);
+        let z = vae.encode(Tensor::<B, 2>::random([4, 64], Distribution::Normal(0.0, 1.0), &device), false).z;
+        let ids = Tensor::<B, 2, Int>::from_data(TensorData::new((0..32).map(|i| i * 31 % 1000).collect::<Vec<i64>>(), [4, 8]), &device);
+        let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(vec![true; 32], [4, 8]), &device);
+        let log_p = burn::tensor::activation::log_softmax(vae.decode(z, ids.clone(), mask), 2);
+        let ce = -log_p.gather(2, ids.unsqueeze_dim::<3>(2)).mean().into_scalar();
+        let uniform = (vocab as f32).ln();
+        assert!((ce - uniform).abs() < 0.5, "cross-entropy {ce} at init, log(vocab) = {uniform}");
     }
 }
