@@ -350,3 +350,69 @@ fn chunking(sweep: &SweepOutcome) -> Section {
         plots: vec![],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_eval::report::Latency;
+    use arbor_eval::{Metrics, MethodResult};
+
+    fn row(axis: &str, value: &str, method: &str, ie: f64) -> Row {
+        Row {
+            run: format!("{axis}={value}"),
+            settings: vec![(axis.into(), value.into())],
+            method: method.into(),
+            result: MethodResult {
+                name: format!("{method} ({value})"),
+                metrics: Metrics { ie_mean: ie, ..Default::default() },
+                latency_ms: Latency::default(),
+                tokens_per_query: 0.0,
+                index_ms_per_doc: 0.0,
+            },
+        }
+    }
+
+    fn sweep(axis: &str, rows: Vec<Row>) -> SweepOutcome {
+        SweepOutcome { dir: PathBuf::from("/nonexistent"), axes: vec![axis.into()], runs: vec![], rows }
+    }
+
+    #[test]
+    fn the_margin_over_the_best_baseline_decides_table_1() {
+        let s = sweep("x", vec![row("x", "a", "Flat", 21.0), row("x", "a", "BM25", 24.0), row("x", "a", "SproutRAG trained, beam", 29.0)]);
+        let section = table1(&s);
+        assert_eq!(section.holds, Some(true));
+        assert!(section.verdict.contains("margin +5.0"), "{}", section.verdict);
+        let s = sweep("x", vec![row("x", "a", "BM25", 24.0), row("x", "a", "SproutRAG trained, beam", 25.0)]);
+        assert_eq!(table1(&s).holds, Some(false));
+    }
+
+    #[test]
+    fn the_best_beam_width_is_found_per_method() {
+        let rows = vec![
+            row("beam_width", "1", "SproutRAG trained, beam", 3.0),
+            row("beam_width", "5", "SproutRAG trained, beam", 9.0),
+            row("beam_width", "10", "SproutRAG trained, beam", 8.0),
+            row("beam_width", "5", "Flat", 21.0),
+        ];
+        let section = beam_width(&sweep("beam_width", rows.clone()));
+        assert_eq!(section.holds, Some(true));
+        assert!(section.verdict.contains("best b = 5 (IE 9.0)"), "{}", section.verdict);
+        let mut worse = rows;
+        worse[2].result.metrics.ie_mean = 12.0;
+        assert_eq!(beam_width(&sweep("beam_width", worse)).holds, Some(false));
+    }
+
+    #[test]
+    fn the_layer_claim_needs_all_layers_to_win() {
+        let rows = |all: f64| {
+            vec![
+                row("search", "LeavesOnly", "SproutRAG trained, leaves only", 21.0),
+                row("search", "UpperOnly", "SproutRAG trained, upper only", 6.0),
+                row("search", "Collapsed", "SproutRAG trained, collapsed", all),
+            ]
+        };
+        assert_eq!(layers(&sweep("search", rows(13.0))).holds, Some(false));
+        assert_eq!(layers(&sweep("search", rows(22.0))).holds, Some(true));
+        assert_eq!(layers(&sweep("search", vec![])).holds, None);
+    }
+}
