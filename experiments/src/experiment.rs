@@ -210,6 +210,9 @@ impl Experiment {
                     (AttentionSource::TokenBlocks { window_tokens }, _) if *window_tokens < 8 => {
                         bail!("SproutRag attention window_tokens must be at least 8, got {window_tokens}")
                     }
+                    (AttentionSource::TokenBlocks { .. }, Some(t)) if !t.freeze_encoder => {
+                        bail!("SproutRag training.freeze_encoder: false needs attention: Sllm (TokenBlocks learns head weights only)")
+                    }
                     (AttentionSource::TokenBlocks { .. }, Some(t)) => t.check().map_err(anyhow::Error::msg)?,
                     (AttentionSource::Sllm, None) => bail!("SproutRag attention: Sllm needs training: Some((...)): an untrained SLLM is random"),
                     (AttentionSource::Sllm, Some(t)) => t.check().map_err(anyhow::Error::msg)?,

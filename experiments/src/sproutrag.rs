@@ -23,6 +23,8 @@ use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder};
 use arbor_trainers::config::TrainConfig;
 use arbor_trainers::data::{TrainDoc, TrainQuery};
 use arbor_trainers::head_weights::AttentionDoc;
+use arbor_models::bert::{load_bert, Bert};
+use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
 
 use crate::cache::{key, Cache};
@@ -72,12 +74,21 @@ pub fn build_index(inputs: &IndexInputs, config: &SproutRagConfig, queries: &[Ev
         }
         (AttentionSource::Sllm, Some(training)) => {
             let model = train_model(inputs, config, training, cache)?;
+            // A fine-tuned encoder (inside the model) re-encodes units and queries; a frozen one's vectors are given.
+            let own = |texts: Vec<&str>| own_pooled(&model, inputs.encoder, &texts, inputs.encoder_config.batch_size);
             let trees = index_docs(inputs, &trees_dir, "SLLM trees", |units| {
-                let out = model.document(matrix(units.iter().map(|&u| &inputs.unit_embeddings[u])), false);
+                let pooled = match model.encoder {
+                    Some(_) => own(units.iter().map(|&u| inputs.index.text(inputs.corpus, u)).collect()),
+                    None => matrix(units.iter().map(|&u| &inputs.unit_embeddings[u])),
+                };
+                let out = model.document(pooled, false);
                 let dim = out.embeddings.dims()[1];
                 (to_vec(out.embeddings), dim, to_vec(out.m))
             })?;
-            let pooled = matrix(queries.iter().map(|q| q.input.embedding.as_ref().expect("queries are embedded")));
+            let pooled = match model.encoder {
+                Some(_) => own(queries.iter().map(|q| q.input.text.as_str()).collect()),
+                None => matrix(queries.iter().map(|q| q.input.embedding.as_ref().expect("queries are embedded"))),
+            };
             let q = model.queries(pooled);
             let dim = q.dims()[1];
             let flat = to_vec(q);
@@ -174,7 +185,15 @@ fn train_model(inputs: &IndexInputs, config: &SproutRagConfig, training: &TrainC
     let (corpus, index, encoder) = (inputs.corpus, inputs.index, inputs.encoder);
     let train_dir = cache.dir("train", &key(&(inputs.corpus_key, &config.model, config.aggregation, training)))?;
     let dims = (encoder.dim(), encoder.config.vocab_size);
-    if let Some(model) = arbor_trainers::sproutrag::finished(&config.model, config.aggregation, dims, &train_dir)? {
+    // The pretrained weights again, on the autodiff backend, when they are fine-tuned.
+    let pretrained = || -> anyhow::Result<Option<Bert<Autodiff<DefaultBackend>>>> {
+        if training.freeze_encoder {
+            return Ok(None);
+        }
+        let dir = arbor_models::hub::resolve(&inputs.encoder_config.model)?;
+        Ok(Some(load_bert(&encoder.config, &dir.join("model.safetensors"), &Default::default())?))
+    };
+    if let Some(model) = arbor_trainers::sproutrag::finished(&config.model, config.aggregation, dims, pretrained()?, &train_dir)? {
         eprintln!("using the trained model in {}", train_dir.display());
         return Ok(model);
     }
@@ -205,13 +224,17 @@ fn train_model(inputs: &IndexInputs, config: &SproutRagConfig, training: &TrainC
         for (q, pooled) in qs.iter().zip(&query_vectors[query_at..query_at + qs.len()]) {
             let gold = corpus.gold(q);
             match positive_unit(&spans, &gold) {
-                Some(positive) => queries.push(TrainQuery { pooled: pooled.clone(), positive, gold }),
+                Some(positive) => {
+                    let ids = if training.freeze_encoder { Vec::new() } else { encoder.tokenize(&[q.text.as_str()]).remove(0) };
+                    queries.push(TrainQuery { pooled: pooled.clone(), ids, positive, gold })
+                }
                 None => skipped += 1,
             }
         }
         docs.push(TrainDoc {
             units: spans,
             pooled: unit_vectors[range].to_vec(),
+            ids: if training.freeze_encoder { Vec::new() } else { encoder.tokenize(&texts) },
             pairs: merge_pairs(&segment(&corpus.documents[d], inputs.units), training.merge_pairs),
             tokens,
             queries,
@@ -228,6 +251,7 @@ fn train_model(inputs: &IndexInputs, config: &SproutRagConfig, training: &TrainC
         &config.model,
         config.aggregation,
         dims,
+        pretrained()?,
         corpus,
         &docs,
         &holdout,
@@ -240,6 +264,14 @@ fn train_model(inputs: &IndexInputs, config: &SproutRagConfig, training: &TrainC
     )?;
     pb.finish_and_clear();
     Ok(model)
+}
+
+/// Pooled vectors of `texts` through the model's fine-tuned encoder, in batches.
+fn own_pooled(model: &SproutRagModel<DefaultBackend>, encoder: &SentenceEncoder<DefaultBackend>, texts: &[&str], batch: usize) -> Tensor<DefaultBackend, 2> {
+    let ids = encoder.tokenize(texts);
+    let rows: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
+    let parts: Vec<Tensor<DefaultBackend, 2>> = rows.chunks(batch.max(1)).map(|b| model.pool(b, encoder.device())).collect();
+    Tensor::cat(parts, 0)
 }
 
 /// The unit holding most of a query's gold text (ties: the earlier unit).

@@ -134,20 +134,7 @@ impl<B: Backend> SentenceEncoder<B> {
 
     /// Pads one batch of token ids: ids `[batch, tokens]` and the mask of real tokens.
     pub fn pad(&self, batch: &[&[u32]]) -> (Tensor<B, 2, Int>, Tensor<B, 2, Bool>) {
-        let len = batch.iter().map(|b| b.len()).max().unwrap_or(0);
-        let mut ids = vec![0i64; batch.len() * len];
-        let mut mask = vec![false; batch.len() * len];
-        for (r, row) in batch.iter().enumerate() {
-            for (c, &id) in row.iter().enumerate() {
-                ids[r * len + c] = id as i64;
-                mask[r * len + c] = true;
-            }
-        }
-        let shape = [batch.len(), len];
-        (
-            Tensor::from_data(TensorData::new(ids, shape), &self.device),
-            Tensor::from_data(TensorData::new(mask, shape), &self.device),
-        )
+        pad_ids(batch, &self.device)
     }
 
     /// Mean-pooled, L2-normalised embeddings of one batch of token ids.
@@ -159,6 +146,21 @@ impl<B: Backend> SentenceEncoder<B> {
         let hidden = self.bert.forward(ids, mask.clone(), false).hidden; // [batch, tokens, hidden]
         mean_pool_normalise(hidden, mask)
     }
+}
+
+/// Pads token ids to the longest row: ids `[batch, tokens]` (0 past the end) and the mask of real tokens.
+pub fn pad_ids<B: Backend>(batch: &[&[u32]], device: &B::Device) -> (Tensor<B, 2, Int>, Tensor<B, 2, Bool>) {
+    let len = batch.iter().map(|b| b.len()).max().unwrap_or(0);
+    let mut ids = vec![0i64; batch.len() * len];
+    let mut mask = vec![false; batch.len() * len];
+    for (r, row) in batch.iter().enumerate() {
+        for (c, &id) in row.iter().enumerate() {
+            ids[r * len + c] = id as i64;
+            mask[r * len + c] = true;
+        }
+    }
+    let shape = [batch.len(), len];
+    (Tensor::from_data(TensorData::new(ids, shape), device), Tensor::from_data(TensorData::new(mask, shape), device))
 }
 
 /// sentence-transformers' Pooling (mean over real tokens) followed by Normalize.

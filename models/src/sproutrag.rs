@@ -1,6 +1,8 @@
-//! The trainable part of SproutRAG on top of a frozen pretrained encoder (SproutRAG, Sections 2.1-2.2):
-//! pooled unit vectors -> SentenceVAE latents z (or the vectors themselves without a VAE) -> SLLM over a
-//! whole document -> contextual unit embeddings e_i and attention A[l, h] -> HeadAggregator -> M.
+//! The trainable part of SproutRAG on top of a pretrained encoder (SproutRAG, Sections 2.1-2.2): pooled
+//! unit vectors -> SentenceVAE latents z (or the vectors themselves without a VAE) -> SLLM over a whole
+//! document -> contextual unit embeddings e_i and attention A[l, h] -> HeadAggregator -> M. The encoder
+//! is frozen (its pooled vectors come in as data), or, when fine-tuned, a module of the model
+//! ([`SproutRagModel::pool`] turns token ids into the pooled vectors).
 //!
 //! Queries go through the same path as a one-unit document, so InfoNCE trains exactly the cosine between
 //! query and unit (and, through progressive means, node) embeddings that beam search compares.
@@ -11,6 +13,8 @@ use burn::tensor::{Bool, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use crate::aggregator::{AggregationInit, HeadAggregator};
+use crate::bert::Bert;
+use crate::encoder::{mean_pool_normalise, pad_ids};
 use crate::sentence_vae::{SentenceVae, SentenceVaeConfig, VaeOutput};
 use crate::sllm::{Sllm, SllmConfig};
 
@@ -25,6 +29,8 @@ pub struct SproutRagModelConfig {
 
 #[derive(Module, Debug)]
 pub struct SproutRagModel<B: Backend> {
+    /// The pretrained encoder, when it is fine-tuned with the rest (`None`: frozen, outside the model).
+    pub encoder: Option<Bert<B>>,
     pub vae: Option<SentenceVae<B>>,
     pub sllm: Sllm<B>,
     pub aggregator: HeadAggregator<B>,
@@ -47,6 +53,7 @@ impl SproutRagModelConfig {
         let vae = self.vae.map(|c| c.init(d_input, vocab, device));
         let d_sllm = self.vae.map_or(d_input, |c| c.d_latent);
         SproutRagModel {
+            encoder: None,
             vae,
             sllm: self.sllm.init(d_sllm, device),
             aggregator: HeadAggregator::new(self.sllm.layers, self.sllm.heads, aggregation, device),
@@ -55,6 +62,21 @@ impl SproutRagModelConfig {
 }
 
 impl<B: Backend> SproutRagModel<B> {
+    /// The model with the pretrained encoder inside it, to be fine-tuned.
+    pub fn with_encoder(self, encoder: Bert<B>) -> Self {
+        SproutRagModel { encoder: Some(encoder), ..self }
+    }
+
+    /// Pooled, L2-normalised vectors of token-id rows through the model's own (fine-tuned) encoder.
+    ///
+    /// # Shapes
+    /// - returns `[rows, hidden]`; panics if the model has no encoder (a frozen one lives outside it)
+    pub fn pool(&self, rows: &[&[u32]], device: &B::Device) -> Tensor<B, 2> {
+        let encoder = self.encoder.as_ref().expect("pool needs the fine-tuned encoder inside the model");
+        let (ids, mask) = pad_ids::<B>(rows, device);
+        mean_pool_normalise(encoder.forward(ids, mask.clone(), false).hidden, mask)
+    }
+
     /// # Shapes
     /// - `pooled`: `[units, d_input]`; `sample`: draw z from the VAE (training) instead of its mean
     pub fn document(&self, pooled: Tensor<B, 2>, sample: bool) -> DocumentOutput<B> {

@@ -19,9 +19,12 @@ pub struct TrainConfig {
     pub lr_aggregation: f64,
     /// AdamW learning rate of the modules trained from scratch (SentenceVAE, SLLM).
     pub lr_new: f64,
-    /// The pretrained encoder stays frozen and its unit vectors are computed once (the CPU mode).
-    /// Fine-tuning it (`false`, lr 2e-5 in the reference) is not implemented yet and is rejected.
+    /// The pretrained encoder stays frozen and its unit vectors are computed once (the CPU mode);
+    /// `false` fine-tunes it with the rest at `lr_encoder` (every step runs it over a whole document:
+    /// meant for a GPU).
     pub freeze_encoder: bool,
+    /// AdamW learning rate of the pretrained encoder when it is fine-tuned (the reference: 2e-5).
+    pub lr_encoder: f64,
     pub warmup_fraction: f64,
     pub grad_clip: f32,
     pub weight_decay: f32,
@@ -51,6 +54,7 @@ impl Default for TrainConfig {
             lr_aggregation: 1e-3,
             lr_new: 1e-4,
             freeze_encoder: true,
+            lr_encoder: 2e-5,
             warmup_fraction: 0.05,
             grad_clip: 1.0,
             weight_decay: 0.01,
@@ -67,9 +71,6 @@ impl Default for TrainConfig {
 
 impl TrainConfig {
     pub fn check(&self) -> Result<(), String> {
-        if !self.freeze_encoder {
-            return Err("training.freeze_encoder: false (fine-tuning the encoder) is not implemented yet".into());
-        }
         if self.epochs == 0 || self.batch_size == 0 || self.checkpoint_every == 0 {
             return Err("training.epochs, batch_size and checkpoint_every must be at least 1".into());
         }

@@ -10,6 +10,8 @@ use rand::seq::SliceRandom;
 #[derive(Debug, Clone)]
 pub struct TrainQuery {
     pub pooled: Vec<f32>,
+    /// The encoder's token ids of the query, when the encoder is fine-tuned (else empty).
+    pub ids: Vec<u32>,
     pub positive: usize,
     pub gold: Vec<DocSpan>,
 }
@@ -21,6 +23,8 @@ pub struct TrainDoc {
     pub units: Vec<DocSpan>,
     /// Pooled encoder vectors of the units, one per unit.
     pub pooled: Vec<Vec<f32>>,
+    /// The encoder's token ids of each unit, when the encoder is fine-tuned (else empty).
+    pub ids: Vec<Vec<u32>>,
     /// Gold merge pairs for L_attn.
     pub pairs: Vec<(usize, usize)>,
     /// For the SentenceVAE: each unit's word-piece ids after the tokenizer's start token (empty without a VAE).
@@ -53,8 +57,8 @@ mod tests {
     use super::*;
 
     fn doc(queries: usize) -> TrainDoc {
-        let q = TrainQuery { pooled: vec![], positive: 0, gold: vec![] };
-        TrainDoc { units: vec![], pooled: vec![], pairs: vec![], tokens: vec![], queries: vec![q; queries] }
+        let q = TrainQuery { pooled: vec![], ids: vec![], positive: 0, gold: vec![] };
+        TrainDoc { units: vec![], pooled: vec![], ids: vec![], pairs: vec![], tokens: vec![], queries: vec![q; queries] }
     }
 
     #[test]

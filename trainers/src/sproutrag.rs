@@ -6,8 +6,10 @@
 //!
 //! with L_ret InfoNCE between query embeddings and their positive units (in-batch negatives, plus the
 //! document's other units as hard negatives), and L_attn on the aggregated attention M of the document's
-//! gold merge pairs. The encoder is frozen: units and queries arrive as pooled vectors. AdamW with separate
-//! learning rates for the aggregation weights and the new modules, linear warmup and decay, gradient
+//! gold merge pairs. The encoder is frozen (units and queries arrive as pooled vectors), or fine-tuned: it
+//! is then part of the model and runs over the document's units and the batch's queries every step.
+//! AdamW with separate learning rates for the aggregation weights, the new modules and the fine-tuned
+//! encoder, linear warmup and decay, gradient
 //! clipping; a checkpoint every N steps; `resume` continues from the last one with the same batches. A
 //! NaN or infinite term stops the run, naming the step and the term.
 
@@ -20,6 +22,7 @@ use arbor_eval::index::top_k;
 use arbor_eval::Item;
 use arbor_losses::{attention_structure, info_nce, vae_loss};
 use arbor_models::aggregator::AggregationInit;
+use arbor_models::bert::Bert;
 use arbor_models::sproutrag::{SproutRagModel, SproutRagModelConfig};
 use arbor_models::DefaultBackend;
 use burn::backend::Autodiff;
@@ -31,18 +34,20 @@ use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use crate::checkpoint;
 use crate::config::TrainConfig;
-use crate::data::{epoch_batches, Batch, TrainDoc};
+use crate::data::{epoch_batches, Batch, TrainDoc, TrainQuery};
 use crate::logger::Logger;
 
 type A = Autodiff<DefaultBackend>;
 
-/// Trains SproutRAG's modules; returns the trained model (without autodiff) for indexing.
+/// Trains SproutRAG's modules; returns the trained model (without autodiff) for indexing. `encoder`: the
+/// pretrained encoder when it is fine-tuned (`training.freeze_encoder: false`), else `None`.
 #[allow(clippy::too_many_arguments)]
 pub fn train(
     config: &TrainConfig,
     model_config: &SproutRagModelConfig,
     aggregation: AggregationInit,
     dims: (usize, usize),
+    encoder: Option<Bert<A>>,
     corpus: &Corpus,
     train: &[TrainDoc],
     holdout: &[TrainDoc],
@@ -55,12 +60,17 @@ pub fn train(
     let device = Default::default();
     <A as Backend>::seed(&device, config.seed);
     let (d_input, vocab) = dims;
+    anyhow::ensure!(encoder.is_some() != config.freeze_encoder, "training.freeze_encoder is {} but the encoder was {}given", config.freeze_encoder, if encoder.is_some() { "" } else { "not " });
     let mut model: SproutRagModel<A> = model_config.init(d_input, vocab, aggregation, &device);
+    if let Some(encoder) = encoder {
+        model = model.with_encoder(encoder);
+    }
     let adamw = AdamWConfig::new()
         .with_weight_decay(config.weight_decay)
         .with_grad_clipping(Some(GradientClippingConfig::Norm(config.grad_clip)));
     let mut optim_agg = adamw.init::<A, SproutRagModel<A>>();
     let mut optim_new = adamw.init::<A, SproutRagModel<A>>();
+    let mut optim_enc = adamw.init::<A, SproutRagModel<A>>();
     let ckpt_dir = run_dir.join("checkpoints");
     let mut start = 0;
     if resume {
@@ -68,6 +78,9 @@ pub fn train(
             model = model.load_record(checkpoint::load(&ckpt_dir, &state, "model", &device)?);
             optim_agg = optim_agg.load_record(checkpoint::load(&ckpt_dir, &state, "optim-aggregation", &device)?);
             optim_new = optim_new.load_record(checkpoint::load(&ckpt_dir, &state, "optim-new", &device)?);
+            if model.encoder.is_some() {
+                optim_enc = optim_enc.load_record(checkpoint::load(&ckpt_dir, &state, "optim-encoder", &device)?);
+            }
             start = state.step;
             eprintln!("resuming from step {start}");
         }
@@ -98,9 +111,14 @@ pub fn train(
         let factor = config.schedule(step, total);
         let mut grads = loss.backward();
         let agg_grads = GradientsParams::from_module(&mut grads, &model.aggregator);
+        let enc_grads = model.encoder.as_ref().map(|e| GradientsParams::from_module(&mut grads, e));
         let new_grads = GradientsParams::from_grads(grads, &model);
         model = optim_agg.step(config.lr_aggregation * factor, model, agg_grads);
         model = optim_new.step(config.lr_new * factor, model, new_grads);
+        if let Some(enc_grads) = enc_grads {
+            model = optim_enc.step(config.lr_encoder * factor, model, enc_grads);
+            logged.push(("lr/encoder", config.lr_encoder * factor));
+        }
         logged.extend([
             ("lr/aggregation", config.lr_aggregation * factor),
             ("lr/new", config.lr_new * factor),
@@ -115,11 +133,14 @@ pub fn train(
         }
         if done % config.checkpoint_every == 0 || done == total {
             logger.flush()?;
-            let files = vec![
+            let mut files = vec![
                 checkpoint::write_item::<A, _>(&ckpt_dir, "model", done, model.clone().into_record())?,
                 checkpoint::write_item::<A, _>(&ckpt_dir, "optim-aggregation", done, optim_agg.to_record())?,
                 checkpoint::write_item::<A, _>(&ckpt_dir, "optim-new", done, optim_new.to_record())?,
             ];
+            if model.encoder.is_some() {
+                files.push(checkpoint::write_item::<A, _>(&ckpt_dir, "optim-encoder", done, optim_enc.to_record())?);
+            }
             checkpoint::commit(&ckpt_dir, done, files, done == total)?;
         }
         progress(done, total);
@@ -129,16 +150,21 @@ pub fn train(
 }
 
 /// The model of a training run in `run_dir` that has finished, if it has (nothing is recomputed).
+/// `encoder`: the pretrained encoder when it was fine-tuned (its trained weights are then read back).
 pub fn finished(
     model_config: &SproutRagModelConfig,
     aggregation: AggregationInit,
     dims: (usize, usize),
+    encoder: Option<Bert<A>>,
     run_dir: &Path,
 ) -> anyhow::Result<Option<SproutRagModel<DefaultBackend>>> {
     let ckpt_dir = run_dir.join("checkpoints");
     let Some(state) = checkpoint::state(&ckpt_dir)?.filter(|s| s.complete) else { return Ok(None) };
     let device = Default::default();
-    let model: SproutRagModel<A> = model_config.init(dims.0, dims.1, aggregation, &device);
+    let mut model: SproutRagModel<A> = model_config.init(dims.0, dims.1, aggregation, &device);
+    if let Some(encoder) = encoder {
+        model = model.with_encoder(encoder);
+    }
     Ok(Some(model.load_record(checkpoint::load(&ckpt_dir, &state, "model", &device)?).valid()))
 }
 
@@ -152,11 +178,9 @@ fn losses(
     device: &burn::tensor::Device<A>,
 ) -> Vec<(&'static str, Tensor<A, 1>)> {
     let n = doc.units.len();
-    let d = doc.pooled[0].len();
-    let pooled = Tensor::<A, 2>::from_data(TensorData::new(doc.pooled.concat(), [n, d]), device);
-    let out = model.document(pooled, model.vae.is_some());
-    let qs: Vec<f32> = queries.iter().flat_map(|&q| doc.queries[q].pooled.iter().copied()).collect();
-    let eq = model.queries(Tensor::from_data(TensorData::new(qs, [queries.len(), d]), device));
+    let out = model.document(unit_vectors(model, doc, device), model.vae.is_some());
+    let batch: Vec<&TrainQuery> = queries.iter().map(|&q| &doc.queries[q]).collect();
+    let eq = model.queries(query_vectors(model, &batch, device));
     let positives: Vec<usize> = queries.iter().map(|&q| doc.queries[q].positive).collect();
     let ep = out.embeddings.clone().select(0, ids(&positives, device));
     let others: Vec<usize> = (0..n).filter(|u| !positives.contains(u)).collect();
@@ -189,6 +213,25 @@ fn losses(
     terms
 }
 
+/// The pooled vectors of a document's units: given (frozen encoder), or from the model's own encoder.
+fn unit_vectors<B: Backend>(model: &SproutRagModel<B>, doc: &TrainDoc, device: &B::Device) -> Tensor<B, 2> {
+    match &model.encoder {
+        Some(_) => model.pool(&doc.ids.iter().map(Vec::as_slice).collect::<Vec<_>>(), device),
+        None => Tensor::from_data(TensorData::new(doc.pooled.concat(), [doc.pooled.len(), doc.pooled[0].len()]), device),
+    }
+}
+
+/// The pooled vectors of queries, as [`unit_vectors`].
+fn query_vectors<B: Backend>(model: &SproutRagModel<B>, queries: &[&TrainQuery], device: &B::Device) -> Tensor<B, 2> {
+    match &model.encoder {
+        Some(_) => model.pool(&queries.iter().map(|q| q.ids.as_slice()).collect::<Vec<_>>(), device),
+        None => {
+            let d = queries[0].pooled.len();
+            Tensor::from_data(TensorData::new(queries.iter().flat_map(|q| q.pooled.iter().copied()).collect::<Vec<_>>(), [queries.len(), d]), device)
+        }
+    }
+}
+
 fn ids(values: &[usize], device: &burn::tensor::Device<A>) -> Tensor<A, 1, Int> {
     Tensor::from_data(TensorData::new(values.iter().map(|&i| i as i64).collect::<Vec<_>>(), [values.len()]), device)
 }
@@ -198,11 +241,10 @@ pub fn evaluate(model: &SproutRagModel<DefaultBackend>, corpus: &Corpus, docs: &
     let device = Default::default();
     let mut per_query = Vec::new();
     for doc in docs.iter().filter(|d| !d.queries.is_empty()) {
-        let (n, d) = (doc.units.len(), doc.pooled[0].len());
-        let out = model.document(Tensor::from_data(TensorData::new(doc.pooled.concat(), [n, d]), &device), false);
+        let n = doc.units.len();
+        let out = model.document(unit_vectors(model, doc, &device), false);
         let units = out.embeddings.into_data().to_vec::<f32>().expect("f32");
-        let qs: Vec<f32> = doc.queries.iter().flat_map(|q| q.pooled.iter().copied()).collect();
-        let eq = model.queries(Tensor::from_data(TensorData::new(qs, [doc.queries.len(), d]), &device));
+        let eq = model.queries(query_vectors(model, &doc.queries.iter().collect::<Vec<_>>(), &device));
         let dm = eq.dims()[1];
         let eq = eq.into_data().to_vec::<f32>().expect("f32");
         for (qi, q) in doc.queries.iter().enumerate() {

@@ -1,0 +1,44 @@
+//! Fine-tuning the pretrained encoder with SproutRAG (`freeze_encoder: false`) on the committed fixture:
+//! a few steps with the encoder inside the model and its own AdamW group, then indexing and queries
+//! through the fine-tuned encoder.
+
+use std::path::Path;
+
+use arbor_experiments::experiment::Experiment;
+use arbor_experiments::run::run;
+
+const EXPERIMENT: &str = r#"Experiment(
+    name: "finetune",
+    data: (format: Jsonl, path: "experiments/fixtures/squad-mini", split: Some("test"), max_queries: Some(20)),
+    methods: [
+        SproutRag((
+            attention: Sllm,
+            search: Collapsed,
+            model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None),
+            training: Some((epochs: 1, batch_size: 256, freeze_encoder: false, lr_encoder: 2e-5, holdout_docs: 1, checkpoint_every: 1)),
+        )),
+    ],
+)"#;
+
+#[test]
+fn the_encoder_is_fine_tuned_in_its_own_optimizer_group() {
+    std::env::set_current_dir(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))).unwrap();
+    let exp = Experiment::parse(EXPERIMENT, Path::new("finetune.ron")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (dir, report) = run(&exp, out.path(), false).unwrap();
+    let m = &report.methods[0].metrics;
+    assert!(m.ie_mean > 5.0 && m.hit[2] > 70.0, "IE {} hit@5 {}", m.ie_mean, m.hit[2]);
+    let train = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.is_dir() && p.file_name().unwrap().to_str().unwrap().starts_with("train-")).unwrap();
+    let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(train.join("checkpoints/state.json")).unwrap()).unwrap();
+    assert_eq!(state["complete"], true);
+    let files: Vec<&str> = state["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    assert!(files.iter().any(|f| f.starts_with("optim-encoder-")), "{files:?}");
+    let log = std::fs::read_to_string(train.join("log.jsonl")).unwrap();
+    let steps = log.lines().filter(|l| l.contains("loss/ret")).count();
+    assert_eq!(steps, 3, "one step per training article (3 of 4; one held back)");
+    assert_eq!(log.lines().filter(|l| l.contains("lr/encoder")).count(), steps);
+    // A frozen-encoder experiment asking for token-attention head weights cannot fine-tune.
+    let bad = EXPERIMENT.replace("attention: Sllm", "attention: TokenBlocks(window_tokens: 256)");
+    let err = Experiment::parse(&bad, Path::new("bad.ron")).unwrap_err().to_string();
+    assert!(err.contains("needs attention: Sllm"), "{err}");
+}
