@@ -137,8 +137,7 @@ pub fn reproduce(sweeps_dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
             plots: vec![],
         },
     ];
-    let setting = done["table1.ron"].rows.first().map(|_| setting_of(&done["table1.ron"])).unwrap_or_default();
-    let md = markdown(&sections, &setting, out);
+    let md = markdown(&sections, &done["table1.ron"].setting, out);
     atomic_write(&dir.join("report.md"), md.as_bytes())?;
     atomic_write(&dir.join("report.json"), serde_json::to_string_pretty(&sections)?.as_bytes())?;
     Ok(dir)
@@ -174,18 +173,9 @@ fn markdown(sections: &[Section], setting: &str, out: &Path) -> String {
     md
 }
 
-fn setting_of(sweep: &SweepOutcome) -> String {
-    let report = sweep.dir.join(&sweep.runs[0].dir).join("report.json");
-    std::fs::read_to_string(report)
-        .ok()
-        .and_then(|t| serde_json::from_str::<arbor_eval::Report>(&t).ok())
-        .map(|r| r.setting)
-        .unwrap_or_default()
-}
-
-/// Rows as a markdown table of the headline figures, with the sweep's axes first.
-fn ours_table(sweep: &SweepOutcome, rows: &[Row]) -> String {
-    crate::table::markdown(&sweep.axes, rows)
+/// The sweep's rows as a markdown table of the headline figures, with its axes first.
+fn ours_table(sweep: &SweepOutcome) -> String {
+    crate::table::markdown(&sweep.axes, &sweep.rows)
 }
 
 fn is_baseline(r: &Row) -> bool {
@@ -215,7 +205,7 @@ fn table1(sweep: &SweepOutcome) -> Section {
     Section {
         title: "IE by method".into(),
         paper: SPROUT_TABLE1,
-        ours: ours_table(sweep, &sweep.rows),
+        ours: ours_table(sweep),
         rows: sweep.rows.clone(),
         claim: "SproutRAG beats the best baseline by +4.65 to +8.06 IE points.".into(),
         holds,
@@ -249,7 +239,7 @@ fn beam_width(sweep: &SweepOutcome) -> Section {
     Section {
         title: "Beam width".into(),
         paper: SPROUT_BEAM,
-        ours: ours_table(sweep, &sweep.rows),
+        ours: ours_table(sweep),
         rows: sweep.rows.clone(),
         claim: "b = 5 is the best beam width.".into(),
         holds,
@@ -274,7 +264,7 @@ fn layers(sweep: &SweepOutcome) -> Section {
     Section {
         title: "Layers searched (collapsed tree)".into(),
         paper: RAPTOR_TABLE8,
-        ours: ours_table(sweep, &sweep.rows)
+        ours: ours_table(sweep)
             + "\nOur trees are SproutRAG's binary attention trees with mean-embedding parents, not RAPTOR's clustered trees with LLM summaries (not built yet); \"upper\" is every merged node.\n",
         rows: sweep.rows.clone(),
         claim: "Searching all layers beats searching the leaves only or the upper layers only.".into(),
@@ -301,7 +291,7 @@ fn aggregation(sweep: &SweepOutcome) -> Section {
     Section {
         title: "Head aggregation: uniform vs learned vs last layer".into(),
         paper: SPROUT_AGGREGATION,
-        ours: ours_table(sweep, &sweep.rows),
+        ours: ours_table(sweep),
         rows: sweep.rows.clone(),
         claim: "Learned (layer, head) weights beat uniform averaging.".into(),
         holds,
@@ -373,7 +363,7 @@ mod tests {
     }
 
     fn sweep(axis: &str, rows: Vec<Row>) -> SweepOutcome {
-        SweepOutcome { dir: PathBuf::from("/nonexistent"), axes: vec![axis.into()], runs: vec![], rows }
+        SweepOutcome { dir: PathBuf::from("/nonexistent"), axes: vec![axis.into()], runs: vec![], rows, setting: String::new() }
     }
 
     #[test]

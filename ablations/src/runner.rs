@@ -39,6 +39,8 @@ pub struct SweepOutcome {
     pub axes: Vec<String>,
     pub runs: Vec<RunEntry>,
     pub rows: Vec<Row>,
+    /// The evaluation setting of the first run, in words (its report's `setting`).
+    pub setting: String,
 }
 
 /// The folder all sweeps under `out` share artefacts in.
@@ -56,7 +58,7 @@ pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcom
     let axes: Vec<String> = loaded.sweep.axes.iter().map(|a| a.name()).collect();
     // How long finished runs took when they ran (kept across invocations).
     let before: Vec<RunEntry> = std::fs::read_to_string(dir.join("index.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
-    let (mut entries, mut rows) = (Vec::new(), Vec::new());
+    let (mut entries, mut rows, mut setting) = (Vec::new(), Vec::new(), String::new());
     for (i, run) in loaded.runs.iter().enumerate() {
         let run_dir = dir.join("runs").join(&run.slug);
         let start = Instant::now();
@@ -71,6 +73,9 @@ pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcom
         match status {
             "ran" => eprintln!("[{}/{}] {} done in {seconds:.0} s", i + 1, loaded.runs.len(), run.slug),
             _ => seconds = before.iter().find(|e| e.slug == run.slug).map_or(0.0, |e| e.seconds),
+        }
+        if i == 0 {
+            setting = report.setting.clone();
         }
         rows.extend(rows_of(run, report)?);
         entries.push(RunEntry { slug: run.slug.clone(), settings: run.settings.clone(), dir: format!("runs/{}", run.slug), status: status.into(), seconds });
@@ -88,12 +93,12 @@ pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcom
         atomic_write(&dir.join(format!("plots/{stem}.svg")), chart.svg().as_bytes())?;
         md.push_str(&format!("![{}](plots/{stem}.svg)\n", chart.title));
     }
-    if let Some(setting) = rows.first().and_then(|_| first_setting(&dir, &entries)) {
+    if !setting.is_empty() {
         md.push_str(&format!("\nSetting of the first run: {setting}\n"));
     }
     atomic_write(&dir.join("table.md"), md.as_bytes())?;
     atomic_write(&dir.join("table.csv"), table::csv(&axes, &rows).as_bytes())?;
-    Ok(SweepOutcome { dir, axes, runs: entries, rows })
+    Ok(SweepOutcome { dir, axes, runs: entries, rows, setting })
 }
 
 /// The report of a run that finished with this very experiment; an error if the folder holds another one.
@@ -141,9 +146,4 @@ fn first_axis_values(runs: &[SweepRun]) -> Vec<String> {
         }
     }
     values
-}
-
-fn first_setting(dir: &Path, entries: &[RunEntry]) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join(&entries.first()?.dir).join("report.json")).ok()?;
-    serde_json::from_str::<Report>(&text).ok().map(|r| r.setting)
 }

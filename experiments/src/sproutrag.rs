@@ -185,15 +185,15 @@ fn train_model(inputs: &IndexInputs, config: &SproutRagConfig, training: &TrainC
     let (corpus, index, encoder) = (inputs.corpus, inputs.index, inputs.encoder);
     let train_dir = cache.dir("train", &key(&(inputs.corpus_key, &config.model, config.aggregation, training)))?;
     let dims = (encoder.dim(), encoder.config.vocab_size);
-    // The pretrained weights again, on the autodiff backend, when they are fine-tuned.
-    let pretrained = || -> anyhow::Result<Option<Bert<Autodiff<DefaultBackend>>>> {
-        if training.freeze_encoder {
-            return Ok(None);
+    // The pretrained weights again, on the autodiff backend, when they are fine-tuned (read once).
+    let pretrained: Option<Bert<Autodiff<DefaultBackend>>> = match training.freeze_encoder {
+        true => None,
+        false => {
+            let dir = arbor_models::hub::resolve(&inputs.encoder_config.model)?;
+            Some(load_bert(&encoder.config, &dir.join("model.safetensors"), &Default::default())?)
         }
-        let dir = arbor_models::hub::resolve(&inputs.encoder_config.model)?;
-        Ok(Some(load_bert(&encoder.config, &dir.join("model.safetensors"), &Default::default())?))
     };
-    if let Some(model) = arbor_trainers::sproutrag::finished(&config.model, config.aggregation, dims, pretrained()?, &train_dir)? {
+    if let Some(model) = arbor_trainers::sproutrag::finished(&config.model, config.aggregation, dims, pretrained.clone(), &train_dir)? {
         eprintln!("using the trained model in {}", train_dir.display());
         return Ok(model);
     }
@@ -251,7 +251,7 @@ fn train_model(inputs: &IndexInputs, config: &SproutRagConfig, training: &TrainC
         &config.model,
         config.aggregation,
         dims,
-        pretrained()?,
+        pretrained,
         corpus,
         &docs,
         &holdout,
