@@ -1,19 +1,23 @@
 //! Running a sweep: every expanded run is a normal run folder under `<out>/<sweep>/runs/<slug>/`; all
 //! runs (and every sweep under the same `out`) share `<out>/shared/`, where embeddings, trained models and
 //! trees are kept under keys of their settings, so runs that differ only in retrieval settings train and
-//! index once. A run whose report is there is read back, not rerun; an interrupted one continues (its
-//! training from the last checkpoint, its trees from those already saved). The sweep folder gets the
-//! sweep file, `index.json`, `table.md`, `table.csv` and `plots/*.svg`.
+//! index once. A run whose report is there is read back, not rerun, unless its corpus or encoder changed
+//! since (the report's input digests differ from today's): then it runs again, so a table never mixes
+//! figures from different data. An interrupted run continues (its training from the last checkpoint, its
+//! trees from those already saved). The sweep folder gets the sweep file, `index.json`, `table.md`,
+//! `table.csv` and `plots/*.svg`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use arbor_eval::report::atomic_write;
+use arbor_eval::report::{atomic_write, Inputs};
 use arbor_eval::Report;
-use arbor_experiments::cache::Cache;
+use arbor_experiments::cache::{key, Cache};
 use arbor_experiments::experiment::{Experiment, Method};
-use arbor_experiments::run::run_in;
+use arbor_experiments::run::{current_inputs, run_in};
+use arbor_experiments::trained::Training;
 use serde::{Deserialize, Serialize};
 
 use crate::sweep::{LoadedSweep, SweepRun};
@@ -26,7 +30,7 @@ pub struct RunEntry {
     pub settings: Vec<(String, String)>,
     /// Relative to the sweep folder.
     pub dir: String,
-    /// `ran` now, or `reused` (finished before).
+    /// `ran` now, `reused` (finished before), or `rerun` (finished before on inputs that have changed).
     pub status: String,
     /// How long the run took when it ran.
     pub seconds: f64,
@@ -59,20 +63,34 @@ pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcom
     // How long finished runs took when they ran (kept across invocations).
     let before: Vec<RunEntry> = std::fs::read_to_string(dir.join("index.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
     let (mut entries, mut rows, mut setting) = (Vec::new(), Vec::new(), String::new());
+    // Today's input digests, per corpus and encoder (runs of a sweep mostly share one).
+    let mut inputs: HashMap<String, Inputs> = HashMap::new();
     for (i, run) in loaded.runs.iter().enumerate() {
         let run_dir = dir.join("runs").join(&run.slug);
         let start = Instant::now();
-        let (report, status) = match finished(&run_dir, &run.experiment)? {
-            Some(report) => (report, "reused"),
-            None => {
+        let exp = &run.experiment;
+        let today = match inputs.entry(key(&(&exp.data.format, exp.data.resolved_path()?, &exp.encoder))) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(current_inputs(exp)?),
+        };
+        let (report, status) = match finished(&run_dir, exp)? {
+            Some(report) if report.inputs == *today => (report, "reused"),
+            earlier => {
+                let status = match earlier {
+                    Some(_) => {
+                        eprintln!("{}: its corpus or encoder changed since it ran: running it again", run_dir.display());
+                        "rerun"
+                    }
+                    None => "ran",
+                };
                 eprintln!("[{}/{}] {}: {}", i + 1, loaded.runs.len(), loaded.sweep.name, run.slug);
-                (run_in(&run.experiment, &run_dir, &cache).with_context(|| format!("sweep run {}", run_dir.display()))?, "ran")
+                (run_in(exp, &run_dir, &cache, &Training::Allowed).with_context(|| format!("sweep run {}", run_dir.display()))?, status)
             }
         };
         let mut seconds = start.elapsed().as_secs_f64();
         match status {
-            "ran" => eprintln!("[{}/{}] {} done in {seconds:.0} s", i + 1, loaded.runs.len(), run.slug),
-            _ => seconds = before.iter().find(|e| e.slug == run.slug).map_or(0.0, |e| e.seconds),
+            "reused" => seconds = before.iter().find(|e| e.slug == run.slug).map_or(0.0, |e| e.seconds),
+            _ => eprintln!("[{}/{}] {} done in {seconds:.0} s", i + 1, loaded.runs.len(), run.slug),
         }
         if i == 0 {
             setting = report.setting.clone();

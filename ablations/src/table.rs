@@ -26,8 +26,8 @@ pub fn markdown(axes: &[String], rows: &[Row]) -> String {
     for a in axes {
         md.push_str(&format!(" {a} |"));
     }
-    md.push_str(" method | IE@1 | IE@3 | IE@5 | IE mean | hit@5 | evidence R@5 | tokens/query | latency ms (p50) |\n|");
-    md.push_str(&"---|".repeat(axes.len() + 9));
+    md.push_str(" method | IE@1 | IE@3 | IE@5 | IE mean | ref. IE generous | ref. IE strict | hit@5 | evidence R@5 | tokens/query | latency ms (p50) |\n|");
+    md.push_str(&"---|".repeat(axes.len() + 11));
     md.push('\n');
     for r in rows {
         let m = &r.result.metrics;
@@ -36,8 +36,18 @@ pub fn markdown(axes: &[String], rows: &[Row]) -> String {
             md.push_str(&format!(" {v} |"));
         }
         md.push_str(&format!(
-            " {} | {:.1} | {:.1} | {:.1} | **{:.1}** | {:.1} | {:.1} | {:.0} | {:.3} |\n",
-            r.result.name, m.ie[0], m.ie[1], m.ie[2], m.ie_mean, m.hit[2], m.evidence_recall[2], r.result.tokens_per_query, r.result.latency_ms.p50
+            " {} | {:.1} | {:.1} | {:.1} | **{:.1}** | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.3} |\n",
+            r.result.name,
+            m.ie[0],
+            m.ie[1],
+            m.ie[2],
+            m.ie_mean,
+            m.generous.ie_mean,
+            m.strict.ie_mean,
+            m.hit[2],
+            m.evidence_recall[2],
+            r.result.tokens_per_query,
+            r.result.latency_ms.p50
         ));
     }
     md
@@ -49,7 +59,8 @@ pub fn csv(axes: &[String], rows: &[Row]) -> String {
     out.extend(
         [
             "run", "method", "label", "queries", "ie@1", "ie@3", "ie@5", "ie_mean", "precision@1", "precision@3", "precision@5", "recall@1",
-            "recall@3", "recall@5", "hit@1", "hit@3", "hit@5", "evidence_recall@5", "id_precision@5", "ndcg@10", "tokens_per_query",
+            "recall@3", "recall@5", "hit@1", "hit@3", "hit@5", "evidence_recall@5", "ref_generous_ie_mean", "ref_generous_precision@5",
+            "ref_generous_recall@5", "ref_strict_ie_mean", "ref_strict_precision@5", "ref_strict_recall@5", "ndcg@10", "tokens_per_query",
             "latency_ms_mean", "latency_ms_p50", "latency_ms_p95", "index_ms_per_doc",
         ]
         .map(String::from),
@@ -61,8 +72,9 @@ pub fn csv(axes: &[String], rows: &[Row]) -> String {
         line.extend([quote(&r.run), quote(&r.method), quote(&res.name), m.queries.to_string()]);
         let numbers = [
             m.ie[0], m.ie[1], m.ie[2], m.ie_mean, m.precision[0], m.precision[1], m.precision[2], m.recall[0], m.recall[1], m.recall[2], m.hit[0],
-            m.hit[1], m.hit[2], m.evidence_recall[2], m.id_precision[2], m.ndcg10, res.tokens_per_query, res.latency_ms.mean, res.latency_ms.p50,
-            res.latency_ms.p95, res.index_ms_per_doc,
+            m.hit[1], m.hit[2], m.evidence_recall[2], m.generous.ie_mean, m.generous.precision[2], m.generous.recall[2], m.strict.ie_mean,
+            m.strict.precision[2], m.strict.recall[2], m.ndcg10, res.tokens_per_query, res.latency_ms.mean, res.latency_ms.p50, res.latency_ms.p95,
+            res.index_ms_per_doc,
         ];
         line.extend(numbers.iter().map(|v| format!("{v:.4}")));
         text.push_str(&(line.join(",") + "\n"));

@@ -87,6 +87,63 @@ fn a_beam_width_sweep_trains_once_and_resumes() {
     assert!(err.contains("different experiment"), "{err}");
 }
 
+/// A one-document corpus of single-sentence paragraphs; the query asks for the Saturn sentence, which is
+/// paragraph `at`.
+fn write_corpus(dir: &Path, at: usize) {
+    let mut paragraphs = vec![
+        "The river flows north through the valley.",
+        "Bakers rise before dawn to knead the dough.",
+        "The committee approved the annual budget.",
+        "Volcanic soil is rich in minerals.",
+        "The violin was made in Cremona.",
+    ];
+    let gold = "Saturn has the most spectacular rings.";
+    paragraphs.insert(at, gold);
+    let text = paragraphs.join("\n\n");
+    let start = text.find(gold).unwrap();
+    let doc = serde_json::json!({"id": "d", "title": "t", "text": text, "split": "test"});
+    let query = serde_json::json!({"id": "q", "text": "Which planet has the most spectacular rings?", "doc_ids": ["d"],
+        "evidence": [{"doc_id": "d", "start": start, "end": start + gold.len()}], "split": "test"});
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("documents.jsonl"), format!("{doc}\n")).unwrap();
+    std::fs::write(dir.join("queries.jsonl"), format!("{query}\n")).unwrap();
+}
+
+#[test]
+fn an_edited_corpus_gets_fresh_vectors_and_its_finished_runs_are_rerun() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    write_corpus(&data, 3);
+    let base = format!(
+        r#"Experiment(name: "edit", data: (format: Jsonl, path: "{}", split: Some("test")), units: (max_sentences: 1), methods: [Flat])"#,
+        data.display()
+    );
+    std::fs::write(tmp.path().join("base.ron"), base).unwrap();
+    let sweep_file = tmp.path().join("sweep.ron");
+    let sweep = |values: &str| format!(r#"Sweep(name: "k", base: "base.ron", axes: [Values(path: "retrieval.top_k", values: [{values}])])"#);
+    std::fs::write(&sweep_file, sweep("5")).unwrap();
+    let out = tmp.path().join("out");
+    let first = run_sweep(&LoadedSweep::load(&sweep_file).unwrap(), &out).unwrap();
+    assert_eq!(first.rows[0].result.metrics.ie[0], 100.0, "the query is the gold sentence's paraphrase");
+
+    // The gold sentence moves to the first paragraph (same number of units); the sweep grows a point.
+    write_corpus(&data, 0);
+    std::fs::write(&sweep_file, sweep("5, 1")).unwrap();
+    let second = run_sweep(&LoadedSweep::load(&sweep_file).unwrap(), &out).unwrap();
+    assert_eq!(statuses(&second.dir), ["rerun", "ran"], "the finished run is redone, not mixed in");
+    for row in &second.rows {
+        assert_eq!(row.result.metrics.ie[0], 100.0, "{}: vectors of the edited text", row.run);
+    }
+    // The edited document has vectors of its own; the old ones stay under the old text's key.
+    let units = folders(&shared_dir(&out), "units");
+    assert_eq!(units.len(), 1);
+    assert_eq!(std::fs::read_dir(&units[0]).unwrap().count(), 2);
+    // A fresh run of the edited corpus agrees.
+    let exp = arbor_experiments::experiment::Experiment::load(&tmp.path().join("base.ron")).unwrap();
+    let (_, fresh) = arbor_experiments::run::run(&exp, &tmp.path().join("fresh"), false).unwrap();
+    assert_eq!(fresh.methods[0].metrics, second.rows[0].result.metrics);
+}
+
 #[test]
 fn every_shipped_sweep_expands() {
     let dir = workspace().join("ablations");

@@ -4,7 +4,8 @@
 //!   [`Query`]s (id, text, doc ids, gold [`Evidence`] as byte spans, answers, split).
 //! - [`loaders`] read arbor JSONL, SQuAD v1.1, QASPER (v0.3 and Hugging Face layouts) and BEIR folders.
 //! - [`sentences`] splits text into sentences with byte spans; [`units`] groups them into leaf units of at
-//!   most N sentences that never cross a paragraph or a section.
+//!   most N sentences (and at most a token limit, counted with [`tokens::TokenStarts`]) that never cross
+//!   a paragraph or a section.
 //!
 //! A [`Span`] is always a UTF-8 byte range into a document's original `text` (DESIGN.md: every method
 //! returns spans and every metric is computed on spans).
@@ -15,9 +16,11 @@ pub mod loaders;
 pub mod merge_pairs;
 pub mod sentences;
 pub mod span;
+pub mod tokens;
 pub mod units;
 
 pub use corpus::{Corpus, Document, Evidence, Query, Section};
 pub use error::DataError;
 pub use span::{DocSpan, Span};
-pub use units::{Paragraph, Unit, UnitConfig};
+pub use tokens::TokenStarts;
+pub use units::{Paragraph, Unit, UnitConfig, UnitError};

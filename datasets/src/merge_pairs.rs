@@ -36,6 +36,7 @@ pub fn merge_pairs(seg: &Segmented, rule: MergePairs) -> Vec<(usize, usize)> {
 mod tests {
     use super::*;
     use crate::corpus::{Document, Section};
+    use crate::tokens::TokenStarts;
     use crate::units::{segment, UnitConfig};
 
     #[test]
@@ -43,16 +44,17 @@ mod tests {
         let text = "Aa. Bb. Cc. Dd.\n\nEe. Ff.\n\nGg. Hh.";
         let cut = text.find("Gg.").unwrap();
         let doc = |sections| Document { id: "d".into(), title: String::new(), text: text.into(), sections, split: None };
-        let one = UnitConfig { max_sentences: 1 };
+        let one = UnitConfig { max_sentences: 1, max_tokens: None };
         // Units: A B C D | E F | G H (indices 0-3, 4-5, 6-7).
-        let plain = segment(&doc(vec![]), &one);
+        let words = TokenStarts::words(text);
+        let plain = segment(&doc(vec![]), &one, &words).unwrap();
         assert_eq!(merge_pairs(&plain, MergePairs::SameParagraph), vec![(0, 1), (1, 2), (2, 3), (4, 5), (6, 7)]);
         assert_eq!(merge_pairs(&plain, MergePairs::SameSection), merge_pairs(&plain, MergePairs::SameParagraph));
         let sections = vec![
             Section { title: "One".into(), start: 0, end: cut, level: 1 },
             Section { title: "Two".into(), start: cut, end: text.len(), level: 1 },
         ];
-        let sectioned = segment(&doc(sections), &one);
+        let sectioned = segment(&doc(sections), &one, &words).unwrap();
         assert_eq!(merge_pairs(&sectioned, MergePairs::SameSection), vec![(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (6, 7)]);
     }
 }

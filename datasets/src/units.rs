@@ -3,12 +3,27 @@
 //! A paragraph is a blank-line separated block of a document's text, cut again at every section
 //! boundary. A leaf unit is at most `max_sentences` consecutive sentences of one paragraph (SproutRAG,
 //! Section 3.1: leaf chunks of at most two sentences), so no unit crosses a paragraph or a section.
+//!
+//! With a token limit (`max_tokens`, in the encoder's tokens: the encoder must read a unit whole),
+//! sentences are grouped greedily while the group fits, and a sentence longer than the limit is cut:
+//!
+//! ```text
+//! for each sentence s of a paragraph:
+//!     if tokens(s) > max_tokens:   cut s at line breaks into runs of whole lines that fit; a line that
+//!                                  alone does not fit is cut at whitespace into runs of words that fit;
+//!                                  each piece is a unit (a word longer than max_tokens is an error)
+//!     else: add s to the current unit, first starting a new unit when it already holds
+//!           max_sentences sentences or tokens(unit + s) > max_tokens
+//! ```
+//!
+//! Without a limit this is the plain grouping of every `max_sentences` consecutive sentences.
 
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::Document;
 use crate::sentences::split_paragraph;
 use crate::span::Span;
+use crate::tokens::TokenStarts;
 
 /// How a document is cut into leaf units.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,12 +31,29 @@ use crate::span::Span;
 pub struct UnitConfig {
     /// At most this many sentences per leaf unit (the reference implementation uses 2).
     pub max_sentences: usize,
+    /// At most this many tokens per leaf unit, special tokens not counted. In an experiment, `None` means
+    /// what the encoder reads whole (its max_seq_length less [CLS] and [SEP]); to [`segment`], no limit.
+    pub max_tokens: Option<usize>,
 }
 
 impl Default for UnitConfig {
     fn default() -> Self {
-        UnitConfig { max_sentences: 2 }
+        UnitConfig { max_sentences: 2, max_tokens: None }
     }
+}
+
+/// A unit rule that cannot be met: one word has more tokens than `max_tokens`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "document {doc:?}: the word at byte {offset} ({word:?}) is {tokens} tokens, more than units.max_tokens = {max_tokens}; \
+     raise units.max_tokens"
+)]
+pub struct UnitError {
+    pub doc: String,
+    pub offset: usize,
+    pub word: String,
+    pub tokens: usize,
+    pub max_tokens: usize,
 }
 
 /// A paragraph and the innermost section that holds it (an index into `Document::sections`).
@@ -44,20 +76,111 @@ pub struct Unit {
 pub struct Segmented {
     pub paragraphs: Vec<Paragraph>,
     pub units: Vec<Unit>,
+    /// Sentences longer than `max_tokens`, each cut into several units.
+    pub cut_sentences: usize,
 }
 
-/// Cuts a document into paragraphs and leaf units of at most `config.max_sentences` sentences.
-pub fn segment(doc: &Document, config: &UnitConfig) -> Segmented {
+/// Cuts a document into paragraphs and leaf units of at most `config.max_sentences` sentences and
+/// `config.max_tokens` tokens (counted with `tokens`, the document's token starts).
+pub fn segment(doc: &Document, config: &UnitConfig, tokens: &TokenStarts) -> Result<Segmented, UnitError> {
     let n = config.max_sentences.max(1);
+    let fits = |span: Span| config.max_tokens.is_none_or(|max| tokens.count(span) <= max);
     let paragraphs = paragraphs(doc);
     let mut units = Vec::new();
+    let mut cut_sentences = 0;
     for (p, para) in paragraphs.iter().enumerate() {
-        for group in split_paragraph(&doc.text, para.span).chunks(n) {
-            let span = group[0].cover(&group[group.len() - 1]);
-            units.push(Unit { span, paragraph: p, sentences: group.to_vec() });
+        let mut group: Vec<Span> = Vec::new();
+        let flush = |group: &mut Vec<Span>, units: &mut Vec<Unit>| {
+            if let (Some(first), Some(last)) = (group.first(), group.last()) {
+                units.push(Unit { span: first.cover(last), paragraph: p, sentences: std::mem::take(group) });
+            }
+        };
+        for sentence in split_paragraph(&doc.text, para.span) {
+            if !fits(sentence) {
+                flush(&mut group, &mut units);
+                let max = config.max_tokens.expect("only a limit makes a sentence too long");
+                for piece in cut(doc, sentence, max, tokens)? {
+                    units.push(Unit { span: piece, paragraph: p, sentences: vec![piece] });
+                }
+                cut_sentences += 1;
+                continue;
+            }
+            if group.len() == n || group.first().is_some_and(|first| !fits(first.cover(&sentence))) {
+                flush(&mut group, &mut units);
+            }
+            group.push(sentence);
+        }
+        flush(&mut group, &mut units);
+    }
+    Ok(Segmented { paragraphs, units, cut_sentences })
+}
+
+/// Cuts an over-long sentence into pieces of at most `max` tokens: runs of whole lines, and lines that do
+/// not fit alone cut into runs of whole words.
+fn cut(doc: &Document, sentence: Span, max: usize, tokens: &TokenStarts) -> Result<Vec<Span>, UnitError> {
+    let mut pieces = Vec::new();
+    let mut lines = Vec::new();
+    for line in parts(&doc.text, sentence, |c| c == '\n') {
+        if tokens.count(line) <= max {
+            lines.push(line);
+            continue;
+        }
+        pieces.extend(pack(std::mem::take(&mut lines), max, tokens));
+        let words = parts(&doc.text, line, char::is_whitespace);
+        if let Some(&word) = words.iter().find(|&&w| tokens.count(w) > max) {
+            let text = &doc.text[word.start..word.end];
+            return Err(UnitError {
+                doc: doc.id.clone(),
+                offset: word.start,
+                word: text.chars().take(40).collect(),
+                tokens: tokens.count(word),
+                max_tokens: max,
+            });
+        }
+        pieces.extend(pack(words, max, tokens));
+    }
+    pieces.extend(pack(lines, max, tokens));
+    Ok(pieces)
+}
+
+/// Joins consecutive spans (each fitting alone) greedily into covers of at most `max` tokens.
+fn pack(spans: Vec<Span>, max: usize, tokens: &TokenStarts) -> Vec<Span> {
+    let mut out: Vec<Span> = Vec::new();
+    let mut current: Option<Span> = None;
+    for s in spans {
+        current = match current {
+            Some(c) if tokens.count(c.cover(&s)) <= max => Some(c.cover(&s)),
+            Some(c) => {
+                out.push(c);
+                Some(s)
+            }
+            None => Some(s),
+        };
+    }
+    out.extend(current);
+    out
+}
+
+/// The non-empty pieces of `text[span]` between separator characters, whitespace trimmed.
+fn parts(text: &str, span: Span, separator: impl Fn(char) -> bool) -> Vec<Span> {
+    let mut out = Vec::new();
+    let mut push = |start: usize, end: usize| {
+        let piece = &text[start..end];
+        let lead = piece.len() - piece.trim_start().len();
+        let trimmed = piece.trim();
+        if !trimmed.is_empty() {
+            out.push(Span::new(start + lead, start + lead + trimmed.len()));
+        }
+    };
+    let mut start = span.start;
+    for (i, c) in text[span.start..span.end].char_indices() {
+        if separator(c) {
+            push(start, span.start + i);
+            start = span.start + i + c.len_utf8();
         }
     }
-    Segmented { paragraphs, units }
+    push(start, span.end);
+    out
 }
 
 /// The paragraphs of a document: blank-line blocks, cut at section boundaries, each with its section.
@@ -130,16 +253,76 @@ mod tests {
         spans.into_iter().map(|s| &doc.text[s.start..s.end]).collect()
     }
 
+    /// Segments with one token per word.
+    fn seg(d: &Document, config: UnitConfig) -> Segmented {
+        segment(d, &config, &TokenStarts::words(&d.text)).unwrap()
+    }
+
+    #[test]
+    fn a_token_limit_starts_new_units_and_cuts_long_sentences_at_lines_then_words() {
+        // Sentence 1: 3 words; sentence 2: a table of 3 lines (2, 2 and 6 words) without a full stop.
+        let text = "Revenue rose this year. Item | 2017\nsales | 10\na b c d e f\n\nShort one. Two.";
+        let d = doc(text, vec![]);
+        let limited = seg(&d, UnitConfig { max_sentences: 2, max_tokens: Some(4) });
+        assert_eq!(
+            texts(&d, limited.units.iter().map(|u| u.span)),
+            vec!["Revenue rose this year.", "Item | 2017", "sales | 10", "a b c d", "e f", "Short one. Two."]
+        );
+        assert_eq!(limited.cut_sentences, 1);
+        assert_eq!(limited.units.iter().map(|u| u.paragraph).collect::<Vec<_>>(), vec![0, 0, 0, 0, 0, 1]);
+        // Whole lines are kept together while they fit.
+        let wider = seg(&d, UnitConfig { max_sentences: 2, max_tokens: Some(7) });
+        assert_eq!(
+            texts(&d, wider.units.iter().map(|u| u.span)),
+            vec!["Revenue rose this year.", "Item | 2017\nsales | 10", "a b c d e f", "Short one. Two."]
+        );
+        // No limit: the plain grouping.
+        let plain = seg(&d, UnitConfig { max_sentences: 2, max_tokens: None });
+        assert_eq!(plain.units.len(), 2);
+        assert_eq!(plain.cut_sentences, 0);
+    }
+
+    #[test]
+    fn a_word_longer_than_the_limit_is_an_error_that_names_it() {
+        let d = doc("Fine words here. Then https://example.org/a-very-long-address ends.", vec![]);
+        // One token per 4 bytes: the address is 12 tokens.
+        let starts = TokenStarts::new((0..d.text.len() as u32).step_by(4).collect());
+        let err = segment(&d, &UnitConfig { max_sentences: 2, max_tokens: Some(5) }, &starts).unwrap_err();
+        assert_eq!(err.offset, d.text.find("https").unwrap());
+        assert!(err.to_string().contains("raise units.max_tokens"), "{err}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn units_fit_the_limit_and_cover_every_word_once(
+            words in proptest::collection::vec("[a-z]{1,3}[.\n]?", 1..60),
+            max_sentences in 1usize..4,
+            max_tokens in 1usize..8,
+        ) {
+            let d = doc(&words.join(" "), vec![]);
+            let tokens = TokenStarts::words(&d.text);
+            let s = seg(&d, UnitConfig { max_sentences, max_tokens: Some(max_tokens) });
+            for u in &s.units {
+                proptest::prop_assert!(tokens.count(u.span) <= max_tokens);
+            }
+            for pair in s.units.windows(2) {
+                proptest::prop_assert!(pair[0].span.end <= pair[1].span.start);
+            }
+            let covered: usize = s.units.iter().map(|u| tokens.count(u.span)).sum();
+            proptest::prop_assert_eq!(covered, tokens.count(Span::new(0, d.text.len())));
+        }
+    }
+
     #[test]
     fn units_hold_at_most_n_sentences_and_never_cross_a_paragraph() {
         let d = doc("A one. B two. C three.\n\nD four. E five.\n \nF six.", vec![]);
-        let seg = segment(&d, &UnitConfig { max_sentences: 2 });
+        let pairs = seg(&d, UnitConfig { max_sentences: 2, max_tokens: None });
         assert_eq!(
-            texts(&d, seg.units.iter().map(|u| u.span)),
+            texts(&d, pairs.units.iter().map(|u| u.span)),
             vec!["A one. B two.", "C three.", "D four. E five.", "F six."]
         );
-        assert_eq!(seg.units.iter().map(|u| u.paragraph).collect::<Vec<_>>(), vec![0, 0, 1, 2]);
-        let singles = segment(&d, &UnitConfig { max_sentences: 1 });
+        assert_eq!(pairs.units.iter().map(|u| u.paragraph).collect::<Vec<_>>(), vec![0, 0, 1, 2]);
+        let singles = seg(&d, UnitConfig { max_sentences: 1, max_tokens: None });
         assert_eq!(singles.units.len(), 6);
     }
 

@@ -13,6 +13,10 @@
 //! `max_leaves` (not in the paper, an ablation) keeps only candidates that cover at most that many
 //! leaves, so large upper nodes still guide the descent but are not handed on.
 //!
+//! Every search returns `min(k, leaves)` nodes (the metric contract, DESIGN.md): when C holds fewer than
+//! k, the rest follow it, ranked by cosine: the visited nodes below delta and the leaves the search did
+//! not reach (with `max_leaves`, only those small enough). The paper's C alone is a prefix of the result.
+//!
 //! Node embeddings are progressive (means of their children, not unit-norm), so scores are true cosines.
 //! [`collapsed`] ranks the nodes of the tree flat (RAPTOR's collapsed tree), the ablation; restricted to
 //! the leaves or to the upper nodes it is RAPTOR's layer ablation (RAPTOR, Table 8).
@@ -76,8 +80,15 @@ pub fn beam_search(tree: &Tree, query: &[f32], config: &BeamConfig, k: usize) ->
         visited.extend(next);
     }
     let small = |v: usize| config.max_leaves.is_none_or(|m| tree.size(v) <= m);
-    let candidates = visited.into_iter().filter(|&(v, s)| (config.strategy == Strategy::Visited || s >= config.delta) && small(v));
-    top_k(candidates, k)
+    let (found, below): (Vec<(usize, f32)>, Vec<(usize, f32)>) =
+        visited.iter().filter(|&&(v, _)| small(v)).partition(|&&(_, s)| config.strategy == Strategy::Visited || s >= config.delta);
+    let mut out = top_k(found.into_iter(), k);
+    if out.len() < k {
+        let reached: std::collections::HashSet<usize> = visited.iter().map(|&(v, _)| v).collect();
+        let unreached = (0..tree.num_leaves()).filter(|v| !reached.contains(v)).map(|v| (v, score(v)));
+        out.extend(top_k(below.into_iter().chain(unreached), k - out.len()));
+    }
+    out
 }
 
 /// Which nodes the collapsed tree ranks.
@@ -90,14 +101,22 @@ pub enum Layers {
     Upper,
 }
 
-/// The nodes of `layers` ranked by cosine with the query (the collapsed tree), top `k`.
+/// The nodes of `layers` ranked by cosine with the query (the collapsed tree), top `k`. The upper layers
+/// of a tree of n leaves hold n - 1 nodes; when k is larger, the leaves follow them, ranked.
 pub fn collapsed(tree: &Tree, query: &[f32], layers: Layers, k: usize) -> Vec<(usize, f32)> {
-    let nodes = match layers {
-        Layers::All => 0..tree.num_nodes(),
-        Layers::Leaves => 0..tree.num_leaves(),
-        Layers::Upper => tree.num_leaves()..tree.num_nodes(),
-    };
-    top_k(nodes.map(|v| (v, cosine(query, tree.embedding(v)))), k)
+    let scored = |nodes: std::ops::Range<usize>| nodes.map(|v| (v, cosine(query, tree.embedding(v))));
+    let (n, all) = (tree.num_leaves(), tree.num_nodes());
+    match layers {
+        Layers::All => top_k(scored(0..all), k),
+        Layers::Leaves => top_k(scored(0..n), k),
+        Layers::Upper => {
+            let mut out = top_k(scored(n..all), k);
+            if out.len() < k {
+                out.extend(top_k(scored(0..n), k - out.len()));
+            }
+            out
+        }
+    }
 }
 
 #[cfg(test)]
@@ -127,7 +146,8 @@ mod tests {
         // Query along x: node 4 = (0.9, 0.3) beats node 5 = (-0.3, 0.9); then leaf 0 beats leaf 1.
         let got = beam_search(&t, &[1.0, 0.0], &BeamConfig { beam_width: 1, delta: -1.0, ..Default::default() }, 10);
         let nodes: Vec<usize> = got.iter().map(|&(v, _)| v).collect();
-        assert_eq!(nodes, vec![0, 4]);
+        // C = {0, 4}; the unreached leaves follow by cosine.
+        assert_eq!(nodes, vec![0, 4, 1, 2, 3]);
         assert!((got[1].1 - 0.9 / 0.9f32.hypot(0.3)).abs() < 1e-6);
     }
 
@@ -136,17 +156,24 @@ mod tests {
         let t = tree();
         let all = BeamConfig { beam_width: 2, delta: -1.0, ..Default::default() };
         let got: Vec<usize> = beam_search(&t, &[1.0, 0.0], &all, 10).iter().map(|&(v, _)| v).collect();
-        // Level 1: 4 and 5; level 2: children {0,1,2,3}, top 2 = 0 and 1.
-        assert_eq!(got, vec![0, 4, 1, 5]);
+        // Level 1: 4 and 5; level 2: children {0,1,2,3}, top 2 = 0 and 1; then the unreached leaves 2, 3.
+        assert_eq!(got, vec![0, 4, 1, 5, 2, 3]);
         let positive = BeamConfig { delta: 0.0, ..all };
         let got: Vec<usize> = beam_search(&t, &[1.0, 0.0], &positive, 10).iter().map(|&(v, _)| v).collect();
-        assert_eq!(got, vec![0, 4, 1], "node 5 has a negative cosine");
+        // Node 5 has a negative cosine: C = {0, 4, 1}; the rest follow by cosine (leaf 2: 0, node 5: -0.32,
+        // leaf 3: -0.6).
+        assert_eq!(got, vec![0, 4, 1, 2, 5, 3]);
+        assert_eq!(beam_search(&t, &[1.0, 0.0], &positive, 3).iter().map(|&(v, _)| v).collect::<Vec<_>>(), vec![0, 4, 1]);
         let visited = BeamConfig { delta: 0.99, strategy: Strategy::Visited, ..all };
-        assert_eq!(beam_search(&t, &[1.0, 0.0], &visited, 10).len(), 4, "Visited ignores delta");
+        let mut got: Vec<usize> = beam_search(&t, &[1.0, 0.0], &visited, 4).iter().map(|&(v, _)| v).collect();
+        got.sort();
+        assert_eq!(got, vec![0, 1, 4, 5], "Visited ignores delta");
         assert_eq!(beam_search(&t, &[1.0, 0.0], &all, 2).len(), 2, "top k");
         let leaves_only = BeamConfig { max_leaves: Some(1), ..all };
-        let got: Vec<usize> = beam_search(&t, &[1.0, 0.0], &leaves_only, 10).iter().map(|&(v, _)| v).collect();
+        let got: Vec<usize> = beam_search(&t, &[1.0, 0.0], &leaves_only, 2).iter().map(|&(v, _)| v).collect();
         assert_eq!(got, vec![0, 1], "nodes 4 and 5 guide the descent but cover two leaves each");
+        let got: Vec<usize> = beam_search(&t, &[1.0, 0.0], &leaves_only, 10).iter().map(|&(v, _)| v).collect();
+        assert_eq!(got, vec![0, 1, 2, 3], "the unreached leaves follow");
     }
 
     #[test]
@@ -156,5 +183,14 @@ mod tests {
         assert_eq!(ids(Layers::All), vec![2, 5, 6]);
         assert_eq!(ids(Layers::Leaves), vec![2, 3, 1]);
         assert_eq!(ids(Layers::Upper), vec![5, 6, 4]);
+        let upper_then_leaves: Vec<usize> = collapsed(&t, &[0.0, 1.0], Layers::Upper, 5).iter().map(|&(v, _)| v).collect();
+        assert_eq!(upper_then_leaves, vec![5, 6, 4, 2, 3], "3 upper nodes, then the best leaves");
+    }
+
+    #[test]
+    fn a_single_leaf_tree_returns_its_leaf() {
+        let t = Tree::build(vec![DocSpan { doc: 0, span: Span::new(0, 1) }], &[1.0, 0.0], 2, &Similarity { n: 1, values: &[0.0] });
+        assert_eq!(beam_search(&t, &[1.0, 0.0], &BeamConfig::default(), 5), vec![(0, 1.0)]);
+        assert_eq!(collapsed(&t, &[1.0, 0.0], Layers::Upper, 5), vec![(0, 1.0)]);
     }
 }

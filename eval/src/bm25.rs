@@ -2,6 +2,10 @@
 //! crate's English tokenizer (unicode normalisation, stop words, Snowball stemming), k1 = 1.2, b = 0.75.
 //! Under [`Scope::QueryDocuments`] each document is its own index (IDF and average length from its own
 //! units); under [`Scope::Corpus`] one index holds every unit.
+//!
+//! BM25 scores only units that share a term with the query. So that it is scored on the same k as every
+//! other method (DESIGN.md, "Metrics"), the units without a common term follow the matching ones, with
+//! score 0, in document order.
 
 use bm25::{Document, Language, SearchEngine, SearchEngineBuilder};
 use arbor_datasets::Corpus;
@@ -40,7 +44,13 @@ impl Retriever for Bm25<'_> {
             Scope::QueryDocuments => query.docs.iter().map(|&d| &self.engines[d]).collect(),
         };
         let scored = engines.into_iter().flat_map(|e| e.search(&query.text, k)).map(|r| (r.document.id, r.score));
-        crate::index::top_k(scored, k).into_iter().map(|(u, score)| Item { spans: vec![self.index.units[u]], score }).collect()
+        let mut ranked = crate::index::top_k(scored, k);
+        if ranked.len() < k {
+            let matched: std::collections::HashSet<usize> = ranked.iter().map(|&(u, _)| u).collect();
+            let rest = self.index.candidates(query, self.scope).filter(|u| !matched.contains(u));
+            ranked.extend(rest.take(k - ranked.len()).map(|u| (u, 0.0)));
+        }
+        ranked.into_iter().map(|(u, score)| Item::unit(self.index.units[u], score)).collect()
     }
 }
 
@@ -59,13 +69,16 @@ mod tests {
             Path::new("test"),
         )
         .unwrap();
-        let index = LeafIndex::build(&corpus, &Default::default());
+        let index = LeafIndex::build(&corpus, &Default::default(), crate::index::word_tokens(&corpus)).unwrap();
         let query = QueryInput { text: "why do dogs bark".into(), docs: vec![0], embedding: None };
         let within = Bm25::build(&corpus, &index, Scope::QueryDocuments).retrieve(&query, 3);
-        assert_eq!(within.len(), 1);
         assert_eq!(index.text(&corpus, 1), "Dogs bark at night.");
         assert_eq!(within[0].spans[0], index.units[1]);
+        // The unit without a query term follows, with score 0: the document has 2 units, so 2 items.
+        assert_eq!(within.len(), 2);
+        assert_eq!((within[1].spans[0], within[1].score), (index.units[0], 0.0));
         let all = Bm25::build(&corpus, &index, Scope::Corpus).retrieve(&query, 3);
-        assert_eq!(all.len(), 2);
+        assert_eq!(all.len(), 3);
+        assert!(all[0].score > 0.0 && all[1].score > 0.0 && all[2].score == 0.0);
     }
 }

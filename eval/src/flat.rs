@@ -23,7 +23,7 @@ impl Retriever for FlatDense<'_> {
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
         let q = query.embedding.as_deref().expect("dense retrieval needs a query embedding");
         let scores = self.index.candidates(query, self.scope).map(|u| (u, dot(q, &self.embeddings[u])));
-        top_k(scores, k).into_iter().map(|(u, score)| Item { spans: vec![self.index.units[u]], score }).collect()
+        top_k(scores, k).into_iter().map(|(u, score)| Item::unit(self.index.units[u], score)).collect()
     }
 }
 
@@ -35,7 +35,7 @@ mod tests {
     #[test]
     fn ranks_units_of_the_query_documents_by_cosine() {
         let ds = |doc, s| DocSpan { doc, span: Span::new(s, s + 1) };
-        let index = LeafIndex { units: vec![ds(0, 0), ds(0, 1), ds(1, 0)], doc_units: vec![0..2, 2..3] };
+        let index = LeafIndex { units: vec![ds(0, 0), ds(0, 1), ds(1, 0)], doc_units: vec![0..2, 2..3], segments: vec![], tokens: vec![] };
         let embeddings = vec![vec![1.0, 0.0], vec![0.6, 0.8], vec![0.0, 1.0]];
         let query = QueryInput { text: String::new(), docs: vec![0], embedding: Some(vec![0.0, 1.0]) };
         let flat = FlatDense { name: "flat".into(), index: &index, embeddings: &embeddings, scope: Scope::QueryDocuments };

@@ -2,8 +2,9 @@
 
 use std::ops::Range;
 
-use arbor_datasets::units::{segment, UnitConfig};
-use arbor_datasets::{Corpus, DocSpan};
+use arbor_datasets::span::merge;
+use arbor_datasets::units::{segment, Segmented, UnitConfig, UnitError};
+use arbor_datasets::{Corpus, DocSpan, TokenStarts};
 use serde::{Deserialize, Serialize};
 
 /// Which units a query is ranked against.
@@ -16,25 +17,55 @@ pub enum Scope {
     Corpus,
 }
 
-/// Every leaf unit of a corpus, documents in corpus order, units in text order.
+/// Every leaf unit of a corpus, documents in corpus order, units in text order, with each document's
+/// token starts (under the encoder's tokenizer) for counting the tokens of any span.
 #[derive(Debug, Clone)]
 pub struct LeafIndex {
     pub units: Vec<DocSpan>,
     /// The units of document `d` are `units[doc_units[d].clone()]`.
     pub doc_units: Vec<Range<usize>>,
+    /// Each document's paragraphs and units (for gold merge pairs).
+    pub segments: Vec<Segmented>,
+    /// Each document's token starts.
+    pub tokens: Vec<TokenStarts>,
 }
 
 impl LeafIndex {
-    /// Segments every document into leaf units.
-    pub fn build(corpus: &Corpus, config: &UnitConfig) -> Self {
+    /// Segments every document into leaf units; `tokens` holds each document's token starts.
+    pub fn build(corpus: &Corpus, config: &UnitConfig, tokens: Vec<TokenStarts>) -> Result<Self, UnitError> {
+        assert_eq!(tokens.len(), corpus.documents.len(), "token starts for every document");
         let mut units = Vec::new();
         let mut doc_units = Vec::with_capacity(corpus.documents.len());
-        for (d, doc) in corpus.documents.iter().enumerate() {
+        let mut segments = Vec::with_capacity(corpus.documents.len());
+        for (d, (doc, starts)) in corpus.documents.iter().zip(&tokens).enumerate() {
             let start = units.len();
-            units.extend(segment(doc, config).units.into_iter().map(|u| DocSpan { doc: d, span: u.span }));
+            let seg = segment(doc, config, starts)?;
+            units.extend(seg.units.iter().map(|u| DocSpan { doc: d, span: u.span }));
             doc_units.push(start..units.len());
+            segments.push(seg);
         }
-        LeafIndex { units, doc_units }
+        Ok(LeafIndex { units, doc_units, segments, tokens })
+    }
+
+    /// Sentences cut into several units because they exceeded the token limit, over `docs`.
+    pub fn cut_sentences(&self, docs: &[usize]) -> usize {
+        docs.iter().map(|&d| self.segments[d].cut_sentences).sum()
+    }
+
+    /// The tokens of a set of spans (overlaps counted once).
+    pub fn tokens_of(&self, spans: &[DocSpan]) -> usize {
+        merge(spans.to_vec()).iter().map(|s| self.tokens[s.doc].count(s.span)).sum()
+    }
+
+    /// The leaf units overlapping any of `spans` (in index order, each once).
+    pub fn units_overlapping(&self, spans: &[DocSpan]) -> Vec<usize> {
+        let mut out: Vec<usize> = spans
+            .iter()
+            .flat_map(|s| self.doc_units[s.doc].clone().filter(move |&u| self.units[u].span.overlaps(&s.span)))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// The units a query may retrieve under a scope.
@@ -62,17 +93,47 @@ pub struct QueryInput {
     pub embedding: Option<Vec<f32>>,
 }
 
-/// One retrieved item: the spans it hands on (one for a unit, several for a merged node) and its score.
+/// One retrieved item: the spans it hands on (one for a unit, several for a merged node), its score, and
+/// the tree node it is, for methods with a hierarchy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
     pub spans: Vec<DocSpan>,
     pub score: f32,
+    pub node: Option<NodeRef>,
 }
 
-/// A retrieval method: ranks items for a query, best first, at most `k`.
+impl Item {
+    /// A leaf unit (or any item without a hierarchy above or below it).
+    pub fn unit(span: DocSpan, score: f32) -> Self {
+        Item { spans: vec![span], score, node: None }
+    }
+}
+
+/// A node of the per-document hierarchy of a method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeRef {
+    pub doc: usize,
+    pub node: usize,
+}
+
+/// A retrieval method: ranks items for a query, best first.
+///
+/// The metric contract (DESIGN.md): `retrieve` returns exactly `min(k, units in scope)` items; a method
+/// with a natural cut (BM25's matching terms, beam search's delta) ranks the rest after it.
 pub trait Retriever: Sync {
     fn name(&self) -> &str;
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item>;
+    /// The children of an item, scored for the query and ranked, where the method has a hierarchy (a token
+    /// budget hands them on in place of an item larger than the whole budget).
+    fn children(&self, _query: &QueryInput, _item: &Item) -> Option<Vec<Item>> {
+        None
+    }
+}
+
+/// One token per word in every document of `corpus` (tests build leaf indexes without a tokenizer).
+#[cfg(test)]
+pub(crate) fn word_tokens(corpus: &Corpus) -> Vec<TokenStarts> {
+    corpus.documents.iter().map(|d| TokenStarts::words(&d.text)).collect()
 }
 
 /// The indices of the `k` largest scores, best first; ties go to the lower index.

@@ -5,11 +5,14 @@
 //! - [`flat::FlatDense`] (cosine over unit embeddings) and [`bm25::Bm25`] (keyword baseline), both over
 //!   the same [`LeafIndex`] and [`Scope`].
 //! - [`metrics`]: character precision / recall / IE@k, hit@k, nDCG@10, evidence recall, the reference
-//!   code's id-based precision (DESIGN.md, "Metrics").
-//! - [`report`]: a run's report.md + report.json, written atomically.
+//!   code's id-based reading in a generous and a strict form (DESIGN.md, "Metrics").
+//! - [`budget`]: a token budget on what a method hands on, the same for every method.
+//! - [`runner::evaluate`]: one method over the queries; [`report`]: a run's report.md + report.json,
+//!   written atomically.
 
 pub mod beam;
 pub mod bm25;
+pub mod budget;
 pub mod flat;
 pub mod index;
 pub mod metrics;
@@ -20,6 +23,6 @@ pub mod tree_io;
 pub mod tree_retrieval;
 pub mod vectors_io;
 
-pub use index::{Item, LeafIndex, QueryInput, Retriever, Scope};
+pub use index::{Item, LeafIndex, NodeRef, QueryInput, Retriever, Scope};
 pub use metrics::{Metrics, QueryMetrics};
 pub use report::{MethodResult, Report};

@@ -9,10 +9,23 @@
 //! IE@k        = recall@k × precision@k            (SproutRAG, Table 1; headline = mean of IE@1,3,5)
 //! hit@k       = 1 if some item of R_k overlaps G
 //! evidence_recall@k = share of gold evidence spans wholly inside chars(R_k)   (SmartChunk's Recall@5)
-//! id_precision@k    = |{items of R_k that overlap G}| / k   (the SproutRAG reference code's variant)
 //! nDCG@10     = Σ_i rel_i / log2(i + 1) over the top 10 / the ideal, where rel_i = 1 when item i
 //!               overlaps a gold span no earlier item overlapped; ideal = min(|G|, 10) such items
 //! ```
+//!
+//! Beside the character reading, the SproutRAG reference code's id-based reading
+//! (`sproutrag/evaluation/retrieval_metrics.py`: recall = hits / |relevant ids|, precision = hits / k,
+//! IE = recall × precision, on the distinct retrieved ids), in two forms, because its relevant ids are
+//! given by the user and the paper does not say whether a merged node overlapping gold is one:
+//!
+//! ```text
+//! generous: a hit is an item of R_k overlapping G;      recall = |{g in G : some item of R_k overlaps g}| / |G|
+//! strict:   a hit is an item of R_k that is itself a gold leaf unit (a leaf unit overlapping G);
+//!           recall = |hits| / |gold leaf units|
+//! precision = |hits| / k  in both; R_k = the first k distinct items
+//! ```
+//!
+//! Neither id reading sees how large an item is: a whole-document node overlapping gold is a generous hit.
 
 use arbor_datasets::span::{intersect, merge};
 use arbor_datasets::{Corpus, DocSpan};
@@ -31,8 +44,48 @@ pub struct QueryMetrics {
     pub ie: [f64; 3],
     pub hit: [f64; 3],
     pub evidence_recall: [f64; 3],
-    pub id_precision: [f64; 3],
+    /// The reference code's reading, an overlapping item being a hit.
+    pub generous: IdReading,
+    /// The reference code's reading, only a gold leaf unit being a hit.
+    pub strict: IdReading,
     pub ndcg10: f64,
+}
+
+/// Id-based precision, recall and IE at each k of [`KS`], and the mean IE (see the module doc).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IdReading {
+    pub precision: [f64; 3],
+    pub recall: [f64; 3],
+    pub ie: [f64; 3],
+    pub ie_mean: f64,
+}
+
+impl IdReading {
+    /// `hits(k)` = (hits among the first k distinct items, recall at k).
+    fn of(hits: impl Fn(usize) -> (usize, f64)) -> Self {
+        let mut r = IdReading::default();
+        for (i, &k) in KS.iter().enumerate() {
+            let (h, recall) = hits(k);
+            r.precision[i] = h as f64 / k as f64;
+            r.recall[i] = recall;
+            r.ie[i] = r.precision[i] * recall;
+        }
+        r.ie_mean = r.ie.iter().sum::<f64>() / KS.len() as f64;
+        r
+    }
+
+    fn mean(all: impl Iterator<Item = IdReading>, n: f64) -> Self {
+        let mut out = IdReading::default();
+        for r in all {
+            for i in 0..KS.len() {
+                out.precision[i] += 100.0 * r.precision[i] / n;
+                out.recall[i] += 100.0 * r.recall[i] / n;
+                out.ie[i] += 100.0 * r.ie[i] / n;
+            }
+            out.ie_mean += 100.0 * r.ie_mean / n;
+        }
+        out
+    }
 }
 
 /// Counts the characters of a span set in the corpus text.
@@ -40,8 +93,8 @@ pub fn chars(corpus: &Corpus, spans: &[DocSpan]) -> usize {
     spans.iter().map(|s| corpus.documents[s.doc].text[s.span.start..s.span.end].chars().count()).sum()
 }
 
-/// Scores one ranked list against the gold spans.
-pub fn score_query(corpus: &Corpus, gold: &[DocSpan], items: &[Item]) -> QueryMetrics {
+/// Scores one ranked list against the gold spans; `gold_units` are the leaf units overlapping them.
+pub fn score_query(corpus: &Corpus, gold: &[DocSpan], gold_units: &[DocSpan], items: &[Item]) -> QueryMetrics {
     let gold_set = merge(gold.to_vec());
     let gold_chars = chars(corpus, &gold_set);
     let overlaps_gold = |item: &Item| item.spans.iter().any(|s| gold_set.iter().any(|g| g.doc == s.doc && g.span.overlaps(&s.span)));
@@ -59,10 +112,29 @@ pub fn score_query(corpus: &Corpus, gold: &[DocSpan], items: &[Item]) -> QueryMe
         m.hit[i] = f64::from(u8::from(top.iter().any(overlaps_gold)));
         let contained = gold.iter().filter(|g| retrieved.iter().any(|r| r.doc == g.doc && r.span.contains(&g.span))).count();
         m.evidence_recall[i] = if gold.is_empty() { 0.0 } else { contained as f64 / gold.len() as f64 };
-        m.id_precision[i] = top.iter().filter(|it| overlaps_gold(it)).count() as f64 / k as f64;
     }
+    let mut distinct: Vec<&Item> = Vec::with_capacity(items.len());
+    for item in items {
+        if !distinct.iter().any(|d| d.spans == item.spans) {
+            distinct.push(item);
+        }
+    }
+    let first = |k: usize| &distinct[..k.min(distinct.len())];
+    m.generous = IdReading::of(|k| {
+        let top = first(k);
+        let found = gold.iter().filter(|g| top.iter().any(|it| it.spans.iter().any(|s| s.doc == g.doc && s.span.overlaps(&g.span)))).count();
+        (top.iter().filter(|it| overlaps_gold(it)).count(), ratio(found, gold.len()))
+    });
+    m.strict = IdReading::of(|k| {
+        let hits = first(k).iter().filter(|it| it.spans.len() == 1 && gold_units.contains(&it.spans[0])).count();
+        (hits, ratio(hits, gold_units.len()))
+    });
     m.ndcg10 = ndcg10(gold, items);
     m
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
 fn ndcg10(gold: &[DocSpan], items: &[Item]) -> f64 {
@@ -95,7 +167,8 @@ pub struct Metrics {
     pub ie_mean: f64,
     pub hit: [f64; 3],
     pub evidence_recall: [f64; 3],
-    pub id_precision: [f64; 3],
+    pub generous: IdReading,
+    pub strict: IdReading,
     pub ndcg10: f64,
 }
 
@@ -120,7 +193,8 @@ impl Metrics {
             ie_mean: ie.iter().sum::<f64>() / 3.0,
             hit: avg3(|q| q.hit),
             evidence_recall: avg3(|q| q.evidence_recall),
-            id_precision: avg3(|q| q.id_precision),
+            generous: IdReading::mean(per_query.iter().map(|q| q.generous.clone()), n),
+            strict: IdReading::mean(per_query.iter().map(|q| q.strict.clone()), n),
             ndcg10: per_query.iter().map(|q| 100.0 * q.ndcg10 / n).sum(),
         }
     }
@@ -139,7 +213,7 @@ mod tests {
     }
 
     fn item(spans: &[(usize, usize)]) -> Item {
-        Item { spans: spans.iter().map(|&(s, e)| DocSpan { doc: 0, span: Span::new(s, e) }).collect(), score: 0.0 }
+        Item { spans: spans.iter().map(|&(s, e)| DocSpan { doc: 0, span: Span::new(s, e) }).collect(), score: 0.0, node: None }
     }
 
     fn ds(s: usize, e: usize) -> DocSpan {
@@ -153,7 +227,7 @@ mod tests {
         let gold = [ds(10, 20)];
         // Item 1 holds 5 gold chars of 10 (15..25); item 2 is all gold (10..15); items 3-5 miss.
         let items = vec![item(&[(15, 25)]), item(&[(10, 15)]), item(&[(30, 40)]), item(&[(0, 5)]), item(&[(25, 30)])];
-        let m = score_query(&c, &gold, &items);
+        let m = score_query(&c, &gold, &[], &items);
         assert_eq!(m.precision[0], 0.5);
         assert_eq!(m.recall[0], 0.5);
         assert_eq!(m.ie[0], 0.25);
@@ -163,15 +237,36 @@ mod tests {
         assert_eq!(m.ie[1], 0.4);
         assert_eq!(m.hit, [1.0, 1.0, 1.0]);
         assert_eq!(m.evidence_recall, [0.0, 1.0, 1.0]);
-        assert_eq!(m.id_precision, [1.0, 2.0 / 3.0, 2.0 / 5.0]);
+        assert_eq!(m.generous.precision, [1.0, 2.0 / 3.0, 2.0 / 5.0]);
+        assert_eq!(m.generous.recall, [1.0, 1.0, 1.0]);
         assert_eq!(m.ndcg10, 1.0);
+    }
+
+    #[test]
+    fn hand_checked_id_readings() {
+        // Units 0..10, 10..20, 20..30, 30..40; gold = 12..15 and 32..35, so the gold units are 10..20, 30..40.
+        let c = corpus(&"x".repeat(40));
+        let gold = [ds(12, 15), ds(32, 35)];
+        let gold_units = [ds(10, 20), ds(30, 40)];
+        // A merged node over the first three units, the gold unit 30..40, a miss, the same node again.
+        let items = vec![item(&[(0, 30)]), item(&[(30, 40)]), item(&[(0, 10)]), item(&[(0, 30)]), item(&[(20, 30)])];
+        let m = score_query(&c, &gold, &gold_units, &items);
+        // Generous: the node overlaps gold span 1 (a hit), the unit overlaps gold span 2.
+        assert_eq!(m.generous.precision, [1.0, 2.0 / 3.0, 2.0 / 5.0]);
+        assert_eq!(m.generous.recall, [0.5, 1.0, 1.0]);
+        assert_eq!(m.generous.ie, [0.5, 2.0 / 3.0, 2.0 / 5.0]);
+        // Strict: only the unit 30..40 is a gold leaf unit. The repeated node counts once, so the top 5
+        // distinct items are the four distinct ones.
+        assert_eq!(m.strict.precision, [0.0, 1.0 / 3.0, 1.0 / 5.0]);
+        assert_eq!(m.strict.recall, [0.0, 0.5, 0.5]);
+        assert!((m.strict.ie_mean - (0.0 + 1.0 / 6.0 + 1.0 / 10.0) / 3.0).abs() < 1e-12);
     }
 
     #[test]
     fn characters_not_bytes_are_counted() {
         // "éé" is 2 characters in 4 bytes; gold is the first "é" only.
         let c = corpus("éé");
-        let m = score_query(&c, &[ds(0, 2)], &[item(&[(0, 4)])]);
+        let m = score_query(&c, &[ds(0, 2)], &[], &[item(&[(0, 4)])]);
         assert_eq!(m.precision[0], 0.5);
         assert_eq!(m.recall[0], 1.0);
     }
@@ -181,12 +276,12 @@ mod tests {
         let c = corpus(&"x".repeat(30));
         let gold = [ds(0, 10), ds(20, 30)];
         let items = vec![item(&[(0, 10)]), item(&[(0, 10)]), item(&[(20, 30)])];
-        let m = score_query(&c, &gold, &items);
+        let m = score_query(&c, &gold, &[], &items);
         assert_eq!(m.precision[1], 1.0);
         assert_eq!(m.recall[1], 1.0);
         let want = (1.0 + 1.0 / 4f64.log2()) / (1.0 + 1.0 / 3f64.log2());
         assert!((m.ndcg10 - want).abs() < 1e-12);
-        let empty = score_query(&c, &gold, &[]);
+        let empty = score_query(&c, &gold, &gold, &[]);
         assert_eq!(empty, QueryMetrics { ndcg10: 0.0, ..Default::default() });
     }
 
@@ -199,9 +294,9 @@ mod tests {
             let c = corpus(&"y".repeat(60));
             let gold: Vec<DocSpan> = gold.into_iter().map(|(s, l)| ds(s, s + l)).collect();
             let items: Vec<Item> = items.iter().map(|spans| item(&spans.iter().map(|&(s, l)| (s, s + l)).collect::<Vec<_>>())).collect();
-            let m = score_query(&c, &gold, &items);
+            let m = score_query(&c, &gold, &gold, &items);
             for i in 0..3 {
-                for v in [m.precision[i], m.recall[i], m.ie[i], m.hit[i], m.evidence_recall[i], m.id_precision[i]] {
+                for v in [m.precision[i], m.recall[i], m.ie[i], m.hit[i], m.evidence_recall[i], m.generous.ie[i], m.strict.ie[i]] {
                     prop_assert!((0.0..=1.0).contains(&v));
                 }
                 prop_assert!(m.ie[i] <= m.precision[i].min(m.recall[i]) + 1e-12);

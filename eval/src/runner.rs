@@ -2,10 +2,11 @@
 
 use std::time::Instant;
 
-use arbor_datasets::span::merge;
 use arbor_datasets::{Corpus, DocSpan};
+use serde::{Deserialize, Serialize};
 
-use crate::index::{QueryInput, Retriever};
+use crate::budget::spend;
+use crate::index::{LeafIndex, QueryInput, Retriever, Scope};
 use crate::metrics::{score_query, Metrics};
 use crate::report::{Latency, MethodResult};
 
@@ -20,26 +21,44 @@ pub struct EvalQuery {
 /// How many items a method hands on to the generator (the token count is taken over their union).
 pub const CONTEXT_K: usize = 5;
 
-/// Evaluates `retriever` on every query, retrieving `top_k` items (at least 10, for nDCG@10).
-/// `count_tokens` counts the tokens of a text; `progress` is called once per query.
+/// How every method is asked and scored in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct EvalSettings {
+    pub scope: Scope,
+    /// Items retrieved per query (at least 10 are, for nDCG@10).
+    pub top_k: usize,
+    /// The token budget on the ranked items ([`crate::budget`]); `None` for none.
+    pub max_tokens: Option<usize>,
+}
+
+/// Evaluates `retriever` on every query over the leaf units of `index`; `progress` is called once per
+/// query. A retriever that breaks the metric contract (fewer than min(k, units in scope) items without
+/// a budget) is a bug in it, and stops the run.
 pub fn evaluate(
     retriever: &dyn Retriever,
     corpus: &Corpus,
+    index: &LeafIndex,
     queries: &[EvalQuery],
-    top_k: usize,
-    count_tokens: &dyn Fn(&str) -> usize,
+    settings: &EvalSettings,
     progress: &mut dyn FnMut(),
 ) -> MethodResult {
+    let k = settings.top_k.max(10);
     let mut per_query = Vec::with_capacity(queries.len());
     let mut latencies = Vec::with_capacity(queries.len());
     let mut tokens = 0usize;
     for q in queries {
         let start = Instant::now();
-        let items = retriever.retrieve(&q.input, top_k.max(10));
+        let mut items = retriever.retrieve(&q.input, k);
+        let in_scope = index.candidates(&q.input, settings.scope).count();
+        assert!(items.len() >= k.min(in_scope), "{} returned {} items of {} for query {}", retriever.name(), items.len(), k.min(in_scope), q.id);
+        if let Some(budget) = settings.max_tokens {
+            items = spend(items, budget, retriever, &q.input, index, corpus);
+        }
         latencies.push(start.elapsed().as_secs_f64() * 1e3);
-        per_query.push(score_query(corpus, &q.gold, &items));
-        let handed = merge(items.iter().take(CONTEXT_K).flat_map(|i| i.spans.iter().copied()).collect());
-        tokens += handed.iter().map(|s| count_tokens(&corpus.documents[s.doc].text[s.span.start..s.span.end])).sum::<usize>();
+        let gold_units: Vec<DocSpan> = index.units_overlapping(&q.gold).into_iter().map(|u| index.units[u]).collect();
+        per_query.push(score_query(corpus, &q.gold, &gold_units, &items));
+        let handed: Vec<DocSpan> = items.iter().take(CONTEXT_K).flat_map(|i| i.spans.iter().copied()).collect();
+        tokens += index.tokens_of(&handed);
         progress();
     }
     MethodResult {

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::beam::{beam_search, collapsed, BeamConfig, Layers};
-use crate::index::{top_k, Item, QueryInput, Retriever, Scope};
+use crate::beam::{beam_search, collapsed, cosine, BeamConfig, Layers};
+use crate::index::{top_k, Item, NodeRef, QueryInput, Retriever, Scope};
 use crate::tree::Tree;
 
 /// How a tree is searched.
@@ -51,12 +51,23 @@ impl Retriever for TreeRetriever<'_> {
             found.extend(hits.into_iter().map(|(node, s)| (d, node, s)));
         }
         let best = top_k(found.iter().enumerate().map(|(i, &(_, _, s))| (i, s)), k);
-        best.into_iter()
-            .map(|(i, score)| {
-                let (d, node, _) = found[i];
-                Item { spans: self.trees[d].as_ref().expect("found in this tree").spans(node), score }
-            })
-            .collect()
+        best.into_iter().map(|(i, score)| self.item(found[i].0, found[i].1, score)).collect()
+    }
+
+    fn children(&self, query: &QueryInput, item: &Item) -> Option<Vec<Item>> {
+        let NodeRef { doc, node } = item.node?;
+        let tree = self.trees[doc].as_ref()?;
+        let (a, b) = tree.children(node)?;
+        let q = query.embedding.as_deref().expect("tree retrieval needs a query embedding");
+        let scored = [a, b].map(|c| (c, cosine(q, tree.embedding(c))));
+        Some(top_k(scored.into_iter(), 2).into_iter().map(|(c, s)| self.item(doc, c, s)).collect())
+    }
+}
+
+impl TreeRetriever<'_> {
+    fn item(&self, doc: usize, node: usize, score: f32) -> Item {
+        let tree = self.trees[doc].as_ref().expect("an item comes from an indexed document");
+        Item { spans: tree.spans(node), score, node: Some(NodeRef { doc, node }) }
     }
 }
 
@@ -80,5 +91,16 @@ mod tests {
         assert_eq!(items[0].spans, vec![DocSpan { doc: 0, span: Span::new(0, 4) }]);
         assert_eq!(items[1].spans[0].doc, 2);
         assert!(items[0].score >= items[1].score);
+    }
+
+    #[test]
+    fn children_of_a_node_are_its_two_children_ranked_for_the_query() {
+        let trees = vec![Some(tree(0, &[1.0, 0.0, 0.0, 1.0]))];
+        let r = TreeRetriever { name: "t".into(), trees: &trees, search: TreeSearch::Collapsed, scope: Scope::QueryDocuments };
+        let q = QueryInput { text: String::new(), docs: vec![0], embedding: Some(vec![0.0, 1.0]) };
+        let root = r.item(0, 2, 0.5);
+        let kids = r.children(&q, &root).unwrap();
+        assert_eq!(kids.iter().map(|i| i.node.unwrap().node).collect::<Vec<_>>(), vec![1, 0]);
+        assert_eq!(r.children(&q, &kids[0]), None, "a leaf has none");
     }
 }

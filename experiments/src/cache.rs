@@ -1,8 +1,21 @@
 //! Content-addressed artefacts that runs share: unit and query embeddings, trained models, trees. Each
-//! lives under `<root>/<kind>-<key>`, where the key hashes every setting that determines it, so a run
-//! that needs an artefact with the same settings reuses it instead of recomputing it. A run keeps its
-//! artefacts in its own folder; a sweep points all of its runs at one shared folder, so runs that differ
-//! only in retrieval settings train once and index once (ablations). Files are written atomically, so an
+//! lives under `<root>/<kind>-<key>`, where the key is a digest of everything it was computed from, never
+//! of a path or a position:
+//!
+//! | artefact | key |
+//! |---|---|
+//! | `units-<encoder>/<doc>.vec` | the encoder's fingerprint (weights, tokenizer, config, token limit); the document key |
+//! | `queries-<key>.vec` | the encoder's fingerprint and the query texts |
+//! | `train-<key>/` | the encoder, the method's settings, the training documents' keys and the training queries |
+//! | `trees-<key>/<doc>.tree` | the encoder, the method's index settings, the trained model's key; the document key |
+//!
+//! A document key ([`Keys`]) digests the document's text and sections, the unit rules and the encoder
+//! (its tokenizer cuts units to `max_tokens`). So an edited document gets new vectors and a new tree while
+//! its unedited neighbours are reused, and a changed encoder or training set changes every key downstream.
+//! Batch size is left out: it changes the order of floating-point sums, not what is computed.
+//!
+//! A run keeps its artefacts in its own folder; a sweep points all of its runs at one shared folder, so runs
+//! that differ only in retrieval settings train once and index once. Files are written atomically, so an
 //! interrupted run leaves complete files only, and the next one picks up what is there.
 
 use std::path::PathBuf;
@@ -10,26 +23,61 @@ use std::path::PathBuf;
 use anyhow::Context;
 use arbor_datasets::{Corpus, UnitConfig};
 use arbor_eval::{vectors_io, LeafIndex};
-use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder};
+use arbor_models::{DefaultBackend, SentenceEncoder};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::experiment::DataConfig;
 use crate::progress::bar;
 
 pub struct Cache {
     pub root: PathBuf,
 }
 
-/// A short hex digest of the settings `parts` (their JSON form).
+/// A short hex digest of `parts` (their JSON form).
 pub fn key(parts: &impl Serialize) -> String {
-    let json = serde_json::to_vec(parts).expect("settings serialise");
-    Sha256::digest(&json).iter().take(8).map(|b| format!("{b:02x}")).collect()
+    let mut hasher = Sha256::new();
+    serde_json::to_writer(HashWriter(&mut hasher), parts).expect("settings serialise");
+    hasher.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-/// The settings that fix the leaf units and their encoder vectors.
-pub fn corpus_key(data: &DataConfig, units: &UnitConfig, encoder: &EncoderConfig) -> String {
-    key(&(&data.format, &data.path, units, encoder))
+/// A digest of a whole corpus as loaded (every document and query): what a run report names its data by.
+pub fn corpus_digest(corpus: &Corpus) -> String {
+    key(&(&corpus.documents, &corpus.queries))
+}
+
+/// Feeds serde_json's output into a hasher, so large inputs are digested without a copy.
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The content keys of a run's inputs.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    /// The encoder's fingerprint.
+    pub encoder: String,
+    /// Each corpus document's key: its text and sections, the unit rules, the encoder.
+    pub docs: Vec<String>,
+}
+
+impl Keys {
+    /// `units` are the resolved unit rules (`max_tokens` set).
+    pub fn new(corpus: &Corpus, units: &UnitConfig, encoder: &str) -> Self {
+        let docs = corpus.documents.iter().map(|d| key(&(encoder, units, &d.text, &d.sections))).collect();
+        Keys { encoder: encoder.to_owned(), docs }
+    }
+
+    /// One key for a set of documents (in the given order).
+    pub fn of_docs(&self, docs: &[usize]) -> String {
+        key(&docs.iter().map(|&d| &self.docs[d]).collect::<Vec<_>>())
+    }
 }
 
 impl Cache {
@@ -41,18 +89,18 @@ impl Cache {
     }
 
     /// The encoder's vector of every unit of `docs`, by global unit index (other units stay empty). Saved
-    /// per document; documents already saved are read back, the rest are encoded in one pass.
+    /// per document under its key; documents already saved are read back, the rest are encoded in one pass.
     pub fn unit_embeddings(
         &self,
         encoder: &SentenceEncoder<DefaultBackend>,
         corpus: &Corpus,
         index: &LeafIndex,
+        keys: &Keys,
         docs: &[usize],
-        corpus_key: &str,
         batch: usize,
     ) -> anyhow::Result<Vec<Vec<f32>>> {
-        let dir = self.dir("units", corpus_key)?;
-        let path = |d: usize| dir.join(format!("{d}.vec"));
+        let dir = self.dir("units", &key(&keys.encoder))?;
+        let path = |d: usize| dir.join(format!("{}.vec", keys.docs[d]));
         let mut out = vec![Vec::new(); index.units.len()];
         let mut missing = Vec::new();
         for &d in docs {
@@ -87,21 +135,15 @@ impl Cache {
 
     /// The encoder's vectors of `texts` (queries), saved as `queries-<key>.vec` under a key of the encoder
     /// and the texts; `what` names them on the progress bar.
-    pub fn text_embeddings(
-        &self,
-        encoder: &SentenceEncoder<DefaultBackend>,
-        encoder_config: &EncoderConfig,
-        texts: &[&str],
-        what: &str,
-    ) -> anyhow::Result<Vec<Vec<f32>>> {
-        let path = self.root.join(format!("queries-{}.vec", key(&(encoder_config, texts))));
+    pub fn text_embeddings(&self, encoder: &SentenceEncoder<DefaultBackend>, batch: usize, texts: &[&str], what: &str) -> anyhow::Result<Vec<Vec<f32>>> {
+        let path = self.root.join(format!("queries-{}.vec", key(&(&encoder.fingerprint, texts))));
         if path.exists() {
             let rows = vectors_io::load(&path).map_err(anyhow::Error::msg)?;
             anyhow::ensure!(rows.len() == texts.len(), "{} holds {} vectors for {} texts: delete it", path.display(), rows.len(), texts.len());
             return Ok(rows);
         }
         let pb = bar(texts.len(), &format!("embedding {what}"));
-        let vectors = encoder.embed(texts, encoder_config.batch_size, &mut |n| pb.inc(n as u64));
+        let vectors = encoder.embed(texts, batch, &mut |n| pb.inc(n as u64));
         pb.finish_and_clear();
         std::fs::create_dir_all(&self.root)?;
         vectors_io::save(&vectors, &path)?;
@@ -112,6 +154,7 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arbor_datasets::{Document, Query};
 
     #[test]
     fn keys_change_with_any_setting_and_only_then() {
@@ -120,5 +163,22 @@ mod tests {
         assert_eq!(a.len(), 16);
         assert_ne!(a, key(&("x", 2, [0.5f32])));
         assert_ne!(a, key(&("x", 1, [0.25f32])));
+    }
+
+    #[test]
+    fn document_keys_follow_content_not_position() {
+        let doc = |id: &str, text: &str| Document { id: id.into(), title: String::new(), text: text.into(), sections: vec![], split: None };
+        let corpus = |docs| Corpus::new(docs, Vec::<Query>::new(), std::path::Path::new("t")).unwrap();
+        let units = UnitConfig { max_sentences: 2, max_tokens: Some(254) };
+        let a = Keys::new(&corpus(vec![doc("a", "One. Two."), doc("b", "Three.")]), &units, "enc");
+        let swapped = Keys::new(&corpus(vec![doc("b", "Three."), doc("a", "One. Two.")]), &units, "enc");
+        assert_eq!((&a.docs[0], &a.docs[1]), (&swapped.docs[1], &swapped.docs[0]), "a document's key does not depend on its position");
+        let edited = Keys::new(&corpus(vec![doc("a", "One. Two!"), doc("b", "Three.")]), &units, "enc");
+        assert_ne!(a.docs[0], edited.docs[0]);
+        assert_eq!(a.docs[1], edited.docs[1], "unedited documents keep their key");
+        let other_encoder = Keys::new(&corpus(vec![doc("a", "One. Two."), doc("b", "Three.")]), &units, "enc2");
+        assert_ne!(a.docs[0], other_encoder.docs[0]);
+        let other_units = Keys::new(&corpus(vec![doc("a", "One. Two."), doc("b", "Three.")]), &UnitConfig { max_sentences: 1, ..units }, "enc");
+        assert_ne!(a.docs[0], other_units.docs[0]);
     }
 }

@@ -4,11 +4,13 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+use arbor_eval::Report;
+
 use crate::experiment::Experiment;
 
-/// Runs an experiment file and writes a run folder.
+/// Trains (where a method trains) and evaluates an experiment file, and writes a run folder.
 #[derive(Debug, Parser)]
-pub struct RunArgs {
+pub struct TrainArgs {
     /// The experiment file (RON), e.g. experiments/quickstart.ron
     pub experiment: PathBuf,
     /// Where run folders go: <out>/<name>/<timestamp>
@@ -19,11 +21,35 @@ pub struct RunArgs {
     pub resume: bool,
 }
 
-/// Loads the experiment, runs it, prints the report table and where the run folder is.
-pub fn run_experiment(args: &RunArgs) -> anyhow::Result<()> {
+/// Evaluates an experiment file without training anything, and writes a run folder.
+#[derive(Debug, Parser)]
+pub struct EvaluateArgs {
+    /// The experiment file (RON)
+    pub experiment: PathBuf,
+    /// Where run folders go: <out>/<name>/<timestamp>
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// A run folder of `train` whose trained models the experiment's trained methods use (on this
+    /// experiment's data, which may be another corpus)
+    #[arg(long)]
+    pub from: Option<PathBuf>,
+}
+
+pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
     let exp = Experiment::load(&args.experiment)?;
     let (dir, report) = crate::run::run(&exp, &args.out, args.resume)?;
+    print(&report, &dir);
+    Ok(())
+}
+
+pub fn evaluate(args: &EvaluateArgs) -> anyhow::Result<()> {
+    let exp = Experiment::load(&args.experiment)?;
+    let (dir, report) = crate::run::evaluate_only(&exp, &args.out, args.from.as_deref())?;
+    print(&report, &dir);
+    Ok(())
+}
+
+fn print(report: &Report, dir: &std::path::Path) {
     println!("{}", report.markdown());
     println!("run folder: {}", dir.display());
-    Ok(())
 }

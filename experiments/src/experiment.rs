@@ -54,11 +54,18 @@ pub struct RetrievalConfig {
     pub scope: Scope,
     /// Items retrieved per query (metrics read the top 1, 3, 5 and 10).
     pub top_k: usize,
+    /// A budget on the encoder tokens every method hands on per query, spent in rank order
+    /// (arbor_eval::budget); `None` for none. The default, 2,000, is RAPTOR's collapsed-tree context: it
+    /// leaves a 4k-token reader room for its prompt and answer.
+    pub max_tokens: Option<usize>,
 }
+
+/// The default token budget (see [`RetrievalConfig::max_tokens`]).
+pub const DEFAULT_MAX_TOKENS: usize = 2000;
 
 impl Default for RetrievalConfig {
     fn default() -> Self {
-        RetrievalConfig { scope: Scope::QueryDocuments, top_k: 10 }
+        RetrievalConfig { scope: Scope::QueryDocuments, top_k: 10, max_tokens: Some(DEFAULT_MAX_TOKENS) }
     }
 }
 
@@ -201,6 +208,9 @@ impl Experiment {
         if self.units.max_sentences == 0 {
             bail!("units.max_sentences must be at least 1");
         }
+        if self.units.max_tokens == Some(0) || self.retrieval.max_tokens == Some(0) {
+            bail!("units.max_tokens and retrieval.max_tokens must be at least 1 (or None)");
+        }
         if self.encoder.batch_size == 0 {
             bail!("encoder.batch_size must be at least 1");
         }
@@ -270,7 +280,9 @@ mod tests {
     fn defaults_fill_what_the_file_leaves_out_and_survive_a_round_trip() {
         let exp = Experiment::parse(GOOD, Path::new("t.ron")).unwrap();
         assert_eq!(exp.units.max_sentences, 2);
+        assert_eq!(exp.units.max_tokens, None, "the encoder's limit");
         assert_eq!(exp.retrieval.top_k, 10);
+        assert_eq!(exp.retrieval.max_tokens, Some(DEFAULT_MAX_TOKENS));
         assert_eq!(exp.encoder.batch_size, 32);
         let back = Experiment::parse(&exp.to_ron(), Path::new("back.ron")).unwrap();
         assert_eq!(back, exp);

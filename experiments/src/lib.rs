@@ -1,5 +1,7 @@
 //! arbor-experiments: the experiment schema ([`experiment::Experiment`], RON), the run pipeline
-//! ([`run::run`]) and the command-line entry points behind the `train`, `evaluate` and `arbor` binaries.
+//! ([`run::run`], [`run::evaluate_only`]), the content-keyed artefact cache ([`cache`]), SproutRAG indexing
+//! and training glue ([`sproutrag`]), the record of trained models ([`trained`]) and the command-line entry
+//! points behind the `train`, `evaluate` and `arbor` binaries.
 
 pub mod cache;
 pub mod cli;
@@ -8,3 +10,4 @@ pub mod experiment;
 pub mod progress;
 pub mod run;
 pub mod sproutrag;
+pub mod trained;

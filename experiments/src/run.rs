@@ -1,49 +1,72 @@
-//! One experiment run, start to finish: a run folder, the corpus, leaf units, the encoder, every method
-//! scored on the same queries and gold spans, the report.
+//! One experiment run, start to finish: a run folder, the corpus, leaf units cut to what the encoder
+//! reads, the encoder, every method scored on the same queries, gold spans, k and token budget, the report.
+//! `train` may train the methods' models; `evaluate` never does ([`Training`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use arbor_datasets::Corpus;
+use arbor_datasets::{Corpus, TokenStarts, UnitConfig};
 use arbor_eval::bm25::Bm25;
 use arbor_eval::flat::FlatDense;
-use arbor_eval::report::{atomic_write, Report};
-use arbor_eval::runner::{evaluate, EvalQuery};
+use arbor_eval::report::{atomic_write, Inputs, Report, UnitStats};
+use arbor_eval::runner::{evaluate, EvalQuery, EvalSettings};
 use arbor_eval::tree_retrieval::TreeRetriever;
 use arbor_eval::{LeafIndex, QueryInput, Retriever, Scope};
 use arbor_models::{default_device, DefaultBackend, SentenceEncoder};
 
-use crate::cache::{corpus_key, Cache};
+use crate::cache::{corpus_digest, Cache, Keys};
 use crate::experiment::{Experiment, Method, SproutRagConfig};
 use crate::progress::bar;
 use crate::sproutrag::{build_index, IndexInputs, SproutRagIndex};
+use crate::trained::{record, EarlierRun, TrainedModel, Training};
 
-/// Runs an experiment and writes its folder under `out`; returns the folder and the report. With
-/// `resume`, the newest run folder of the experiment is reused: finished artefacts are read back and
-/// training continues from its last checkpoint.
+/// Trains (where a method trains) and evaluates an experiment, writing its folder under `out`; returns the
+/// folder and the report. With `resume`, the newest run folder of the experiment is reused: finished
+/// artefacts are read back and training continues from its last checkpoint.
 pub fn run(exp: &Experiment, out: &Path, resume: bool) -> anyhow::Result<(PathBuf, Report)> {
     let dir = if resume { latest_run(out, exp)? } else { run_folder(out, &exp.name)? };
-    let report = run_in(exp, &dir, &Cache { root: dir.clone() })?;
+    let report = run_in(exp, &dir, &Cache { root: dir.clone() }, &Training::Allowed)?;
     Ok((dir, report))
 }
 
+/// Evaluates an experiment without training: its trained methods take their models from the run folder
+/// `from` (an error names the method when that folder has none for it).
+pub fn evaluate_only(exp: &Experiment, out: &Path, from: Option<&Path>) -> anyhow::Result<(PathBuf, Report)> {
+    let earlier = from.map(EarlierRun::load).transpose()?;
+    let dir = run_folder(out, &exp.name)?;
+    let report = run_in(exp, &dir, &Cache { root: dir.clone() }, &Training::Never(earlier))?;
+    Ok((dir, report))
+}
+
+/// What a run of `exp` computes from today: the digests of its corpus and of its encoder (without loading
+/// the encoder's weights). A finished run whose report names other inputs is stale.
+pub fn current_inputs(exp: &Experiment) -> anyhow::Result<Inputs> {
+    let corpus = load_corpus(exp)?;
+    Ok(Inputs { corpus: corpus_digest(&corpus), encoder: arbor_models::encoder::fingerprint(&exp.encoder)? })
+}
+
+fn load_corpus(exp: &Experiment) -> anyhow::Result<Corpus> {
+    let data_path = exp.data.resolved_path()?;
+    arbor_datasets::loaders::load(&exp.data.format, &data_path).with_context(|| format!("cannot load the corpus of experiment {:?}", exp.name))
+}
+
 /// Runs an experiment into the folder `dir`, keeping (and reusing) embeddings, trained models and trees
-/// in `cache` (the run folder itself, or a sweep's shared folder).
-pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache) -> anyhow::Result<Report> {
+/// in `cache` (the run folder itself, or a sweep's shared folder); `training` says whether models may be
+/// trained. Writes report.json, report.md and models.json (the trained models used) into `dir`.
+pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) -> anyhow::Result<Report> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     atomic_write(&dir.join("experiment.ron"), exp.to_ron().as_bytes())?;
-    let data_path = exp.data.resolved_path()?;
-    let corpus = arbor_datasets::loaders::load(&exp.data.format, &data_path)
-        .with_context(|| format!("cannot load the corpus of experiment {:?}", exp.name))?;
+    let corpus = load_corpus(exp)?;
     let mut selected = corpus.eval_queries(exp.data.split.as_deref());
     if let Some(n) = exp.data.max_queries {
         selected.truncate(n);
     }
-    anyhow::ensure!(!selected.is_empty(), "no query with gold evidence in split {:?} of {}", exp.data.split, data_path.display());
+    anyhow::ensure!(!selected.is_empty(), "no query with gold evidence in split {:?} of {}", exp.data.split, exp.data.path);
     let encoder = SentenceEncoder::<DefaultBackend>::load(&exp.encoder, &default_device())?;
-    let index = LeafIndex::build(&corpus, &exp.units);
-    let corpus_key = corpus_key(&exp.data, &exp.units, &exp.encoder);
+    let units = UnitConfig { max_tokens: Some(exp.units.max_tokens.unwrap_or_else(|| encoder.max_content_tokens())), ..exp.units };
+    let index = leaf_index(&corpus, &units, &encoder)?;
+    let keys = Keys::new(&corpus, &units, &encoder.fingerprint);
     let mut queries: Vec<EvalQuery> = selected
         .iter()
         .map(|q| EvalQuery {
@@ -53,14 +76,20 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache) -> anyhow::Result<Rep
         })
         .collect();
     let docs = needed_docs(&corpus, &queries, exp.retrieval.scope);
-    let count_tokens = |t: &str| encoder.count_tokens(t);
-    let mut report = Report { experiment: exp.name.clone(), setting: setting(exp, &corpus, &index, &docs, queries.len()), methods: vec![] };
+    let mut report = Report {
+        experiment: exp.name.clone(),
+        setting: setting(exp, &corpus, &docs, queries.len()),
+        inputs: Inputs { corpus: corpus_digest(&corpus), encoder: encoder.fingerprint.clone() },
+        units: unit_stats(&index, &docs, &queries, &encoder, units.max_tokens.expect("resolved above")),
+        methods: vec![],
+    };
     if cache.root != dir {
         report.setting.push_str(&format!(" Embeddings, trained models and trees are shared in {}.", cache.root.display()));
     }
+    let settings = EvalSettings { scope: exp.retrieval.scope, top_k: exp.retrieval.top_k, max_tokens: exp.retrieval.max_tokens };
     let score = |retriever: &dyn Retriever, queries: &[EvalQuery], index_ms_per_doc: f64| {
         let pb = bar(queries.len(), retriever.name());
-        let mut result = evaluate(retriever, &corpus, queries, exp.retrieval.top_k, &count_tokens, &mut || pb.inc(1));
+        let mut result = evaluate(retriever, &corpus, &index, queries, &settings, &mut || pb.inc(1));
         pb.finish_and_clear();
         result.index_ms_per_doc = index_ms_per_doc;
         result
@@ -68,14 +97,15 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache) -> anyhow::Result<Rep
     // Unit and query embeddings are computed once, for every dense method that needs them.
     let mut dense: Option<(Vec<Vec<f32>>, f64)> = None;
     let mut indexes: Vec<(SproutRagConfig, SproutRagIndex, f64)> = Vec::new();
+    let mut models: Vec<TrainedModel> = Vec::new();
     for method in &exp.methods {
         let name = method.label();
         if matches!(method, Method::Flat | Method::SproutRag(_)) && dense.is_none() {
             let start = Instant::now();
-            let embeddings = cache.unit_embeddings(&encoder, &corpus, &index, &docs, &corpus_key, exp.encoder.batch_size)?;
+            let embeddings = cache.unit_embeddings(&encoder, &corpus, &index, &keys, &docs, exp.encoder.batch_size)?;
             dense = Some((embeddings, start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64));
             let texts: Vec<&str> = queries.iter().map(|q| q.input.text.as_str()).collect();
-            let vectors = cache.text_embeddings(&encoder, &exp.encoder, &texts, "queries")?;
+            let vectors = cache.text_embeddings(&encoder, exp.encoder.batch_size, &texts, "queries")?;
             for (q, v) in queries.iter_mut().zip(vectors) {
                 q.input.embedding = Some(v);
             }
@@ -104,12 +134,14 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache) -> anyhow::Result<Rep
                             encoder_config: &exp.encoder,
                             corpus: &corpus,
                             index: &index,
-                            units: &exp.units,
-                            corpus_key: &corpus_key,
+                            keys: &keys,
                             docs: &docs,
                             unit_embeddings: embeddings,
+                            cache,
+                            training,
                         };
-                        let built = build_index(&inputs, config, &queries, cache)?;
+                        let built = build_index(&inputs, &name, config, &queries)?;
+                        models.extend(built.model.clone());
                         let ms = embed_ms + start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64;
                         indexes.push((key, built, ms));
                         indexes.len() - 1
@@ -131,8 +163,32 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache) -> anyhow::Result<Rep
         };
         report.methods.push(result);
     }
+    record(dir, &models)?;
     report.write(dir)?;
     Ok(report)
+}
+
+/// Every document's leaf units, cut to `units` with the encoder's tokenizer (documents tokenized whole,
+/// a few at a time).
+fn leaf_index(corpus: &Corpus, units: &UnitConfig, encoder: &SentenceEncoder<DefaultBackend>) -> anyhow::Result<LeafIndex> {
+    let pb = bar(corpus.documents.len(), "tokenizing");
+    let mut tokens = Vec::with_capacity(corpus.documents.len());
+    for chunk in corpus.documents.chunks(16) {
+        let texts: Vec<&str> = chunk.iter().map(|d| d.text.as_str()).collect();
+        tokens.extend(encoder.token_starts(&texts).into_iter().map(TokenStarts::new));
+        pb.inc(chunk.len() as u64);
+    }
+    pb.finish_and_clear();
+    LeafIndex::build(corpus, units, tokens).context("cannot cut the documents into leaf units")
+}
+
+/// What the encoder sees of the evaluated documents and queries.
+fn unit_stats(index: &LeafIndex, docs: &[usize], queries: &[EvalQuery], encoder: &SentenceEncoder<DefaultBackend>, max_tokens: usize) -> UnitStats {
+    let limit = encoder.max_content_tokens();
+    let units: Vec<usize> = docs.iter().flat_map(|&d| index.doc_units[d].clone()).collect();
+    let long_units = units.iter().filter(|&&u| index.tokens[index.units[u].doc].count(index.units[u].span) > limit).count();
+    let long_queries = queries.iter().filter(|q| encoder.count_tokens(&q.input.text) > limit).count();
+    UnitStats { units: units.len(), max_tokens, cut_sentences: index.cut_sentences(docs), truncated_inputs: long_units + long_queries }
 }
 
 /// The documents whose units can be retrieved: those the queries name, or all under corpus scope.
@@ -148,11 +204,11 @@ fn needed_docs(corpus: &Corpus, queries: &[EvalQuery], scope: Scope) -> Vec<usiz
     }
 }
 
-fn setting(exp: &Experiment, corpus: &Corpus, index: &LeafIndex, docs: &[usize], queries: usize) -> String {
-    let units: usize = docs.iter().map(|&d| index.doc_units[d].len()).sum();
+fn setting(exp: &Experiment, corpus: &Corpus, docs: &[usize], queries: usize) -> String {
+    let budget = exp.retrieval.max_tokens.map_or("no token budget".to_owned(), |b| format!("a budget of {b} tokens handed on per query"));
     format!(
-        "Corpus `{}` ({:?}, {} documents), split {}: {queries} queries over {} documents, {units} leaf units of at \
-         most {} sentences; scope {:?}; top_k {}.",
+        "Corpus `{}` ({:?}, {} documents), split {}: {queries} queries over {} documents; leaf units of at most {} \
+         sentences; scope {:?}; top_k {}; {budget}.",
         exp.data.path,
         exp.data.format,
         corpus.documents.len(),

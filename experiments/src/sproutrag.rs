@@ -6,14 +6,15 @@
 //! - `Sllm`: the trained SLLM (arbor_trainers::sproutrag); leaves are its unit embeddings, queries its
 //!   query embeddings.
 //!
-//! Trees and trained models go into the [`Cache`] under keys of the settings they depend on, so a later
-//! run with the same settings (a sweep over search settings, an interrupted run) reuses them.
+//! Trees and trained models go into the [`Cache`] under keys of what they were computed from, so a later
+//! run with the same inputs (a sweep over search settings, an interrupted run) reuses them. Whether a
+//! model may be trained, or must come from an earlier run, is the [`Training`] policy.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
 use arbor_datasets::merge_pairs::merge_pairs;
-use arbor_datasets::units::segment;
-use arbor_datasets::{Corpus, DocSpan, UnitConfig};
+use arbor_datasets::{Corpus, DocSpan};
 use arbor_eval::runner::EvalQuery;
 use arbor_eval::tree::{Similarity, Tree};
 use arbor_eval::LeafIndex;
@@ -27,9 +28,10 @@ use arbor_models::bert::{load_bert, Bert};
 use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
 
-use crate::cache::{key, Cache};
+use crate::cache::{key, Cache, Keys};
 use crate::experiment::{AttentionSource, SproutRagConfig};
 use crate::progress::bar;
+use crate::trained::{Located, TrainedModel, Training};
 
 /// What indexing the evaluated documents needs.
 pub struct IndexInputs<'a> {
@@ -37,46 +39,55 @@ pub struct IndexInputs<'a> {
     pub encoder_config: &'a EncoderConfig,
     pub corpus: &'a Corpus,
     pub index: &'a LeafIndex,
-    pub units: &'a UnitConfig,
-    /// [`crate::cache::corpus_key`] of the corpus, units and encoder.
-    pub corpus_key: &'a str,
+    pub keys: &'a Keys,
     /// The documents to index.
     pub docs: &'a [usize],
     /// The encoder's embedding of every unit of `docs`.
     pub unit_embeddings: &'a [Vec<f32>],
+    pub cache: &'a Cache,
+    pub training: &'a Training,
 }
 
-/// The trees, and the query embeddings to search them with when they differ from the encoder's.
+/// The trees, the query embeddings to search them with when they differ from the encoder's, and the
+/// trained model they come from.
 pub struct SproutRagIndex {
     pub trees: Vec<Option<Tree>>,
     pub query_embeddings: Option<Vec<Vec<f32>>>,
+    pub model: Option<TrainedModel>,
 }
 
 /// Builds (training first, for `Sllm`) the trees of `inputs.docs`, or reads back those already in the
-/// cache (`trees-<key>/<doc>.tree`).
-pub fn build_index(inputs: &IndexInputs, config: &SproutRagConfig, queries: &[EvalQuery], cache: &Cache) -> anyhow::Result<SproutRagIndex> {
-    let trees_dir = cache.dir("trees", &key(&(inputs.corpus_key, config.index_settings())))?;
+/// cache (`trees-<key>/<doc key>.tree`). `label` names the method in errors.
+pub fn build_index(inputs: &IndexInputs, label: &str, config: &SproutRagConfig, queries: &[EvalQuery]) -> anyhow::Result<SproutRagIndex> {
+    let trees_dir = |model: Option<&Path>| {
+        let model_key = model.and_then(|m| m.file_name()).map(|n| n.to_string_lossy().into_owned());
+        inputs.cache.dir("trees", &key(&(&inputs.keys.encoder, config.index_settings(), model_key)))
+    };
+    let record = |dir: PathBuf| TrainedModel { method: label.to_owned(), settings: config.index_settings(), encoder: inputs.keys.encoder.clone(), dir };
     match (&config.attention, &config.training) {
         (AttentionSource::TokenBlocks { window_tokens }, training) => {
             let e = inputs.encoder;
             let shape = (e.config.num_hidden_layers, e.config.num_attention_heads);
-            let aggregator = match training {
-                None => HeadAggregator::<DefaultBackend>::new(shape.0, shape.1, config.aggregation, e.device()),
-                Some(training) => train_head_weights(inputs, config, *window_tokens, training, cache)?,
+            let (aggregator, model_dir) = match training {
+                None => (HeadAggregator::<DefaultBackend>::new(shape.0, shape.1, config.aggregation, e.device()), None),
+                Some(training) => {
+                    let (aggregator, dir) = train_head_weights(inputs, label, config, *window_tokens, training)?;
+                    (aggregator, Some(dir))
+                }
             };
-            let trees = index_docs(inputs, &trees_dir, "token attention trees", |units| {
+            let trees = index_docs(inputs, &trees_dir(model_dir.as_deref())?, "token attention trees", |units| {
                 let a = token_attention(inputs, units, *window_tokens);
                 let attention = Tensor::from_data(TensorData::new(a.values, [a.layers, a.heads, a.n, a.n]), e.device());
                 let leaves: Vec<f32> = units.iter().flat_map(|&u| inputs.unit_embeddings[u].iter().copied()).collect();
                 (leaves, e.dim(), to_vec(aggregator.forward(attention)))
             })?;
-            Ok(SproutRagIndex { trees, query_embeddings: None })
+            Ok(SproutRagIndex { trees, query_embeddings: None, model: model_dir.map(record) })
         }
         (AttentionSource::Sllm, Some(training)) => {
-            let model = train_model(inputs, config, training, cache)?;
+            let (model, model_dir) = train_model(inputs, label, config, training)?;
             // A fine-tuned encoder (inside the model) re-encodes units and queries; a frozen one's vectors are given.
             let own = |texts: Vec<&str>| own_pooled(&model, inputs.encoder, &texts, inputs.encoder_config.batch_size);
-            let trees = index_docs(inputs, &trees_dir, "SLLM trees", |units| {
+            let trees = index_docs(inputs, &trees_dir(Some(&model_dir))?, "SLLM trees", |units| {
                 let pooled = match model.encoder {
                     Some(_) => own(units.iter().map(|&u| inputs.index.text(inputs.corpus, u)).collect()),
                     None => matrix(units.iter().map(|&u| &inputs.unit_embeddings[u])),
@@ -92,7 +103,7 @@ pub fn build_index(inputs: &IndexInputs, config: &SproutRagConfig, queries: &[Ev
             let q = model.queries(pooled);
             let dim = q.dims()[1];
             let flat = to_vec(q);
-            Ok(SproutRagIndex { trees, query_embeddings: Some(flat.chunks(dim).map(<[f32]>::to_vec).collect()) })
+            Ok(SproutRagIndex { trees, query_embeddings: Some(flat.chunks(dim).map(<[f32]>::to_vec).collect()), model: Some(record(model_dir)) })
         }
         (AttentionSource::Sllm, None) => anyhow::bail!("attention: Sllm needs training (the experiment check rejects this)"),
     }
@@ -111,7 +122,7 @@ fn index_docs(
     for &d in inputs.docs {
         let units: Vec<usize> = inputs.index.doc_units[d].clone().collect();
         let spans: Vec<DocSpan> = units.iter().map(|&u| inputs.index.units[u]).collect();
-        let path = trees_dir.join(format!("{d}.tree"));
+        let path = trees_dir.join(format!("{}.tree", inputs.keys.docs[d]));
         let tree = match path.exists() {
             true => {
                 let tree = arbor_eval::tree_io::load(&path).map_err(anyhow::Error::msg)?;
@@ -139,23 +150,28 @@ fn token_attention(inputs: &IndexInputs, units: &[usize], window_tokens: usize) 
 }
 
 /// Learns the head weights over token attention on the documents of `training.split` (the last
-/// `holdout_docs` held back), in the cache folder `train-<key>`; a finished run is read back.
+/// `holdout_docs` held back), in the cache folder `train-<key>` (key: the encoder, the settings and the
+/// training documents); a finished run, or the earlier run's model under `evaluate --from`, is read back.
 fn train_head_weights(
     inputs: &IndexInputs,
+    label: &str,
     config: &SproutRagConfig,
     window_tokens: usize,
     training: &TrainConfig,
-    cache: &Cache,
-) -> anyhow::Result<HeadAggregator<DefaultBackend>> {
+) -> anyhow::Result<(HeadAggregator<DefaultBackend>, PathBuf)> {
     let e = inputs.encoder;
     let shape = (e.config.num_hidden_layers, e.config.num_attention_heads);
-    let train_dir = cache.dir("train", &key(&(inputs.corpus_key, "head-weights", window_tokens, config.aggregation, training)))?;
-    if let Some(aggregator) = arbor_trainers::head_weights::finished(shape, &train_dir)? {
-        eprintln!("using the head weights learned in {}", train_dir.display());
-        return Ok(aggregator);
-    }
     let corpus = inputs.corpus;
     let doc_ids: Vec<usize> = (0..corpus.documents.len()).filter(|&d| corpus.documents[d].split.as_deref() == Some(training.split.as_str())).collect();
+    let Located { dir: train_dir, may_train } = inputs.training.locate(label, config, &inputs.keys.encoder, || {
+        let data = inputs.keys.of_docs(&doc_ids);
+        inputs.cache.dir("train", &key(&(&inputs.keys.encoder, "head-weights", window_tokens, config.aggregation, training, data)))
+    })?;
+    if let Some(aggregator) = arbor_trainers::head_weights::finished(shape, &train_dir)? {
+        eprintln!("using the head weights learned in {}", train_dir.display());
+        return Ok((aggregator, train_dir));
+    }
+    anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", train_dir.display());
     anyhow::ensure!(!doc_ids.is_empty(), "no document in training split {:?}", training.split);
     let pb = bar(doc_ids.len(), "training attention");
     let mut docs: Vec<AttentionDoc> = doc_ids
@@ -164,7 +180,7 @@ fn train_head_weights(
             let units: Vec<usize> = inputs.index.doc_units[d].clone().collect();
             let a = token_attention(inputs, &units, window_tokens);
             pb.inc(1);
-            AttentionDoc { attention: a.values, n: a.n, pairs: merge_pairs(&segment(&corpus.documents[d], inputs.units), training.merge_pairs) }
+            AttentionDoc { attention: a.values, n: a.n, pairs: merge_pairs(&inputs.index.segments[d], training.merge_pairs) }
         })
         .collect();
     pb.finish_and_clear();
@@ -175,39 +191,46 @@ fn train_head_weights(
         pb.set_position(done as u64);
     })?;
     pb.finish_and_clear();
-    Ok(aggregator)
+    Ok((aggregator, train_dir))
 }
 
 /// Trains SproutRAG on the queries of `training.split` with the encoder frozen (its vectors computed once),
-/// in the cache folder `train-<key>` (checkpoints/, tb/, log.jsonl): a finished training is read back, an
-/// interrupted one continues from its last checkpoint.
-fn train_model(inputs: &IndexInputs, config: &SproutRagConfig, training: &TrainConfig, cache: &Cache) -> anyhow::Result<SproutRagModel<DefaultBackend>> {
-    let (corpus, index, encoder) = (inputs.corpus, inputs.index, inputs.encoder);
-    let train_dir = cache.dir("train", &key(&(inputs.corpus_key, &config.model, config.aggregation, training)))?;
+/// in the cache folder `train-<key>` (checkpoints/, tb/, log.jsonl; key: the encoder, the settings, the
+/// training documents and queries): a finished training (or the earlier run's model under `evaluate
+/// --from`) is read back, an interrupted one continues from its last checkpoint.
+fn train_model(inputs: &IndexInputs, label: &str, config: &SproutRagConfig, training: &TrainConfig) -> anyhow::Result<(SproutRagModel<DefaultBackend>, PathBuf)> {
+    let (corpus, index, encoder, keys) = (inputs.corpus, inputs.index, inputs.encoder, inputs.keys);
+    // Training queries by the document of their first gold span.
+    let mut by_doc: BTreeMap<usize, Vec<&arbor_datasets::Query>> = BTreeMap::new();
+    for q in corpus.eval_queries(Some(&training.split)) {
+        by_doc.entry(corpus.gold(q)[0].doc).or_default().push(q);
+    }
+    let Located { dir: train_dir, may_train } = inputs.training.locate(label, config, &keys.encoder, || {
+        let gold = |q: &arbor_datasets::Query| corpus.gold(q).iter().map(|g| (&keys.docs[g.doc], g.span.start, g.span.end)).collect::<Vec<_>>();
+        let data: Vec<_> = by_doc.iter().map(|(&d, qs)| (&keys.docs[d], qs.iter().map(|q| (&q.text, gold(q))).collect::<Vec<_>>())).collect();
+        inputs.cache.dir("train", &key(&(&keys.encoder, &config.model, config.aggregation, training, key(&data))))
+    })?;
     let dims = (encoder.dim(), encoder.config.vocab_size);
     // The pretrained weights again, on the autodiff backend, when they are fine-tuned (read once).
     let pretrained: Option<Bert<Autodiff<DefaultBackend>>> = match training.freeze_encoder {
         true => None,
         false => {
             let dir = arbor_models::hub::resolve(&inputs.encoder_config.model)?;
-            Some(load_bert(&encoder.config, &dir.join("model.safetensors"), &Default::default())?)
+            Some(load_bert(&encoder.config, &dir.path.join("model.safetensors"), &Default::default())?)
         }
     };
     if let Some(model) = arbor_trainers::sproutrag::finished(&config.model, config.aggregation, dims, pretrained.clone(), &train_dir)? {
         eprintln!("using the trained model in {}", train_dir.display());
-        return Ok(model);
+        return Ok((model, train_dir));
     }
-    // Training queries by the document of their first gold span.
-    let mut by_doc: BTreeMap<usize, Vec<&arbor_datasets::Query>> = BTreeMap::new();
-    for q in corpus.eval_queries(Some(&training.split)) {
-        by_doc.entry(corpus.gold(q)[0].doc).or_default().push(q);
-    }
+    anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", train_dir.display());
     anyhow::ensure!(!by_doc.is_empty(), "no query with evidence in training split {:?}", training.split);
     let doc_ids: Vec<usize> = by_doc.keys().copied().collect();
-    let unit_vectors = cache.unit_embeddings(encoder, corpus, index, &doc_ids, inputs.corpus_key, inputs.encoder_config.batch_size)?;
+    let batch = inputs.encoder_config.batch_size;
+    let unit_vectors = inputs.cache.unit_embeddings(encoder, corpus, index, keys, &doc_ids, batch)?;
     let query_list: Vec<&arbor_datasets::Query> = by_doc.values().flatten().copied().collect();
     let query_texts: Vec<&str> = query_list.iter().map(|q| q.text.as_str()).collect();
-    let query_vectors = cache.text_embeddings(encoder, inputs.encoder_config, &query_texts, "training queries")?;
+    let query_vectors = inputs.cache.text_embeddings(encoder, batch, &query_texts, "training queries")?;
     let start_token = encoder.special_ids().0;
     let mut query_at = 0;
     let mut docs = Vec::with_capacity(doc_ids.len());
@@ -235,7 +258,7 @@ fn train_model(inputs: &IndexInputs, config: &SproutRagConfig, training: &TrainC
             units: spans,
             pooled: unit_vectors[range].to_vec(),
             ids: if training.freeze_encoder { Vec::new() } else { encoder.tokenize(&texts) },
-            pairs: merge_pairs(&segment(&corpus.documents[d], inputs.units), training.merge_pairs),
+            pairs: merge_pairs(&index.segments[d], training.merge_pairs),
             tokens,
             queries,
         });
@@ -263,7 +286,7 @@ fn train_model(inputs: &IndexInputs, config: &SproutRagConfig, training: &TrainC
         },
     )?;
     pb.finish_and_clear();
-    Ok(model)
+    Ok((model, train_dir))
 }
 
 /// Pooled vectors of `texts` through the model's fine-tuned encoder, in batches.

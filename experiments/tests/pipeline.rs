@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use arbor_experiments::experiment::Experiment;
-use arbor_experiments::run::run;
+use arbor_experiments::run::{evaluate_only, run};
 
 fn workspace() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
@@ -89,6 +89,58 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     for (a, b) in report.methods.iter().zip(&second.methods) {
         assert_eq!(a.metrics, b.metrics, "{}", a.name);
     }
+
+    // `evaluate --from` scores the run's trained models without training: a new run folder with no
+    // training in it, and the same figures.
+    let (scored, third) = evaluate_only(&exp, out.path(), Some(&dir)).unwrap();
+    assert_ne!(scored, dir);
+    assert!(std::fs::read_dir(&scored).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with("train-")));
+    assert_eq!(std::fs::read_to_string(train.join("log.jsonl")).unwrap().len(), log.len(), "nothing was trained");
+    for (a, b) in report.methods.iter().zip(&third.methods) {
+        assert_eq!(a.metrics, b.metrics, "{}", a.name);
+    }
+    // Without --from, `evaluate` refuses the trained methods rather than training them.
+    let err = format!("{:#}", evaluate_only(&exp, out.path(), None).unwrap_err());
+    assert!(err.contains("SproutRAG learned weights") && err.contains("--from"), "{err}");
+}
+
+#[test]
+fn a_run_folder_without_the_model_is_named_in_the_error() {
+    std::env::set_current_dir(workspace()).unwrap();
+    let text = r#"Experiment(name: "x", data: (format: Jsonl, path: "experiments/fixtures/squad-mini", split: Some("test"), max_queries: Some(5)),
+        methods: [SproutRag((attention: Sllm, model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None), training: Some((epochs: 1))))])"#;
+    let exp = Experiment::parse(text, Path::new("x.ron")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let earlier = out.path().join("earlier");
+    std::fs::create_dir_all(&earlier).unwrap();
+    std::fs::write(earlier.join("models.json"), "[]").unwrap();
+    let err = format!("{:#}", evaluate_only(&exp, out.path(), Some(&earlier)).unwrap_err());
+    assert!(err.contains(&earlier.display().to_string()) && err.contains("SproutRAG trained"), "{err}");
+    let err = format!("{:#}", evaluate_only(&exp, out.path(), Some(out.path())).unwrap_err());
+    assert!(err.contains("models.json"), "{err}");
+}
+
+#[test]
+fn long_sentences_are_cut_to_what_the_encoder_reads_and_an_impossible_limit_is_an_error() {
+    std::env::set_current_dir(workspace()).unwrap();
+    let bm25_only = |units: &str| {
+        let text = format!(
+            r#"Experiment(name: "f", data: (format: Jsonl, path: "experiments/fixtures/filing-mini", split: Some("test")), units: {units}, methods: [Bm25])"#
+        );
+        Experiment::parse(&text, Path::new("f.ron")).unwrap()
+    };
+    let out = tempfile::tempdir().unwrap();
+    // Default: units of at most what the encoder reads; the table-sized "sentences" are cut; nothing is truncated.
+    let (_, cut) = run(&bm25_only("(max_sentences: 2)"), out.path(), false).unwrap();
+    assert_eq!(cut.units.max_tokens, 254);
+    assert!(cut.units.cut_sentences > 0);
+    assert_eq!(cut.units.truncated_inputs, 0);
+    // A limit above the encoder's: fewer units, and the report counts what the encoder truncates.
+    let (_, long) = run(&bm25_only("(max_sentences: 2, max_tokens: Some(100000))"), out.path(), false).unwrap();
+    assert!(long.units.units < cut.units.units && long.units.truncated_inputs > 0, "{:?} vs {:?}", long.units, cut.units);
+    // One word piece per unit cannot hold a word of several pieces.
+    let err = format!("{:#}", run(&bm25_only("(max_sentences: 2, max_tokens: Some(1))"), out.path(), false).unwrap_err());
+    assert!(err.contains("raise units.max_tokens") && err.contains("finance-excerpt"), "{err}");
 }
 
 #[test]

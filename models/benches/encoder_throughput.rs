@@ -55,7 +55,7 @@ fn main() -> anyhow::Result<()> {
     std::fs::write(&file, sentences.join("\n") + "\n")?;
     let model_dir = hub::resolve(&config.model)?;
     let script = root.join("scripts/bench_torch.py");
-    let out = Command::new("python3").arg(&script).arg(&file).arg(&model_dir).arg(BATCH.to_string()).arg(REPEATS.to_string()).output();
+    let out = Command::new("python3").arg(&script).arg(&file).arg(&model_dir.path).arg(BATCH.to_string()).arg(REPEATS.to_string()).output();
     let _ = std::fs::remove_file(&file);
     match out {
         Ok(out) if out.status.success() => {

@@ -12,7 +12,7 @@ use tokenizers::Tokenizer;
 
 use crate::bert::{load_bert, Bert, BertConfig};
 use crate::error::ModelError;
-use crate::hub::{resolve, ModelSource};
+use crate::hub::{resolve, ModelDir, ModelSource};
 
 /// How to build the sentence encoder. Lives in the experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,9 +34,36 @@ impl Default for EncoderConfig {
 pub struct SentenceEncoder<B: Backend> {
     pub bert: Bert<B>,
     pub config: BertConfig,
+    /// [`fingerprint`] of the model as loaded: what artefacts computed with it are keyed by.
+    pub fingerprint: String,
     tokenizer: Tokenizer,
     max_seq_length: usize,
     device: B::Device,
+}
+
+/// A digest of the encoder an [`EncoderConfig`] loads (its weights, tokenizer and config files, its token
+/// limit), without loading the weights.
+pub fn fingerprint(config: &EncoderConfig) -> Result<String, ModelError> {
+    let dir = resolve(&config.model)?;
+    let bert = read_config(&dir.path)?;
+    dir.fingerprint(max_len(&dir.path, config.max_seq_length, &bert)?)
+}
+
+fn read_config(dir: &Path) -> Result<BertConfig, ModelError> {
+    let path = dir.join("config.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| ModelError::io(&path, e))?;
+    let config: BertConfig = serde_json::from_str(&text).map_err(|e| ModelError::weights(&path, e.to_string()))?;
+    config.check().map_err(|m| ModelError::weights(&path, m))?;
+    Ok(config)
+}
+
+/// The token limit: as configured, else sentence_bert_config.json's (else 512), at most the position table.
+fn max_len(dir: &Path, configured: Option<usize>, bert: &BertConfig) -> Result<usize, ModelError> {
+    let n = match configured {
+        Some(n) => n,
+        None => sentence_bert_max_len(dir)?.unwrap_or(512),
+    };
+    Ok(n.min(bert.max_position_embeddings))
 }
 
 /// Token ids of one text, `[CLS] ... [SEP]`, truncated to the encoder's limit.
@@ -50,23 +77,18 @@ impl<B: Backend> SentenceEncoder<B> {
     }
 
     /// Loads a Hugging Face model directory.
-    pub fn load_dir(dir: &Path, max_seq_length: Option<usize>, device: &B::Device) -> Result<Self, ModelError> {
-        let config_path = dir.join("config.json");
-        let text = std::fs::read_to_string(&config_path).map_err(|e| ModelError::io(&config_path, e))?;
-        let config: BertConfig = serde_json::from_str(&text).map_err(|e| ModelError::weights(&config_path, e.to_string()))?;
-        config.check().map_err(|m| ModelError::weights(&config_path, m))?;
+    pub fn load_dir(model: &ModelDir, max_seq_length: Option<usize>, device: &B::Device) -> Result<Self, ModelError> {
+        let dir = model.path.as_path();
+        let config = read_config(dir)?;
         let tokenizer_path = dir.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&tokenizer_path).map_err(|e| ModelError::weights(&tokenizer_path, e.to_string()))?;
         // Truncation is ours (below) and padding is per batch; the file's own settings (often 128, fixed) are dropped.
         tokenizer.with_padding(None);
         tokenizer.with_truncation(None).map_err(|e| ModelError::weights(&tokenizer_path, e.to_string()))?;
-        let max_seq_length = match max_seq_length {
-            Some(n) => n,
-            None => sentence_bert_max_len(dir)?.unwrap_or(512),
-        }
-        .min(config.max_position_embeddings);
+        let max_seq_length = max_len(dir, max_seq_length, &config)?;
+        let fingerprint = model.fingerprint(max_seq_length)?;
         let bert = load_bert(&config, &dir.join("model.safetensors"), device)?;
-        Ok(SentenceEncoder { bert, config, tokenizer, max_seq_length, device: device.clone() })
+        Ok(SentenceEncoder { bert, config, fingerprint, tokenizer, max_seq_length, device: device.clone() })
     }
 
     pub fn dim(&self) -> usize {
@@ -113,6 +135,18 @@ impl<B: Backend> SentenceEncoder<B> {
     /// Word-piece tokens in a text, special tokens and truncation left out (what a generator would be handed).
     pub fn count_tokens(&self, text: &str) -> usize {
         self.tokenizer.encode(text, false).map(|e| e.len()).unwrap_or(0)
+    }
+
+    /// Where each word piece of each text starts, as byte offsets (special tokens left out): a document's
+    /// token starts (`arbor_datasets::TokenStarts`), from which any span's tokens are counted.
+    pub fn token_starts(&self, texts: &[&str]) -> Vec<Vec<u32>> {
+        let encodings = self.tokenizer.encode_batch(texts.to_vec(), false).expect("a BERT tokenizer encodes any text");
+        encodings.iter().map(|e| e.get_offsets().iter().map(|&(start, _)| start as u32).collect()).collect()
+    }
+
+    /// The most word pieces of one text the encoder reads whole: its limit less the special tokens.
+    pub fn max_content_tokens(&self) -> usize {
+        self.max_seq_length.saturating_sub(self.tokenize(&[""])[0].len())
     }
 
     /// Embeds texts: unit-norm vectors in input order. `progress` is told how many texts are done.

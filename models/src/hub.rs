@@ -40,12 +40,34 @@ pub fn arbor_home() -> PathBuf {
     base.join(".cache").join("arbor")
 }
 
+/// A model directory on disk and the sha256 of its weights (which names them in artefact keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelDir {
+    pub path: PathBuf,
+    pub weights_sha256: String,
+}
+
+impl ModelDir {
+    /// A digest of everything in the directory that changes an embedding: the weights, config.json and
+    /// tokenizer.json, and the token limit the encoder is run with.
+    pub fn fingerprint(&self, max_seq_length: usize) -> Result<String, ModelError> {
+        let mut hasher = Sha256::new();
+        hasher.update(self.weights_sha256.as_bytes());
+        for file in ["config.json", "tokenizer.json"] {
+            let path = self.path.join(file);
+            hasher.update(std::fs::read(&path).map_err(|e| ModelError::io(&path, e))?);
+        }
+        hasher.update(max_seq_length.to_le_bytes());
+        Ok(hex(&hasher.finalize()))
+    }
+}
+
 /// The model directory for a source, fetching the default model when it is not cached yet.
-pub fn resolve(source: &ModelSource) -> Result<PathBuf, ModelError> {
+pub fn resolve(source: &ModelSource) -> Result<ModelDir, ModelError> {
     match source {
         ModelSource::Dir(dir) => {
             check_dir(dir)?;
-            Ok(dir.clone())
+            Ok(ModelDir { path: dir.clone(), weights_sha256: sha256_file(&dir.join("model.safetensors"))? })
         }
         ModelSource::AllMiniLmL6V2 => {
             let dir = arbor_home().join("models").join(DEFAULT_NAME);
@@ -54,7 +76,7 @@ pub fn resolve(source: &ModelSource) -> Result<PathBuf, ModelError> {
             }
             verify_sha256(&dir.join("model.safetensors"), DEFAULT_SHA256)?;
             check_dir(&dir)?;
-            Ok(dir)
+            Ok(ModelDir { path: dir, weights_sha256: DEFAULT_SHA256.to_owned() })
         }
     }
 }
@@ -76,7 +98,7 @@ fn check_dir(dir: &Path) -> Result<(), ModelError> {
     Ok(())
 }
 
-fn verify_sha256(path: &Path, expected: &str) -> Result<(), ModelError> {
+fn sha256_file(path: &Path) -> Result<String, ModelError> {
     let mut file = std::fs::File::open(path).map_err(|e| ModelError::io(path, e))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
@@ -87,7 +109,15 @@ fn verify_sha256(path: &Path, expected: &str) -> Result<(), ModelError> {
         }
         hasher.update(&buf[..n]);
     }
-    let got: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Ok(hex(&hasher.finalize()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn verify_sha256(path: &Path, expected: &str) -> Result<(), ModelError> {
+    let got = sha256_file(path)?;
     if got != expected {
         return Err(ModelError::weights(
             path,

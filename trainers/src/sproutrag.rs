@@ -16,7 +16,7 @@
 use std::path::Path;
 
 use anyhow::bail;
-use arbor_datasets::Corpus;
+use arbor_datasets::{Corpus, DocSpan};
 use arbor_eval::metrics::{score_query, Metrics};
 use arbor_eval::index::top_k;
 use arbor_eval::Item;
@@ -250,8 +250,9 @@ pub fn evaluate(model: &SproutRagModel<DefaultBackend>, corpus: &Corpus, docs: &
         for (qi, q) in doc.queries.iter().enumerate() {
             let qv = &eq[qi * dm..(qi + 1) * dm];
             let scores = (0..n).map(|u| (u, arbor_eval::beam::cosine(qv, &units[u * dm..(u + 1) * dm])));
-            let items: Vec<Item> = top_k(scores, 10).into_iter().map(|(u, s)| Item { spans: vec![doc.units[u]], score: s }).collect();
-            per_query.push(score_query(corpus, &q.gold, &items));
+            let items: Vec<Item> = top_k(scores, 10).into_iter().map(|(u, s)| Item::unit(doc.units[u], s)).collect();
+            let gold_units: Vec<DocSpan> = doc.units.iter().filter(|u| q.gold.iter().any(|g| g.doc == u.doc && g.span.overlaps(&u.span))).copied().collect();
+            per_query.push(score_query(corpus, &q.gold, &gold_units, &items));
         }
     }
     Metrics::mean(&per_query)

@@ -1,6 +1,6 @@
 //! `arbor`: the umbrella command (`arbor embed`, `arbor evaluate`, `arbor train`).
 
-use arbor_experiments::cli::{run_experiment, RunArgs};
+use arbor_experiments::cli::{evaluate, train, EvaluateArgs, TrainArgs};
 use arbor_experiments::embed::{embed, EmbedArgs};
 use clap::{Parser, Subcommand};
 
@@ -20,15 +20,16 @@ struct Cli {
 enum Command {
     /// Embed lines of text with the configured encoder; writes JSONL {"text", "embedding"}
     Embed(EmbedArgs),
-    /// Evaluate an experiment file
-    Evaluate(RunArgs),
+    /// Evaluate an experiment file, training nothing
+    Evaluate(EvaluateArgs),
     /// Train (where a method trains) and evaluate an experiment file
-    Train(RunArgs),
+    Train(TrainArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Embed(args) => embed(&args),
-        Command::Evaluate(args) | Command::Train(args) => run_experiment(&args),
+        Command::Evaluate(args) => evaluate(&args),
+        Command::Train(args) => train(&args),
     }
 }

@@ -1,4 +1,5 @@
-//! `evaluate FILE.ron [--out DIR]`: evaluates the experiment's methods and writes a run folder.
+//! `evaluate FILE.ron [--out DIR] [--from RUN_DIR]`: evaluates the experiment's methods and writes a run
+//! folder, training nothing; trained methods take their models from the run folder given with `--from`.
 
 use clap::Parser;
 
@@ -8,5 +9,5 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
-    arbor_experiments::cli::run_experiment(&arbor_experiments::cli::RunArgs::parse())
+    arbor_experiments::cli::evaluate(&arbor_experiments::cli::EvaluateArgs::parse())
 }

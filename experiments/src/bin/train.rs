@@ -1,5 +1,5 @@
-//! `train FILE.ron [--out DIR]`: trains the experiment's methods, then evaluates them. Methods without
-//! training (flat, BM25) are evaluated directly.
+//! `train FILE.ron [--out DIR] [--resume]`: trains the experiment's methods, then evaluates them. Methods
+//! without training (flat, BM25) are evaluated directly.
 
 use clap::Parser;
 
@@ -9,5 +9,5 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
-    arbor_experiments::cli::run_experiment(&arbor_experiments::cli::RunArgs::parse())
+    arbor_experiments::cli::train(&arbor_experiments::cli::TrainArgs::parse())
 }

@@ -1,0 +1,92 @@
+//! The metric contract of DESIGN.md, for every retriever: on any corpus and query, exactly
+//! `min(k, units in scope)` items, or more where a hierarchy offers more nodes, never more than k; under a
+//! token budget, never more tokens than the budget.
+
+use std::path::Path;
+
+use arbor_datasets::{Corpus, DocSpan, Document, Query, TokenStarts};
+use arbor_eval::beam::{BeamConfig, Strategy};
+use arbor_eval::bm25::Bm25;
+use arbor_eval::budget::spend;
+use arbor_eval::flat::FlatDense;
+use arbor_eval::tree::{Similarity, Tree};
+use arbor_eval::tree_retrieval::{TreeRetriever, TreeSearch};
+use arbor_eval::{LeafIndex, QueryInput, Retriever, Scope};
+use proptest::prelude::*;
+
+const WORDS: [&str; 8] = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "field"];
+
+/// Documents of one-to-three paragraphs of short sentences built from `picks`.
+fn corpus(docs: &[Vec<Vec<usize>>]) -> Corpus {
+    let documents = docs
+        .iter()
+        .enumerate()
+        .map(|(d, paragraphs)| {
+            let text = paragraphs
+                .iter()
+                .map(|sentences| sentences.iter().map(|&w| format!("{} {}.", capital(WORDS[w % 8]), WORDS[(w / 8) % 8])).collect::<Vec<_>>().join(" "))
+                .collect::<Vec<_>>()
+                .join("\n\n");
+            Document { id: format!("d{d}"), title: String::new(), text, sections: vec![], split: None }
+        })
+        .collect();
+    Corpus::new(documents, Vec::<Query>::new(), Path::new("t")).unwrap()
+}
+
+fn capital(w: &str) -> String {
+    let mut c = w.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
+fn vector(seed: usize) -> Vec<f32> {
+    let v: Vec<f32> = (0..4).map(|i| (((seed * 7919 + i * 104_729) % 1000) as f32 / 500.0) - 1.0).collect();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+    v.iter().map(|x| x / norm).collect()
+}
+
+fn tree(index: &LeafIndex, d: usize, embeddings: &[Vec<f32>]) -> Tree {
+    let units: Vec<usize> = index.doc_units[d].clone().collect();
+    let n = units.len();
+    let leaves: Vec<f32> = units.iter().flat_map(|&u| embeddings[u].clone()).collect();
+    let m: Vec<f32> = (0..n * n).map(|i| ((i * 31 + d) % 17) as f32 / 17.0).collect();
+    Tree::build(units.iter().map(|&u| index.units[u]).collect(), &leaves, 4, &Similarity { n, values: &m })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn every_method_hands_on_min_k_units_items(
+        docs in prop::collection::vec(prop::collection::vec(prop::collection::vec(0usize..64, 1..5), 1..4), 1..3),
+        k in 1usize..12,
+        query_words in prop::collection::vec(0usize..8, 0..3),
+        delta in -1.0f32..1.0,
+        beam_width in 1usize..4,
+        max_leaves in prop::option::of(1usize..3),
+        budget in 1usize..40,
+    ) {
+        let corpus = corpus(&docs);
+        let tokens: Vec<TokenStarts> = corpus.documents.iter().map(|d| TokenStarts::words(&d.text)).collect();
+        let index = LeafIndex::build(&corpus, &Default::default(), tokens).unwrap();
+        let embeddings: Vec<Vec<f32>> = (0..index.units.len()).map(vector).collect();
+        let trees: Vec<Option<Tree>> = (0..corpus.documents.len()).map(|d| Some(tree(&index, d, &embeddings))).collect();
+        let text = query_words.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" ");
+        for scope in [Scope::QueryDocuments, Scope::Corpus] {
+            let query = QueryInput { text: text.clone(), docs: vec![0], embedding: Some(vector(999)) };
+            let units = index.candidates(&query, scope).count();
+            let flat = FlatDense { name: "flat".into(), index: &index, embeddings: &embeddings, scope };
+            let bm25 = Bm25::build(&corpus, &index, scope);
+            let mut retrievers: Vec<Box<dyn Retriever + '_>> = vec![Box::new(flat), Box::new(bm25)];
+            let beam = BeamConfig { beam_width, delta, strategy: Strategy::Threshold, max_leaves };
+            for search in [TreeSearch::Beam(beam), TreeSearch::Collapsed, TreeSearch::LeavesOnly, TreeSearch::UpperOnly] {
+                retrievers.push(Box::new(TreeRetriever { name: format!("{search:?}"), trees: &trees, search, scope }));
+            }
+            for r in &retrievers {
+                let items = r.retrieve(&query, k);
+                prop_assert!(items.len() >= k.min(units) && items.len() <= k, "{}: {} items, k {k}, {units} units", r.name(), items.len());
+                let handed = spend(items, budget, r.as_ref(), &query, &index, &corpus);
+                let spans: Vec<DocSpan> = handed.iter().flat_map(|i| i.spans.clone()).collect();
+                prop_assert!(index.tokens_of(&spans) <= budget, "{}: over the budget", r.name());
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Where a run's trained models come from, and the record of them it leaves (`models.json`), so that
+//! `evaluate EXP.ron --from RUN_DIR` scores the models an earlier run trained, on any corpus, without
+//! training (SmartChunk's out-of-domain rows are made this way).
+//!
+//! A trained model is found by the method settings it was trained for ([`SproutRagConfig::index_settings`]:
+//! everything but the search) and must have been trained with the same encoder.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use arbor_eval::report::atomic_write;
+use serde::{Deserialize, Serialize};
+
+use crate::experiment::SproutRagConfig;
+
+/// One trained model a run used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainedModel {
+    /// The method's row name in the report.
+    pub method: String,
+    /// The settings it was trained for.
+    pub settings: SproutRagConfig,
+    /// The fingerprint of the encoder it was trained with.
+    pub encoder: String,
+    /// Its training folder (checkpoints/, log.jsonl, tb/).
+    pub dir: PathBuf,
+}
+
+/// The file in a run folder that lists its trained models.
+pub const MODELS_FILE: &str = "models.json";
+
+/// Writes a run's `models.json`.
+pub fn record(run_dir: &Path, models: &[TrainedModel]) -> anyhow::Result<()> {
+    Ok(atomic_write(&run_dir.join(MODELS_FILE), serde_json::to_string_pretty(models)?.as_bytes())?)
+}
+
+/// How a run obtains the trained models its methods need.
+#[derive(Debug, Clone)]
+pub enum Training {
+    /// `train`: a finished training in the cache is read back, anything else is trained (or resumed).
+    Allowed,
+    /// `evaluate`: nothing is trained; trained models come from an earlier run, when one is given.
+    Never(Option<EarlierRun>),
+}
+
+/// The trained models of an earlier run folder.
+#[derive(Debug, Clone)]
+pub struct EarlierRun {
+    pub dir: PathBuf,
+    pub models: Vec<TrainedModel>,
+}
+
+impl EarlierRun {
+    pub fn load(dir: &Path) -> anyhow::Result<Self> {
+        let path = dir.join(MODELS_FILE);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("--from {}: no {MODELS_FILE} there (not a run folder of arbor's `train`?)", dir.display()))?;
+        let models = serde_json::from_str(&text).with_context(|| format!("{} is damaged", path.display()))?;
+        Ok(EarlierRun { dir: dir.to_owned(), models })
+    }
+}
+
+/// Where the model of one method is: the folder, and whether it may be trained there.
+pub struct Located {
+    pub dir: PathBuf,
+    pub may_train: bool,
+}
+
+impl Training {
+    /// The training folder for the method `label` with `settings`: `cache_dir` (where `train` trains) or
+    /// the earlier run's. An error names the run folder and the method when there is no such model.
+    pub fn locate(&self, label: &str, settings: &SproutRagConfig, encoder: &str, cache_dir: impl FnOnce() -> anyhow::Result<PathBuf>) -> anyhow::Result<Located> {
+        match self {
+            Training::Allowed => Ok(Located { dir: cache_dir()?, may_train: true }),
+            Training::Never(None) => anyhow::bail!(
+                "method {label:?} needs a trained model and `evaluate` never trains: run `train` on this experiment, \
+                 or pass --from RUN_DIR (a run folder that trained it)"
+            ),
+            Training::Never(Some(run)) => {
+                let found = run.models.iter().find(|m| m.settings == settings.index_settings()).with_context(|| {
+                    let there: Vec<&str> = run.models.iter().map(|m| m.method.as_str()).collect();
+                    format!("--from {}: no model trained for method {label:?} there (it holds: {there:?})", run.dir.display())
+                })?;
+                anyhow::ensure!(
+                    found.encoder == encoder,
+                    "--from {}: the model for method {label:?} was trained with another encoder than this experiment's",
+                    run.dir.display()
+                );
+                Ok(Located { dir: found.dir.clone(), may_train: false })
+            }
+        }
+    }
+}
