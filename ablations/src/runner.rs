@@ -62,7 +62,7 @@ pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcom
     let axes: Vec<String> = loaded.sweep.axes.iter().map(|a| a.name()).collect();
     // How long finished runs took when they ran (kept across invocations).
     let before: Vec<RunEntry> = std::fs::read_to_string(dir.join("index.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
-    let (mut entries, mut rows, mut setting) = (Vec::new(), Vec::new(), String::new());
+    let (mut entries, mut rows, mut setting, mut units) = (Vec::new(), Vec::new(), String::new(), Vec::new());
     // Today's input digests, per corpus and encoder (runs of a sweep mostly share one).
     let mut inputs: HashMap<String, Inputs> = HashMap::new();
     for (i, run) in loaded.runs.iter().enumerate() {
@@ -95,6 +95,7 @@ pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcom
         if i == 0 {
             setting = report.setting.clone();
         }
+        units.push((run.slug.clone(), report.units.clone()));
         rows.extend(rows_of(run, report)?);
         entries.push(RunEntry { slug: run.slug.clone(), settings: run.settings.clone(), dir: format!("runs/{}", run.slug), status: status.into(), seconds });
     }
@@ -113,6 +114,10 @@ pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcom
     }
     if !setting.is_empty() {
         md.push_str(&format!("\nSetting of the first run: {setting}\n"));
+    }
+    md.push_str("\n| run | leaf units | max tokens per unit | over-long sentences cut | encoder inputs truncated | unit tokens unseen |\n|---|---|---|---|---|---|\n");
+    for (slug, u) in &units {
+        md.push_str(&format!("| {slug} | {} | {} | {} | {} | {} of {} |\n", u.units, u.max_tokens, u.cut_sentences, u.truncated_inputs, u.unseen_tokens, u.tokens));
     }
     atomic_write(&dir.join("table.md"), md.as_bytes())?;
     atomic_write(&dir.join("table.csv"), table::csv(&axes, &rows).as_bytes())?;

@@ -60,6 +60,11 @@ pub struct UnitStats {
     /// Units and queries longer than the encoder reads, so truncated by it (0 unless `max_tokens` is
     /// set above the encoder's limit).
     pub truncated_inputs: usize,
+    /// Tokens of the units, and those of them past the encoder's limit (never seen by it).
+    #[serde(default)]
+    pub tokens: usize,
+    #[serde(default)]
+    pub unseen_tokens: usize,
 }
 
 /// The evaluation of one run: every method on the same queries and gold spans.
@@ -107,7 +112,8 @@ impl Report {
         let n = self.methods.first().map_or(0, |r| r.metrics.queries);
         let u = &self.units;
         md.push_str(&format!(
-            "\n{n} queries, {} leaf units of at most {} tokens ({} over-long sentences cut; {} encoder inputs truncated). \
+            "\n{n} queries, {} leaf units of at most {} tokens ({} over-long sentences cut; {} encoder inputs truncated, \
+             {} of {} unit tokens unseen). \
              Metrics in percent, each a mean over queries of a figure at k = 1, 3, 5; \"IE\" columns are the mean of IE@1, \
              IE@3 and IE@5.\n\n\
              - **IE** (characters): IE@k = character recall@k x character precision@k of the top k items against the gold \
@@ -117,7 +123,7 @@ impl Report {
              - **ref. IE strict**: the same, only an item that is itself a gold leaf unit (a unit overlapping gold) being a \
              hit, recall = hits / gold leaf units.\n\
              - tokens/query: encoder tokens of the union of the top 5 items (what a reader is handed).\n",
-            u.units, u.max_tokens, u.cut_sentences, u.truncated_inputs
+            u.units, u.max_tokens, u.cut_sentences, u.truncated_inputs, u.unseen_tokens, u.tokens
         ));
         md
     }
@@ -163,7 +169,7 @@ mod tests {
             experiment: "t".into(),
             setting: "s".into(),
             inputs: Inputs { corpus: "c".into(), encoder: "e".into() },
-            units: UnitStats { units: 10, max_tokens: 254, cut_sentences: 1, truncated_inputs: 0 },
+            units: UnitStats { units: 10, max_tokens: 254, cut_sentences: 1, truncated_inputs: 0, tokens: 900, unseen_tokens: 0 },
             methods: vec![MethodResult {
                 name: "flat".into(),
                 metrics: Metrics { ie_mean: 21.7, ..Default::default() },

@@ -185,10 +185,17 @@ fn leaf_index(corpus: &Corpus, units: &UnitConfig, encoder: &SentenceEncoder<Def
 /// What the encoder sees of the evaluated documents and queries.
 fn unit_stats(index: &LeafIndex, docs: &[usize], queries: &[EvalQuery], encoder: &SentenceEncoder<DefaultBackend>, max_tokens: usize) -> UnitStats {
     let limit = encoder.max_content_tokens();
-    let units: Vec<usize> = docs.iter().flat_map(|&d| index.doc_units[d].clone()).collect();
-    let long_units = units.iter().filter(|&&u| index.tokens[index.units[u].doc].count(index.units[u].span) > limit).count();
+    let lengths: Vec<usize> = docs.iter().flat_map(|&d| index.doc_units[d].clone()).map(|u| index.tokens[index.units[u].doc].count(index.units[u].span)).collect();
+    let long_units = lengths.iter().filter(|&&t| t > limit).count();
     let long_queries = queries.iter().filter(|q| encoder.count_tokens(&q.input.text) > limit).count();
-    UnitStats { units: units.len(), max_tokens, cut_sentences: index.cut_sentences(docs), truncated_inputs: long_units + long_queries }
+    UnitStats {
+        units: lengths.len(),
+        max_tokens,
+        cut_sentences: index.cut_sentences(docs),
+        truncated_inputs: long_units + long_queries,
+        tokens: lengths.iter().sum(),
+        unseen_tokens: lengths.iter().map(|&t| t.saturating_sub(limit)).sum(),
+    }
 }
 
 /// The documents whose units can be retrieved: those the queries name, or all under corpus scope.

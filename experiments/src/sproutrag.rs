@@ -125,8 +125,11 @@ fn index_docs(
         let path = trees_dir.join(format!("{}.tree", inputs.keys.docs[d]));
         let tree = match path.exists() {
             true => {
-                let tree = arbor_eval::tree_io::load(&path).map_err(anyhow::Error::msg)?;
-                anyhow::ensure!(tree.leaves == spans, "{} does not hold document {d}'s units: delete it", path.display());
+                let mut tree = arbor_eval::tree_io::load(&path).map_err(anyhow::Error::msg)?;
+                // The file is named by the document's content; where the document sits in this corpus is ours.
+                let same = tree.leaves.len() == spans.len() && tree.leaves.iter().zip(&spans).all(|(a, b)| a.span == b.span);
+                anyhow::ensure!(same, "{} does not hold the units of document {:?}: delete it", path.display(), inputs.corpus.documents[d].id);
+                tree.leaves.iter_mut().for_each(|leaf| leaf.doc = d);
                 tree
             }
             false => {

@@ -3,8 +3,10 @@
 
 use std::path::Path;
 
+use arbor_experiments::cache::Cache;
 use arbor_experiments::experiment::Experiment;
-use arbor_experiments::run::{evaluate_only, run};
+use arbor_experiments::run::{evaluate_only, run, run_in};
+use arbor_experiments::trained::Training;
 
 fn workspace() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
@@ -160,4 +162,57 @@ fn the_data_root_is_required_when_the_path_names_it() {
         let err = format!("{:#}", exp.data.resolved_path().unwrap_err());
         assert!(err.contains("set ARBOR_DATA"), "{err}");
     }
+}
+
+/// Every file under `dir` whose name starts with `kind-`, with its modification time.
+fn artefacts(dir: &Path, kind: &str) -> Vec<(std::path::PathBuf, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    for folder in std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()) {
+        if folder.is_dir() && folder.file_name().unwrap().to_string_lossy().starts_with(&format!("{kind}-")) {
+            for file in std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().path()) {
+                let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+                out.push((file, modified));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_document_added_in_front_leaves_the_others_artefacts_untouched() {
+    std::env::set_current_dir(workspace()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = Path::new("experiments/fixtures/squad-mini");
+    let docs: Vec<String> = std::fs::read_to_string(fixture.join("documents.jsonl")).unwrap().lines().filter(|l| l.contains(r#""split": "test""#)).map(String::from).collect();
+    assert_eq!(docs.len(), 2);
+    let queries: String = std::fs::read_to_string(fixture.join("queries.jsonl")).unwrap().lines().filter(|l| l.contains(r#""split": "test""#)).map(|l| format!("{l}\n")).collect();
+    let write = |name: &str, docs: &[String]| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("documents.jsonl"), docs.join("\n") + "\n").unwrap();
+        std::fs::write(dir.join("queries.jsonl"), &queries).unwrap();
+        dir
+    };
+    let before = write("before", &docs);
+    let added = r#"{"id":"new","title":"New","text":"A document added in front. It shifts every other one.","split":"train"}"#.to_owned();
+    let after = write("after", &[vec![added], docs.clone()].concat());
+    let exp = |data: &Path| {
+        let text = format!(
+            r#"Experiment(name: "x", data: (format: Jsonl, path: "{}", split: Some("test")),
+                methods: [Flat, SproutRag((attention: TokenBlocks(window_tokens: 128), search: Beam((beam_width: 3))))])"#,
+            data.display()
+        );
+        Experiment::parse(&text, Path::new("x.ron")).unwrap()
+    };
+    let cache = Cache { root: tmp.path().join("shared") };
+    let first = run_in(&exp(&before), &tmp.path().join("run1"), &cache, &Training::Allowed).unwrap();
+    let saved = (artefacts(&cache.root, "units"), artefacts(&cache.root, "trees"));
+    assert_eq!((saved.0.len(), saved.1.len()), (2, 2), "vectors and a tree per test document");
+    let second = run_in(&exp(&after), &tmp.path().join("run2"), &cache, &Training::Allowed).unwrap();
+    assert_eq!((artefacts(&cache.root, "units"), artefacts(&cache.root, "trees")), saved, "nothing recomputed or rewritten");
+    for (a, b) in first.methods.iter().zip(&second.methods) {
+        assert_eq!(a.metrics, b.metrics, "{}", a.name);
+    }
+    assert_ne!(first.inputs.corpus, second.inputs.corpus, "the report names the corpus it was computed from");
 }
