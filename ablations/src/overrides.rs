@@ -29,7 +29,10 @@ fn parse(path: &str) -> Result<Vec<Step<'_>>, String> {
             let (field, index) = match part.split_once('[') {
                 None => (part, None),
                 Some((field, rest)) => {
-                    let i = rest.strip_suffix(']').and_then(|i| i.parse().ok()).ok_or_else(|| format!("`{part}` in path `{path}`: write an index as name[3]"))?;
+                    let i = rest
+                        .strip_suffix(']')
+                        .and_then(|i| i.parse().ok())
+                        .ok_or_else(|| format!("`{part}` in path `{path}`: write an index as name[3]"))?;
                     (field, Some(i))
                 }
             };

@@ -114,7 +114,13 @@ impl Chart {
             let path: Vec<String> = series.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y))).collect();
             let _ = write!(s, r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#, path.join(" "));
             for &(x, y) in &series.points {
-                let _ = write!(s, r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"><title>{}: {y:.2}</title></circle>"#, sx(x), sy(y), escape(&series.name));
+                let _ = write!(
+                    s,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"><title>{}: {y:.2}</title></circle>"#,
+                    sx(x),
+                    sy(y),
+                    escape(&series.name)
+                );
             }
             let ly = TOP + 10.0 + 18.0 * i as f64;
             let lx = LEFT + pw + 12.0;

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use arbor_eval::report::atomic_write;
 use serde::Serialize;
 
-use crate::runner::{run_sweep, SweepOutcome};
+use crate::runner::{SweepOutcome, run_sweep};
 use crate::sweep::LoadedSweep;
 use crate::table::Row;
 
@@ -129,7 +129,8 @@ pub fn reproduce(sweeps_dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
         Section {
             title: "Planner training strategies".into(),
             paper: SMARTCHUNK_TABLE5,
-            ours: "Not implemented in arbor yet: SmartChunk's planner (SFT, GRPO, STITCH) has no code here, so this table has no rows of ours.".into(),
+            ours: "Not implemented in arbor yet: SmartChunk's planner (SFT, GRPO, STITCH) has no code here, so this table has no rows of ours."
+                .into(),
             rows: vec![],
             claim: "STITCH beats SFT+RL in planning and QA accuracy with half the supervised tokens.".into(),
             holds: None,
@@ -263,7 +264,11 @@ fn beam_width(sweep: &SweepOutcome) -> Section {
 
 fn layers(sweep: &SweepOutcome) -> Section {
     let ie = |method: &str, search: &str| {
-        sweep.rows.iter().find(|r| r.method.starts_with(method) && r.settings.first().is_some_and(|(_, v)| v == search)).map(|r| r.result.metrics.ie_mean)
+        sweep
+            .rows
+            .iter()
+            .find(|r| r.method.starts_with(method) && r.settings.first().is_some_and(|(_, v)| v == search))
+            .map(|r| r.result.metrics.ie_mean)
     };
     let mut verdicts = Vec::new();
     let mut holds = None;
@@ -289,7 +294,11 @@ fn layers(sweep: &SweepOutcome) -> Section {
 
 fn aggregation(sweep: &SweepOutcome) -> Section {
     let ie = |label: &str| {
-        sweep.rows.iter().find(|r| r.method.starts_with("SproutRAG trained") && r.settings.first().is_some_and(|(_, v)| v == label)).map(|r| r.result.metrics.ie_mean)
+        sweep
+            .rows
+            .iter()
+            .find(|r| r.method.starts_with("SproutRAG trained") && r.settings.first().is_some_and(|(_, v)| v == label))
+            .map(|r| r.result.metrics.ie_mean)
     };
     let (holds, verdict) = match (ie("learned"), ie("uniform")) {
         (Some(learned), Some(uniform)) => (
@@ -314,7 +323,9 @@ fn aggregation(sweep: &SweepOutcome) -> Section {
 }
 
 fn chunking(sweep: &SweepOutcome) -> Section {
-    let mut ours = String::from("| chunking (units of at most n sentences) | method | evidence recall@5 | hit@5 | IE mean | tokens/query |\n|---|---|---|---|---|---|\n");
+    let mut ours = String::from(
+        "| chunking (units of at most n sentences) | method | evidence recall@5 | hit@5 | IE mean | tokens/query |\n|---|---|---|---|---|---|\n",
+    );
     for r in &sweep.rows {
         let m = &r.result.metrics;
         ours.push_str(&format!(
@@ -357,9 +368,9 @@ fn chunking(sweep: &SweepOutcome) -> Section {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arbor_eval::report::Latency;
     use arbor_eval::metrics::IdReading;
-    use arbor_eval::{Metrics, MethodResult};
+    use arbor_eval::report::Latency;
+    use arbor_eval::{MethodResult, Metrics};
 
     fn row(axis: &str, value: &str, method: &str, ie: f64) -> Row {
         Row {
@@ -389,7 +400,11 @@ mod tests {
         let s = sweep("x", vec![row("x", "a", "Flat", 21.0), row("x", "a", "BM25", 24.0), row("x", "a", "SproutRAG trained, beam", 29.0)]);
         let section = table1(&s);
         assert_eq!(section.holds, Some(true));
-        assert!(section.verdict.contains("ref. IE generous: `SproutRAG trained, beam (a)` 29.0 vs `BM25 (a)` 24.0, margin +5.0"), "{}", section.verdict);
+        assert!(
+            section.verdict.contains("ref. IE generous: `SproutRAG trained, beam (a)` 29.0 vs `BM25 (a)` 24.0, margin +5.0"),
+            "{}",
+            section.verdict
+        );
         let s = sweep("x", vec![row("x", "a", "BM25", 24.0), row("x", "a", "SproutRAG trained, beam", 25.0)]);
         assert_eq!(table1(&s).holds, Some(false));
         // Ahead in the reference reading, behind in characters: the verdict follows the paper's reading and
@@ -398,7 +413,12 @@ mod tests {
         rows[1].result.metrics.generous.ie_mean = 40.0;
         let section = table1(&sweep("x", rows));
         assert_eq!(section.holds, Some(true));
-        assert!(section.verdict.contains("margin +16.0") && section.verdict.contains("IE (characters): `SproutRAG trained, beam (a)` 20.0 vs `BM25 (a)` 24.0, margin -4.0"), "{}", section.verdict);
+        assert!(
+            section.verdict.contains("margin +16.0")
+                && section.verdict.contains("IE (characters): `SproutRAG trained, beam (a)` 20.0 vs `BM25 (a)` 24.0, margin -4.0"),
+            "{}",
+            section.verdict
+        );
     }
 
     #[test]

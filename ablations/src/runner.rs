@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use arbor_eval::report::{atomic_write, Inputs};
 use arbor_eval::Report;
-use arbor_experiments::cache::{key, Cache};
+use arbor_eval::report::{Inputs, atomic_write};
+use arbor_experiments::cache::{Cache, key};
 use arbor_experiments::experiment::{Experiment, Method};
 use arbor_experiments::run::{current_inputs, run_in};
 use arbor_experiments::trained::Training;
@@ -97,7 +97,13 @@ pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcom
         }
         units.push((run.slug.clone(), report.units.clone()));
         rows.extend(rows_of(run, report)?);
-        entries.push(RunEntry { slug: run.slug.clone(), settings: run.settings.clone(), dir: format!("runs/{}", run.slug), status: status.into(), seconds });
+        entries.push(RunEntry {
+            slug: run.slug.clone(),
+            settings: run.settings.clone(),
+            dir: format!("runs/{}", run.slug),
+            status: status.into(),
+            seconds,
+        });
     }
     atomic_write(&dir.join("index.json"), serde_json::to_string_pretty(&entries)?.as_bytes())?;
     let mut md = format!("# Sweep `{}`\n\nBase experiment: `{}` ({}).\n\n", loaded.sweep.name, loaded.sweep.base, loaded.path.display());
@@ -117,7 +123,10 @@ pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcom
     }
     md.push_str("\n| run | leaf units | max tokens per unit | over-long sentences cut | encoder inputs truncated | unit tokens unseen |\n|---|---|---|---|---|---|\n");
     for (slug, u) in &units {
-        md.push_str(&format!("| {slug} | {} | {} | {} | {} | {} of {} |\n", u.units, u.max_tokens, u.cut_sentences, u.truncated_inputs, u.unseen_tokens, u.tokens));
+        md.push_str(&format!(
+            "| {slug} | {} | {} | {} | {} | {} of {} |\n",
+            u.units, u.max_tokens, u.cut_sentences, u.truncated_inputs, u.unseen_tokens, u.tokens
+        ));
     }
     atomic_write(&dir.join("table.md"), md.as_bytes())?;
     atomic_write(&dir.join("table.csv"), table::csv(&axes, &rows).as_bytes())?;
@@ -146,7 +155,13 @@ fn finished(run_dir: &Path, exp: &Experiment) -> anyhow::Result<Option<Report>> 
 /// One row per method; methods with the same short name are told apart by their position.
 fn rows_of(run: &SweepRun, report: Report) -> anyhow::Result<Vec<Row>> {
     let methods = &run.experiment.methods;
-    anyhow::ensure!(report.methods.len() == methods.len(), "the report of {} lists {} methods, the experiment {}", run.slug, report.methods.len(), methods.len());
+    anyhow::ensure!(
+        report.methods.len() == methods.len(),
+        "the report of {} lists {} methods, the experiment {}",
+        run.slug,
+        report.methods.len(),
+        methods.len()
+    );
     let short: Vec<String> = methods.iter().map(Method::short_name).collect();
     Ok(report
         .methods

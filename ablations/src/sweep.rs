@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use arbor_experiments::experiment::Experiment;
 use serde::{Deserialize, Serialize};
 
@@ -118,7 +118,8 @@ impl LoadedSweep {
     /// Reads a sweep file and its base experiment and expands the runs; every run's experiment is checked.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read sweep file {}", path.display()))?;
-        let sweep: Sweep = ron::from_str(&text).map_err(|e| anyhow::anyhow!("{}:{}:{}: {}", path.display(), e.span.start.line, e.span.start.col, e.code))?;
+        let sweep: Sweep =
+            ron::from_str(&text).map_err(|e| anyhow::anyhow!("{}:{}:{}: {}", path.display(), e.span.start.line, e.span.start.col, e.code))?;
         let base_path = path.parent().unwrap_or(Path::new("")).join(&sweep.base);
         let base = Experiment::load(&base_path).with_context(|| format!("the base experiment of sweep {}", path.display()))?;
         let runs = expand(&sweep, &base)?;

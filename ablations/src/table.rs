@@ -26,7 +26,9 @@ pub fn markdown(axes: &[String], rows: &[Row]) -> String {
     for a in axes {
         md.push_str(&format!(" {a} |"));
     }
-    md.push_str(" method | IE@1 | IE@3 | IE@5 | IE mean | ref. IE generous | ref. IE strict | hit@5 | evidence R@5 | tokens/query | latency ms (p50) |\n|");
+    md.push_str(
+        " method | IE@1 | IE@3 | IE@5 | IE mean | ref. IE generous | ref. IE strict | hit@5 | evidence R@5 | tokens/query | latency ms (p50) |\n|",
+    );
     md.push_str(&"---|".repeat(axes.len() + 11));
     md.push('\n');
     for r in rows {
@@ -58,10 +60,36 @@ pub fn csv(axes: &[String], rows: &[Row]) -> String {
     let mut out: Vec<String> = axes.iter().map(|a| quote(a)).collect();
     out.extend(
         [
-            "run", "method", "label", "queries", "ie@1", "ie@3", "ie@5", "ie_mean", "precision@1", "precision@3", "precision@5", "recall@1",
-            "recall@3", "recall@5", "hit@1", "hit@3", "hit@5", "evidence_recall@5", "ref_generous_ie_mean", "ref_generous_precision@5",
-            "ref_generous_recall@5", "ref_strict_ie_mean", "ref_strict_precision@5", "ref_strict_recall@5", "ndcg@10", "tokens_per_query",
-            "latency_ms_mean", "latency_ms_p50", "latency_ms_p95", "index_ms_per_doc",
+            "run",
+            "method",
+            "label",
+            "queries",
+            "ie@1",
+            "ie@3",
+            "ie@5",
+            "ie_mean",
+            "precision@1",
+            "precision@3",
+            "precision@5",
+            "recall@1",
+            "recall@3",
+            "recall@5",
+            "hit@1",
+            "hit@3",
+            "hit@5",
+            "evidence_recall@5",
+            "ref_generous_ie_mean",
+            "ref_generous_precision@5",
+            "ref_generous_recall@5",
+            "ref_strict_ie_mean",
+            "ref_strict_precision@5",
+            "ref_strict_recall@5",
+            "ndcg@10",
+            "tokens_per_query",
+            "latency_ms_mean",
+            "latency_ms_p50",
+            "latency_ms_p95",
+            "index_ms_per_doc",
         ]
         .map(String::from),
     );
@@ -71,9 +99,31 @@ pub fn csv(axes: &[String], rows: &[Row]) -> String {
         let mut line: Vec<String> = r.settings.iter().map(|(_, v)| quote(v)).collect();
         line.extend([quote(&r.run), quote(&r.method), quote(&res.name), m.queries.to_string()]);
         let numbers = [
-            m.ie[0], m.ie[1], m.ie[2], m.ie_mean, m.precision[0], m.precision[1], m.precision[2], m.recall[0], m.recall[1], m.recall[2], m.hit[0],
-            m.hit[1], m.hit[2], m.evidence_recall[2], m.generous.ie_mean, m.generous.precision[2], m.generous.recall[2], m.strict.ie_mean,
-            m.strict.precision[2], m.strict.recall[2], m.ndcg10, res.tokens_per_query, res.latency_ms.mean, res.latency_ms.p50, res.latency_ms.p95,
+            m.ie[0],
+            m.ie[1],
+            m.ie[2],
+            m.ie_mean,
+            m.precision[0],
+            m.precision[1],
+            m.precision[2],
+            m.recall[0],
+            m.recall[1],
+            m.recall[2],
+            m.hit[0],
+            m.hit[1],
+            m.hit[2],
+            m.evidence_recall[2],
+            m.generous.ie_mean,
+            m.generous.precision[2],
+            m.generous.recall[2],
+            m.strict.ie_mean,
+            m.strict.precision[2],
+            m.strict.recall[2],
+            m.ndcg10,
+            res.tokens_per_query,
+            res.latency_ms.mean,
+            res.latency_ms.p50,
+            res.latency_ms.p95,
             res.index_ms_per_doc,
         ];
         line.extend(numbers.iter().map(|v| format!("{v:.4}")));
@@ -128,8 +178,8 @@ pub fn charts(sweep: &str, axes: &[String], x_values: &[String], rows: &[Row]) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arbor_eval::report::Latency;
     use arbor_eval::Metrics;
+    use arbor_eval::report::Latency;
 
     fn row(b: &str, lambda: &str, method: &str, ie: f64) -> Row {
         Row {

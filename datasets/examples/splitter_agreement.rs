@@ -38,8 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             shown += 1;
             let text = &corpus.documents[d].text;
             let gold_span = arbor_datasets::Span::new(start, end);
-            let ours: Vec<&str> =
-                split_sentences(text).into_iter().filter(|s| s.overlaps(&gold_span)).map(|s| &text[s.start..s.end]).collect();
+            let ours: Vec<&str> = split_sentences(text).into_iter().filter(|s| s.overlaps(&gold_span)).map(|s| &text[s.start..s.end]).collect();
             println!("gold: {:?}\n ours: {:?}\n", &text[start..end], ours);
         }
     }

@@ -103,14 +103,10 @@ impl Corpus {
             }
             for e in &q.evidence {
                 let Some(&doc) = corpus.by_id.get(&e.doc_id) else {
-                    return Err(DataError::invalid(
-                        source,
-                        format!("query {:?} has evidence in unknown document {:?}", q.id, e.doc_id),
-                    ));
+                    return Err(DataError::invalid(source, format!("query {:?} has evidence in unknown document {:?}", q.id, e.doc_id)));
                 };
-                check_span(&corpus.documents[doc].text, e.start, e.end).map_err(|m| {
-                    DataError::invalid(source, format!("query {:?}, evidence in {:?}: {m}", q.id, e.doc_id))
-                })?;
+                check_span(&corpus.documents[doc].text, e.start, e.end)
+                    .map_err(|m| DataError::invalid(source, format!("query {:?}, evidence in {:?}: {m}", q.id, e.doc_id)))?;
             }
         }
         Ok(corpus)
@@ -123,11 +119,7 @@ impl Corpus {
 
     /// The gold evidence of a query as document-indexed spans.
     pub fn gold(&self, query: &Query) -> Vec<DocSpan> {
-        query
-            .evidence
-            .iter()
-            .map(|e| DocSpan { doc: self.by_id[&e.doc_id], span: Span::new(e.start, e.end) })
-            .collect()
+        query.evidence.iter().map(|e| DocSpan { doc: self.by_id[&e.doc_id], span: Span::new(e.start, e.end) }).collect()
     }
 
     /// The documents a query is asked against, as indices.
@@ -137,11 +129,7 @@ impl Corpus {
 
     /// Keeps the queries of one split (all of them when `split` is `None`), and only those with evidence.
     pub fn eval_queries(&self, split: Option<&str>) -> Vec<&Query> {
-        self.queries
-            .iter()
-            .filter(|q| split.is_none_or(|s| q.split.as_deref() == Some(s)))
-            .filter(|q| !q.evidence.is_empty())
-            .collect()
+        self.queries.iter().filter(|q| split.is_none_or(|s| q.split.as_deref() == Some(s))).filter(|q| !q.evidence.is_empty()).collect()
     }
 }
 
@@ -164,14 +152,7 @@ mod tests {
     }
 
     fn query(doc_ids: &[&str], evidence: Vec<Evidence>) -> Query {
-        Query {
-            id: "q".into(),
-            text: "?".into(),
-            doc_ids: doc_ids.iter().map(|s| s.to_string()).collect(),
-            evidence,
-            answers: vec![],
-            split: None,
-        }
+        Query { id: "q".into(), text: "?".into(), doc_ids: doc_ids.iter().map(|s| s.to_string()).collect(), evidence, answers: vec![], split: None }
     }
 
     #[test]

@@ -23,10 +23,7 @@ impl DataError {
 /// Reads a whole file as UTF-8, naming the file (and the offset of the first bad byte) on failure.
 pub fn read_utf8(path: &std::path::Path) -> Result<String, DataError> {
     let bytes = std::fs::read(path).map_err(|source| DataError::Io { path: path.to_owned(), source })?;
-    String::from_utf8(bytes).map_err(|e| DataError::NotUtf8 {
-        path: path.to_owned(),
-        offset: e.utf8_error().valid_up_to(),
-    })
+    String::from_utf8(bytes).map_err(|e| DataError::NotUtf8 { path: path.to_owned(), offset: e.utf8_error().valid_up_to() })
 }
 
 /// A serde_json error located in `path`, with `line_offset` added when the text was one line of a larger file.

@@ -37,7 +37,7 @@ mod tests {
     use super::*;
     use crate::corpus::{Document, Section};
     use crate::tokens::TokenStarts;
-    use crate::units::{segment, UnitConfig};
+    use crate::units::{UnitConfig, segment};
 
     #[test]
     fn pairs_follow_paragraphs_or_sections() {

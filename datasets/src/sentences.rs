@@ -15,10 +15,9 @@ use crate::span::Span;
 
 /// Lower-cased abbreviations (without their final dot) after which a `.` does not end a sentence.
 const ABBREVIATIONS: &[&str] = &[
-    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "ft", "gen", "col", "lt", "sgt", "capt", "cmdr",
-    "adm", "gov", "sen", "rep", "rev", "hon", "pres", "vs", "v", "e.g", "i.e", "cf", "al", "fig", "figs", "no",
-    "nos", "vol", "vols", "pp", "p", "ed", "eds", "approx", "ca", "c", "jan", "feb", "mar", "apr", "jun", "jul",
-    "aug", "sep", "sept", "oct", "nov", "dec", "est", "op", "ch", "sec", "art", "eq", "eqs", "ref", "refs",
+    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "ft", "gen", "col", "lt", "sgt", "capt", "cmdr", "adm", "gov", "sen", "rep", "rev",
+    "hon", "pres", "vs", "v", "e.g", "i.e", "cf", "al", "fig", "figs", "no", "nos", "vol", "vols", "pp", "p", "ed", "eds", "approx", "ca", "c",
+    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "est", "op", "ch", "sec", "art", "eq", "eqs", "ref", "refs",
 ];
 
 /// Splits `text` into sentences, paragraph by paragraph, as byte spans into `text` (whitespace trimmed).
@@ -128,8 +127,7 @@ fn is_abbreviation(para: &str, dot: usize, next: &str) -> bool {
     let first = chars.next().expect("word is not empty");
     let initial = first.is_uppercase() && chars.next().is_none();
     // A dotted acronym of letters: "U.S.", "a.m.", "Ph.D".
-    let acronym = word.contains('.')
-        && word.split('.').all(|p| !p.is_empty() && p.chars().count() <= 2 && p.chars().all(char::is_alphabetic));
+    let acronym = word.contains('.') && word.split('.').all(|p| !p.is_empty() && p.chars().count() <= 2 && p.chars().all(char::is_alphabetic));
     // An initial ("J. K. Rowling") or an acronym ("the U.S. Army") followed by a capitalised word, unless
     // that word usually opens a sentence ("... in the U.S. The war").
     if initial || acronym {
@@ -141,10 +139,61 @@ fn is_abbreviation(para: &str, dot: usize, next: &str) -> bool {
 
 /// Words that usually open a sentence; after a dotted acronym they signal a real boundary.
 const SENTENCE_OPENERS: &[&str] = &[
-    "The", "A", "An", "In", "It", "This", "That", "These", "Those", "He", "She", "They", "We", "I", "His", "Her",
-    "Their", "Its", "However", "After", "Before", "During", "When", "While", "As", "At", "On", "By", "For", "From",
-    "There", "Since", "Although", "But", "And", "Some", "Many", "Most", "Other", "Also", "Following", "According",
-    "Thus", "Therefore", "Then", "If", "To", "With", "Both", "Each", "Such", "One", "Two", "Today", "Because",
+    "The",
+    "A",
+    "An",
+    "In",
+    "It",
+    "This",
+    "That",
+    "These",
+    "Those",
+    "He",
+    "She",
+    "They",
+    "We",
+    "I",
+    "His",
+    "Her",
+    "Their",
+    "Its",
+    "However",
+    "After",
+    "Before",
+    "During",
+    "When",
+    "While",
+    "As",
+    "At",
+    "On",
+    "By",
+    "For",
+    "From",
+    "There",
+    "Since",
+    "Although",
+    "But",
+    "And",
+    "Some",
+    "Many",
+    "Most",
+    "Other",
+    "Also",
+    "Following",
+    "According",
+    "Thus",
+    "Therefore",
+    "Then",
+    "If",
+    "To",
+    "With",
+    "Both",
+    "Each",
+    "Such",
+    "One",
+    "Two",
+    "Today",
+    "Because",
 ];
 
 #[cfg(test)]
@@ -175,10 +224,7 @@ mod tests {
     #[test]
     fn quotes_brackets_and_citations_stay_with_their_sentence() {
         let text = "He said \"stop.\" Then left (quietly.) [Note] it.[citation needed] Later, 1873.:33 Done.";
-        assert_eq!(
-            sentences(text),
-            vec!["He said \"stop.\"", "Then left (quietly.)", "[Note] it.[citation needed]", "Later, 1873.:33", "Done."]
-        );
+        assert_eq!(sentences(text), vec!["He said \"stop.\"", "Then left (quietly.)", "[Note] it.[citation needed]", "Later, 1873.:33", "Done."]);
     }
 
     #[test]

@@ -67,7 +67,11 @@ pub fn intersect(a: &[DocSpan], b: &[DocSpan]) -> Vec<DocSpan> {
     while i < a.len() && j < b.len() {
         let (x, y) = (a[i], b[j]);
         if x.doc != y.doc {
-            if x.doc < y.doc { i += 1 } else { j += 1 }
+            if x.doc < y.doc {
+                i += 1
+            } else {
+                j += 1
+            }
             continue;
         }
         let start = x.span.start.max(y.span.start);

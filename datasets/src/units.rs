@@ -317,10 +317,7 @@ mod tests {
     fn units_hold_at_most_n_sentences_and_never_cross_a_paragraph() {
         let d = doc("A one. B two. C three.\n\nD four. E five.\n \nF six.", vec![]);
         let pairs = seg(&d, UnitConfig { max_sentences: 2, max_tokens: None });
-        assert_eq!(
-            texts(&d, pairs.units.iter().map(|u| u.span)),
-            vec!["A one. B two.", "C three.", "D four. E five.", "F six."]
-        );
+        assert_eq!(texts(&d, pairs.units.iter().map(|u| u.span)), vec!["A one. B two.", "C three.", "D four. E five.", "F six."]);
         assert_eq!(pairs.units.iter().map(|u| u.paragraph).collect::<Vec<_>>(), vec![0, 0, 1, 2]);
         let singles = seg(&d, UnitConfig { max_sentences: 1, max_tokens: None });
         assert_eq!(singles.units.len(), 6);

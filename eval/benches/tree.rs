@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use arbor_datasets::{DocSpan, Span};
-use arbor_eval::beam::{beam_search, collapsed, BeamConfig, Layers};
+use arbor_eval::beam::{BeamConfig, Layers, beam_search, collapsed};
 use arbor_eval::tree::{Similarity, Tree};
 
 const DIM: usize = 384;

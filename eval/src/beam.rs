@@ -70,8 +70,7 @@ pub fn beam_search(tree: &Tree, query: &[f32], config: &BeamConfig, k: usize) ->
     let mut beam = vec![tree.root()];
     let mut visited: Vec<(usize, f32)> = Vec::new();
     loop {
-        let children: Vec<(usize, f32)> =
-            beam.iter().filter_map(|&v| tree.children(v)).flat_map(|(a, b)| [a, b]).map(|c| (c, score(c))).collect();
+        let children: Vec<(usize, f32)> = beam.iter().filter_map(|&v| tree.children(v)).flat_map(|(a, b)| [a, b]).map(|c| (c, score(c))).collect();
         if children.is_empty() {
             break;
         }

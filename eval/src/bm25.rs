@@ -7,8 +7,8 @@
 //! other method (DESIGN.md, "Metrics"), the units without a common term follow the matching ones, with
 //! score 0, in document order.
 
-use bm25::{Document, Language, SearchEngine, SearchEngineBuilder};
 use arbor_datasets::Corpus;
+use bm25::{Document, Language, SearchEngine, SearchEngineBuilder};
 
 use crate::index::{Item, LeafIndex, QueryInput, Retriever, Scope};
 

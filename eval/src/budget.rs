@@ -77,7 +77,7 @@ fn prefix(item: &Item, mut n: usize, index: &LeafIndex, corpus: &Corpus) -> Item
 mod tests {
     use super::*;
     use crate::beam::Layers;
-    use crate::index::{word_tokens, Scope};
+    use crate::index::{Scope, word_tokens};
     use crate::tree::{Similarity, Tree};
     use crate::tree_retrieval::{TreeRetriever, TreeSearch};
     use arbor_datasets::{Document, Query};

@@ -1,7 +1,7 @@
 //! Flat dense retrieval: every leaf unit scored by cosine with the query (embeddings are unit-norm, so a
 //! dot product), the top k returned. The baseline every SproutRAG table starts from.
 
-use crate::index::{top_k, Item, LeafIndex, QueryInput, Retriever, Scope};
+use crate::index::{Item, LeafIndex, QueryInput, Retriever, Scope, top_k};
 
 pub struct FlatDense<'a> {
     pub name: String,

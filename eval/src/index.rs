@@ -3,7 +3,7 @@
 use std::ops::Range;
 
 use arbor_datasets::span::merge;
-use arbor_datasets::units::{segment, Segmented, UnitConfig, UnitError};
+use arbor_datasets::units::{Segmented, UnitConfig, UnitError, segment};
 use arbor_datasets::{Corpus, DocSpan, TokenStarts};
 use serde::{Deserialize, Serialize};
 
@@ -59,10 +59,8 @@ impl LeafIndex {
 
     /// The leaf units overlapping any of `spans` (in index order, each once).
     pub fn units_overlapping(&self, spans: &[DocSpan]) -> Vec<usize> {
-        let mut out: Vec<usize> = spans
-            .iter()
-            .flat_map(|s| self.doc_units[s.doc].clone().filter(move |&u| self.units[u].span.overlaps(&s.span)))
-            .collect();
+        let mut out: Vec<usize> =
+            spans.iter().flat_map(|s| self.doc_units[s.doc].clone().filter(move |&u| self.units[u].span.overlaps(&s.span))).collect();
         out.sort_unstable();
         out.dedup();
         out

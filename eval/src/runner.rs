@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::budget::spend;
 use crate::index::{LeafIndex, QueryInput, Retriever, Scope};
-use crate::metrics::{score_query, Metrics};
+use crate::metrics::{Metrics, score_query};
 use crate::report::{Latency, MethodResult};
 
 /// A query as the evaluator needs it: what the retriever sees, and the gold spans.

@@ -17,8 +17,8 @@
 //! has 2n - 1 nodes: leaves `0..n` in document order, then parents `n..2n-1` in merge order; the root is
 //! the last node.
 
-use arbor_datasets::span::merge;
 use arbor_datasets::DocSpan;
+use arbor_datasets::span::merge;
 
 /// A dense similarity matrix over `n` units, row-major; only entries off the diagonal are read.
 pub struct Similarity<'a> {

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::beam::{beam_search, collapsed, cosine, BeamConfig, Layers};
-use crate::index::{top_k, Item, NodeRef, QueryInput, Retriever, Scope};
+use crate::beam::{BeamConfig, Layers, beam_search, collapsed, cosine};
+use crate::index::{Item, NodeRef, QueryInput, Retriever, Scope, top_k};
 use crate::tree::Tree;
 
 /// How a tree is searched.

@@ -24,7 +24,9 @@ fn corpus(docs: &[Vec<Vec<usize>>]) -> Corpus {
         .map(|(d, paragraphs)| {
             let text = paragraphs
                 .iter()
-                .map(|sentences| sentences.iter().map(|&w| format!("{} {}.", capital(WORDS[w % 8]), WORDS[(w / 8) % 8])).collect::<Vec<_>>().join(" "))
+                .map(|sentences| {
+                    sentences.iter().map(|&w| format!("{} {}.", capital(WORDS[w % 8]), WORDS[(w / 8) % 8])).collect::<Vec<_>>().join(" ")
+                })
                 .collect::<Vec<_>>()
                 .join("\n\n");
             Document { id: format!("d{d}"), title: String::new(), text, sections: vec![], split: None }

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use arbor_datasets::{Corpus, UnitConfig};
-use arbor_eval::{vectors_io, LeafIndex};
+use arbor_eval::{LeafIndex, vectors_io};
 use arbor_models::{DefaultBackend, SentenceEncoder};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -108,7 +108,13 @@ impl Cache {
             match path(d).exists() {
                 true => {
                     let rows = vectors_io::load(&path(d)).map_err(anyhow::Error::msg)?;
-                    anyhow::ensure!(rows.len() == range.len(), "{} holds {} vectors for {} units: delete it", path(d).display(), rows.len(), range.len());
+                    anyhow::ensure!(
+                        rows.len() == range.len(),
+                        "{} holds {} vectors for {} units: delete it",
+                        path(d).display(),
+                        rows.len(),
+                        range.len()
+                    );
                     for (u, v) in range.zip(rows) {
                         out[u] = v;
                     }
@@ -135,7 +141,13 @@ impl Cache {
 
     /// The encoder's vectors of `texts` (queries), saved as `queries-<key>.vec` under a key of the encoder
     /// and the texts; `what` names them on the progress bar.
-    pub fn text_embeddings(&self, encoder: &SentenceEncoder<DefaultBackend>, batch: usize, texts: &[&str], what: &str) -> anyhow::Result<Vec<Vec<f32>>> {
+    pub fn text_embeddings(
+        &self,
+        encoder: &SentenceEncoder<DefaultBackend>,
+        batch: usize,
+        texts: &[&str],
+        what: &str,
+    ) -> anyhow::Result<Vec<Vec<f32>>> {
         let path = self.root.join(format!("queries-{}.vec", key(&(&encoder.fingerprint, texts))));
         if path.exists() {
             let rows = vectors_io::load(&path).map_err(anyhow::Error::msg)?;

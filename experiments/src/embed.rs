@@ -4,7 +4,7 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
-use arbor_models::{default_device, DefaultBackend, EncoderConfig, ModelSource, SentenceEncoder};
+use arbor_models::{DefaultBackend, EncoderConfig, ModelSource, SentenceEncoder, default_device};
 use clap::Parser;
 use serde::Serialize;
 

@@ -4,15 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
-use arbor_datasets::loaders::Format;
+use anyhow::{Context, bail};
 use arbor_datasets::UnitConfig;
+use arbor_datasets::loaders::Format;
+use arbor_eval::Scope;
 use arbor_eval::beam::BeamConfig;
 use arbor_eval::tree_retrieval::TreeSearch;
-use arbor_eval::Scope;
+use arbor_models::EncoderConfig;
 use arbor_models::aggregator::AggregationInit;
 use arbor_models::sproutrag::SproutRagModelConfig;
-use arbor_models::EncoderConfig;
 use arbor_trainers::config::TrainConfig;
 use serde::{Deserialize, Serialize};
 
@@ -193,9 +193,8 @@ impl Experiment {
     }
 
     pub fn parse(text: &str, path: &Path) -> anyhow::Result<Self> {
-        let exp: Experiment = ron::from_str(text).map_err(|e| {
-            anyhow::anyhow!("{}:{}:{}: {}", path.display(), e.span.start.line, e.span.start.col, e.code)
-        })?;
+        let exp: Experiment =
+            ron::from_str(text).map_err(|e| anyhow::anyhow!("{}:{}:{}: {}", path.display(), e.span.start.line, e.span.start.col, e.code))?;
         exp.check()?;
         Ok(exp)
     }

@@ -5,9 +5,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 pub fn bar(len: usize, what: &str) -> ProgressBar {
     let pb = ProgressBar::new(len as u64);
     pb.set_style(
-        ProgressStyle::with_template("{msg:>18} [{bar:40}] {pos}/{len} {per_sec} eta {eta}")
-            .expect("the template is valid")
-            .progress_chars("=> "),
+        ProgressStyle::with_template("{msg:>18} [{bar:40}] {pos}/{len} {per_sec} eta {eta}").expect("the template is valid").progress_chars("=> "),
     );
     pb.set_message(what.to_owned());
     pb

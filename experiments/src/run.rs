@@ -9,17 +9,17 @@ use anyhow::Context;
 use arbor_datasets::{Corpus, TokenStarts, UnitConfig};
 use arbor_eval::bm25::Bm25;
 use arbor_eval::flat::FlatDense;
-use arbor_eval::report::{atomic_write, Inputs, Report, UnitStats};
-use arbor_eval::runner::{evaluate, EvalQuery, EvalSettings};
+use arbor_eval::report::{Inputs, Report, UnitStats, atomic_write};
+use arbor_eval::runner::{EvalQuery, EvalSettings, evaluate};
 use arbor_eval::tree_retrieval::TreeRetriever;
 use arbor_eval::{LeafIndex, QueryInput, Retriever, Scope};
-use arbor_models::{default_device, DefaultBackend, SentenceEncoder};
+use arbor_models::{DefaultBackend, SentenceEncoder, default_device};
 
-use crate::cache::{corpus_digest, Cache, Keys};
+use crate::cache::{Cache, Keys, corpus_digest};
 use crate::experiment::{Experiment, Method, SproutRagConfig};
 use crate::progress::bar;
-use crate::sproutrag::{build_index, IndexInputs, SproutRagIndex};
-use crate::trained::{record, EarlierRun, TrainedModel, Training};
+use crate::sproutrag::{IndexInputs, SproutRagIndex, build_index};
+use crate::trained::{EarlierRun, TrainedModel, Training, record};
 
 /// Trains (where a method trains) and evaluates an experiment, writing its folder under `out`; returns the
 /// folder and the report. With `resume`, the newest run folder of the experiment is reused: finished
@@ -185,7 +185,8 @@ fn leaf_index(corpus: &Corpus, units: &UnitConfig, encoder: &SentenceEncoder<Def
 /// What the encoder sees of the evaluated documents and queries.
 fn unit_stats(index: &LeafIndex, docs: &[usize], queries: &[EvalQuery], encoder: &SentenceEncoder<DefaultBackend>, max_tokens: usize) -> UnitStats {
     let limit = encoder.max_content_tokens();
-    let lengths: Vec<usize> = docs.iter().flat_map(|&d| index.doc_units[d].clone()).map(|u| index.tokens[index.units[u].doc].count(index.units[u].span)).collect();
+    let lengths: Vec<usize> =
+        docs.iter().flat_map(|&d| index.doc_units[d].clone()).map(|u| index.tokens[index.units[u].doc].count(index.units[u].span)).collect();
     let long_units = lengths.iter().filter(|&&t| t > limit).count();
     let long_queries = queries.iter().filter(|q| encoder.count_tokens(&q.input.text) > limit).count();
     UnitStats {

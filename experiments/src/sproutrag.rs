@@ -15,20 +15,20 @@ use std::path::{Path, PathBuf};
 
 use arbor_datasets::merge_pairs::merge_pairs;
 use arbor_datasets::{Corpus, DocSpan};
+use arbor_eval::LeafIndex;
 use arbor_eval::runner::EvalQuery;
 use arbor_eval::tree::{Similarity, Tree};
-use arbor_eval::LeafIndex;
 use arbor_models::aggregator::HeadAggregator;
+use arbor_models::bert::{Bert, load_bert};
 use arbor_models::sproutrag::SproutRagModel;
 use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder};
 use arbor_trainers::config::TrainConfig;
 use arbor_trainers::data::{TrainDoc, TrainQuery};
 use arbor_trainers::head_weights::AttentionDoc;
-use arbor_models::bert::{load_bert, Bert};
 use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
 
-use crate::cache::{key, Cache, Keys};
+use crate::cache::{Cache, Keys, key};
 use crate::experiment::{AttentionSource, SproutRagConfig};
 use crate::progress::bar;
 use crate::trained::{Located, TrainedModel, Training};
@@ -63,7 +63,8 @@ pub fn build_index(inputs: &IndexInputs, label: &str, config: &SproutRagConfig, 
         let model_key = model.and_then(|m| m.file_name()).map(|n| n.to_string_lossy().into_owned());
         inputs.cache.dir("trees", &key(&(&inputs.keys.encoder, config.index_settings(), model_key)))
     };
-    let record = |dir: PathBuf| TrainedModel { method: label.to_owned(), settings: config.index_settings(), encoder: inputs.keys.encoder.clone(), dir };
+    let record =
+        |dir: PathBuf| TrainedModel { method: label.to_owned(), settings: config.index_settings(), encoder: inputs.keys.encoder.clone(), dir };
     match (&config.attention, &config.training) {
         (AttentionSource::TokenBlocks { window_tokens }, training) => {
             let e = inputs.encoder;
@@ -165,7 +166,8 @@ fn train_head_weights(
     let e = inputs.encoder;
     let shape = (e.config.num_hidden_layers, e.config.num_attention_heads);
     let corpus = inputs.corpus;
-    let doc_ids: Vec<usize> = (0..corpus.documents.len()).filter(|&d| corpus.documents[d].split.as_deref() == Some(training.split.as_str())).collect();
+    let doc_ids: Vec<usize> =
+        (0..corpus.documents.len()).filter(|&d| corpus.documents[d].split.as_deref() == Some(training.split.as_str())).collect();
     let Located { dir: train_dir, may_train } = inputs.training.locate(label, config, &inputs.keys.encoder, || {
         let data = inputs.keys.of_docs(&doc_ids);
         inputs.cache.dir("train", &key(&(&inputs.keys.encoder, "head-weights", window_tokens, config.aggregation, training, data)))
@@ -201,7 +203,12 @@ fn train_head_weights(
 /// in the cache folder `train-<key>` (checkpoints/, tb/, log.jsonl; key: the encoder, the settings, the
 /// training documents and queries): a finished training (or the earlier run's model under `evaluate
 /// --from`) is read back, an interrupted one continues from its last checkpoint.
-fn train_model(inputs: &IndexInputs, label: &str, config: &SproutRagConfig, training: &TrainConfig) -> anyhow::Result<(SproutRagModel<DefaultBackend>, PathBuf)> {
+fn train_model(
+    inputs: &IndexInputs,
+    label: &str,
+    config: &SproutRagConfig,
+    training: &TrainConfig,
+) -> anyhow::Result<(SproutRagModel<DefaultBackend>, PathBuf)> {
     let (corpus, index, encoder, keys) = (inputs.corpus, inputs.index, inputs.encoder, inputs.keys);
     // Training queries by the document of their first gold span.
     let mut by_doc: BTreeMap<usize, Vec<&arbor_datasets::Query>> = BTreeMap::new();
@@ -293,7 +300,12 @@ fn train_model(inputs: &IndexInputs, label: &str, config: &SproutRagConfig, trai
 }
 
 /// Pooled vectors of `texts` through the model's fine-tuned encoder, in batches.
-fn own_pooled(model: &SproutRagModel<DefaultBackend>, encoder: &SentenceEncoder<DefaultBackend>, texts: &[&str], batch: usize) -> Tensor<DefaultBackend, 2> {
+fn own_pooled(
+    model: &SproutRagModel<DefaultBackend>,
+    encoder: &SentenceEncoder<DefaultBackend>,
+    texts: &[&str],
+    batch: usize,
+) -> Tensor<DefaultBackend, 2> {
     let ids = encoder.tokenize(texts);
     let rows: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
     let parts: Vec<Tensor<DefaultBackend, 2>> = rows.chunks(batch.max(1)).map(|b| model.pool(b, encoder.device())).collect();
@@ -303,10 +315,7 @@ fn own_pooled(model: &SproutRagModel<DefaultBackend>, encoder: &SentenceEncoder<
 /// The unit holding most of a query's gold text (ties: the earlier unit).
 fn positive_unit(units: &[DocSpan], gold: &[DocSpan]) -> Option<usize> {
     let overlap = |u: &DocSpan| -> usize {
-        gold.iter()
-            .filter(|g| g.doc == u.doc)
-            .map(|g| g.span.end.min(u.span.end).saturating_sub(g.span.start.max(u.span.start)))
-            .sum()
+        gold.iter().filter(|g| g.doc == u.doc).map(|g| g.span.end.min(u.span.end).saturating_sub(g.span.start.max(u.span.start))).sum()
     };
     let (best, amount) = units.iter().enumerate().map(|(i, u)| (i, overlap(u))).fold((0, 0), |a, b| if b.1 > a.1 { b } else { a });
     (amount > 0).then_some(best)

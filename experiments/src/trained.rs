@@ -69,7 +69,13 @@ pub struct Located {
 impl Training {
     /// The training folder for the method `label` with `settings`: `cache_dir` (where `train` trains) or
     /// the earlier run's. An error names the run folder and the method when there is no such model.
-    pub fn locate(&self, label: &str, settings: &SproutRagConfig, encoder: &str, cache_dir: impl FnOnce() -> anyhow::Result<PathBuf>) -> anyhow::Result<Located> {
+    pub fn locate(
+        &self,
+        label: &str,
+        settings: &SproutRagConfig,
+        encoder: &str,
+        cache_dir: impl FnOnce() -> anyhow::Result<PathBuf>,
+    ) -> anyhow::Result<Located> {
         match self {
             Training::Allowed => Ok(Located { dir: cache_dir()?, may_train: true }),
             Training::Never(None) => anyhow::bail!(

@@ -28,7 +28,11 @@ fn the_encoder_is_fine_tuned_in_its_own_optimizer_group() {
     let (dir, report) = run(&exp, out.path(), false).unwrap();
     let m = &report.methods[0].metrics;
     assert!(m.ie_mean > 5.0 && m.hit[2] > 70.0, "IE {} hit@5 {}", m.ie_mean, m.hit[2]);
-    let train = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.is_dir() && p.file_name().unwrap().to_str().unwrap().starts_with("train-")).unwrap();
+    let train = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir() && p.file_name().unwrap().to_str().unwrap().starts_with("train-"))
+        .unwrap();
     let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(train.join("checkpoints/state.json")).unwrap()).unwrap();
     assert_eq!(state["complete"], true);
     let files: Vec<&str> = state["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();

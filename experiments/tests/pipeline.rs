@@ -57,7 +57,8 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     let train = trained.iter().find(|t| std::fs::read_to_string(t.join("log.jsonl")).unwrap().contains("loss/ret")).unwrap();
     let weights = trained.iter().find(|t| *t != train).unwrap();
     let log = std::fs::read_to_string(weights.join("log.jsonl")).unwrap();
-    let entropy: Vec<f64> = log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["head_weight_entropy"].as_f64()).collect();
+    let entropy: Vec<f64> =
+        log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["head_weight_entropy"].as_f64()).collect();
     assert!(entropy.last().unwrap() < &(72f64.ln() - 1e-3), "the learned head weights moved off uniform: {entropy:?}");
     let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(train.join("checkpoints/state.json")).unwrap()).unwrap();
     let steps = state["step"].as_u64().unwrap() as usize;
@@ -184,9 +185,19 @@ fn a_document_added_in_front_leaves_the_others_artefacts_untouched() {
     std::env::set_current_dir(workspace()).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let fixture = Path::new("experiments/fixtures/squad-mini");
-    let docs: Vec<String> = std::fs::read_to_string(fixture.join("documents.jsonl")).unwrap().lines().filter(|l| l.contains(r#""split": "test""#)).map(String::from).collect();
+    let docs: Vec<String> = std::fs::read_to_string(fixture.join("documents.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(r#""split": "test""#))
+        .map(String::from)
+        .collect();
     assert_eq!(docs.len(), 2);
-    let queries: String = std::fs::read_to_string(fixture.join("queries.jsonl")).unwrap().lines().filter(|l| l.contains(r#""split": "test""#)).map(|l| format!("{l}\n")).collect();
+    let queries: String = std::fs::read_to_string(fixture.join("queries.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(r#""split": "test""#))
+        .map(|l| format!("{l}\n"))
+        .collect();
     let write = |name: &str, docs: &[String]| {
         let dir = tmp.path().join(name);
         std::fs::create_dir_all(&dir).unwrap();

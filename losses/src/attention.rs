@@ -25,8 +25,8 @@ pub fn attention_structure<B: Backend>(m: Tensor<B, 2>, pairs: &[(usize, usize)]
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arbor_models::aggregator::{AggregationInit, HeadAggregator};
     use arbor_models::DefaultBackend;
+    use arbor_models::aggregator::{AggregationInit, HeadAggregator};
     use burn::backend::Autodiff;
     use burn::module::Param;
 

@@ -15,12 +15,7 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor};
 
-pub fn info_nce<B: Backend>(
-    queries: Tensor<B, 2>,
-    positives: Tensor<B, 2>,
-    hard_negatives: Option<Tensor<B, 2>>,
-    tau: f64,
-) -> Tensor<B, 1> {
+pub fn info_nce<B: Backend>(queries: Tensor<B, 2>, positives: Tensor<B, 2>, hard_negatives: Option<Tensor<B, 2>>, tau: f64) -> Tensor<B, 1> {
     let [n, _] = queries.dims();
     let candidates = match hard_negatives {
         Some(h) => Tensor::cat(vec![positives, h], 0),

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use arbor_datasets::loaders::load_jsonl;
 use arbor_datasets::sentences::split_sentences;
-use arbor_models::{default_device, hub, DefaultBackend, EncoderConfig, SentenceEncoder};
+use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder, default_device, hub};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -50,7 +50,11 @@ fn main() -> anyhow::Result<()> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("| encoder ({N} sentences of 20-40 tokens, batch {BATCH}, best of {REPEATS}) | sentences/s | threads |");
     println!("|---|---|---|");
-    println!("| arbor (Burn {}, {}) | {arbor:.1} | {threads} |", "ndarray", std::any::type_name::<DefaultBackend>().rsplit("::").next().unwrap_or(""));
+    println!(
+        "| arbor (Burn {}, {}) | {arbor:.1} | {threads} |",
+        "ndarray",
+        std::any::type_name::<DefaultBackend>().rsplit("::").next().unwrap_or("")
+    );
     let file = std::env::temp_dir().join(format!("arbor-bench-{}.txt", std::process::id()));
     std::fs::write(&file, sentences.join("\n") + "\n")?;
     let model_dir = hub::resolve(&config.model)?;

@@ -10,9 +10,9 @@ use burn::tensor::{Bool, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use tokenizers::Tokenizer;
 
-use crate::bert::{load_bert, Bert, BertConfig};
+use crate::bert::{Bert, BertConfig, load_bert};
 use crate::error::ModelError;
-use crate::hub::{resolve, ModelDir, ModelSource};
+use crate::hub::{ModelDir, ModelSource, resolve};
 
 /// How to build the sentence encoder. Lives in the experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -19,7 +19,7 @@ pub mod sllm;
 pub mod sproutrag;
 pub mod unit_attention;
 
-pub use backend::{default_device, DefaultBackend};
+pub use backend::{DefaultBackend, default_device};
 pub use encoder::{EncoderConfig, SentenceEncoder};
 pub use error::ModelError;
 pub use hub::ModelSource;

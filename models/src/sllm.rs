@@ -12,7 +12,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use crate::bert::model::{padding_bias, BertLayer};
+use crate::bert::model::{BertLayer, padding_bias};
 
 /// Sizes of the sentence-level transformer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

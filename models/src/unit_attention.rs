@@ -59,10 +59,8 @@ impl<B: Backend> SentenceEncoder<B> {
         let mut sums = vec![0.0f32; layers * heads * n * n];
         let mut counts = vec![0u32; n * n];
         for chunk in wins.chunks(batch_size.max(1)) {
-            let ids: Vec<Vec<u32>> = chunk
-                .iter()
-                .map(|&(s, c)| std::iter::once(cls).chain(pieces[s..s + c].iter().flatten().copied()).chain([sep]).collect())
-                .collect();
+            let ids: Vec<Vec<u32>> =
+                chunk.iter().map(|&(s, c)| std::iter::once(cls).chain(pieces[s..s + c].iter().flatten().copied()).chain([sep]).collect()).collect();
             let batch: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
             let (input, mask) = self.pad(&batch);
             let t = input.dims()[1];

@@ -2,7 +2,7 @@
 //! scripts/make_parity_fixture.py) must embed to cosine >= 0.999 with the reference vector.
 //! The default encoder is fetched into `$ARBOR_HOME` on first use.
 
-use arbor_models::{default_device, DefaultBackend, EncoderConfig, SentenceEncoder};
+use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder, default_device};
 
 fn fixture() -> Vec<(String, Vec<f32>)> {
     include_str!("fixtures/parity.jsonl")

@@ -2,7 +2,7 @@
 //! tokenization alone and agree with tokenizing the span's text.
 
 use arbor_datasets::{Span, TokenStarts};
-use arbor_models::{default_device, DefaultBackend, EncoderConfig, SentenceEncoder};
+use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder, default_device};
 
 #[test]
 fn token_starts_are_byte_offsets_and_count_spans_as_the_tokenizer_does() {

@@ -1,6 +1,6 @@
 //! Token-block attention between units with the real encoder: shape, range, and the sliding window.
 
-use arbor_models::{default_device, DefaultBackend, EncoderConfig, SentenceEncoder};
+use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder, default_device};
 
 #[test]
 fn unit_attention_has_one_block_per_head_and_zero_outside_shared_windows() {

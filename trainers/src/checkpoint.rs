@@ -59,11 +59,8 @@ pub fn state(dir: &Path) -> anyhow::Result<Option<CheckpointState>> {
 
 /// Loads one recorded item of a committed state.
 pub fn load<B: Backend, R: Record<B>>(dir: &Path, state: &CheckpointState, name: &str, device: &B::Device) -> anyhow::Result<R> {
-    let file = state
-        .files
-        .iter()
-        .find(|f| f.starts_with(&format!("{name}-")))
-        .with_context(|| format!("checkpoint step {} has no {name}", state.step))?;
+    let file =
+        state.files.iter().find(|f| f.starts_with(&format!("{name}-"))).with_context(|| format!("checkpoint step {} has no {name}", state.step))?;
     let path: PathBuf = dir.join(file);
     Rec::new().load(path.clone(), device).with_context(|| format!("cannot load {}", path.display()))
 }

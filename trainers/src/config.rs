@@ -83,11 +83,7 @@ impl TrainConfig {
     /// The learning-rate factor at `step` of `total`: linear warmup, then linear decay to 0.
     pub fn schedule(&self, step: usize, total: usize) -> f64 {
         let warmup = ((self.warmup_fraction * total as f64).ceil() as usize).max(1);
-        if step < warmup {
-            (step + 1) as f64 / warmup as f64
-        } else {
-            ((total - step) as f64 / (total - warmup).max(1) as f64).clamp(0.0, 1.0)
-        }
+        if step < warmup { (step + 1) as f64 / warmup as f64 } else { ((total - step) as f64 / (total - warmup).max(1) as f64).clamp(0.0, 1.0) }
     }
 }
 

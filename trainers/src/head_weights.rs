@@ -16,16 +16,16 @@ use std::path::Path;
 
 use anyhow::bail;
 use arbor_losses::attention_structure;
-use arbor_models::aggregator::{AggregationInit, HeadAggregator};
 use arbor_models::DefaultBackend;
+use arbor_models::aggregator::{AggregationInit, HeadAggregator};
 use burn::backend::Autodiff;
 use burn::module::{AutodiffModule, Module};
 use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
-use rand::seq::SliceRandom;
 use rand::SeedableRng;
+use rand::seq::SliceRandom;
 
 use crate::checkpoint;
 use crate::config::TrainConfig;
@@ -83,7 +83,15 @@ pub fn train(
         model = optim.step(config.lr_aggregation * factor, model, grads);
         let done = step + 1;
         let entropy = entropy(&model.valid());
-        logger.log(done, &[("loss/attn", f64::from(value)), ("lr/aggregation", config.lr_aggregation * factor), ("head_weight_entropy", entropy), ("epoch", epoch as f64)])?;
+        logger.log(
+            done,
+            &[
+                ("loss/attn", f64::from(value)),
+                ("lr/aggregation", config.lr_aggregation * factor),
+                ("head_weight_entropy", entropy),
+                ("epoch", epoch as f64),
+            ],
+        )?;
         if done % docs.len() == 0 && !holdout.is_empty() {
             logger.log(done, &[("eval/attn", holdout_loss(&model.valid(), config, holdout, (layers, heads)))])?;
         }

@@ -17,24 +17,24 @@ use std::path::Path;
 
 use anyhow::bail;
 use arbor_datasets::{Corpus, DocSpan};
-use arbor_eval::metrics::{score_query, Metrics};
-use arbor_eval::index::top_k;
 use arbor_eval::Item;
+use arbor_eval::index::top_k;
+use arbor_eval::metrics::{Metrics, score_query};
 use arbor_losses::{attention_structure, info_nce, vae_loss};
+use arbor_models::DefaultBackend;
 use arbor_models::aggregator::AggregationInit;
 use arbor_models::bert::Bert;
 use arbor_models::sproutrag::{SproutRagModel, SproutRagModelConfig};
-use arbor_models::DefaultBackend;
 use burn::backend::Autodiff;
 use burn::module::{AutodiffModule, Module};
-use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
 use burn::optim::grad_clipping::GradientClippingConfig;
+use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use crate::checkpoint;
 use crate::config::TrainConfig;
-use crate::data::{epoch_batches, Batch, TrainDoc, TrainQuery};
+use crate::data::{Batch, TrainDoc, TrainQuery, epoch_batches};
 use crate::logger::Logger;
 
 type A = Autodiff<DefaultBackend>;
@@ -60,14 +60,17 @@ pub fn train(
     let device = Default::default();
     <A as Backend>::seed(&device, config.seed);
     let (d_input, vocab) = dims;
-    anyhow::ensure!(encoder.is_some() != config.freeze_encoder, "training.freeze_encoder is {} but the encoder was {}given", config.freeze_encoder, if encoder.is_some() { "" } else { "not " });
+    anyhow::ensure!(
+        encoder.is_some() != config.freeze_encoder,
+        "training.freeze_encoder is {} but the encoder was {}given",
+        config.freeze_encoder,
+        if encoder.is_some() { "" } else { "not " }
+    );
     let mut model: SproutRagModel<A> = model_config.init(d_input, vocab, aggregation, &device);
     if let Some(encoder) = encoder {
         model = model.with_encoder(encoder);
     }
-    let adamw = AdamWConfig::new()
-        .with_weight_decay(config.weight_decay)
-        .with_grad_clipping(Some(GradientClippingConfig::Norm(config.grad_clip)));
+    let adamw = AdamWConfig::new().with_weight_decay(config.weight_decay).with_grad_clipping(Some(GradientClippingConfig::Norm(config.grad_clip)));
     let mut optim_agg = adamw.init::<A, SproutRagModel<A>>();
     let mut optim_new = adamw.init::<A, SproutRagModel<A>>();
     let mut optim_enc = adamw.init::<A, SproutRagModel<A>>();
@@ -251,7 +254,8 @@ pub fn evaluate(model: &SproutRagModel<DefaultBackend>, corpus: &Corpus, docs: &
             let qv = &eq[qi * dm..(qi + 1) * dm];
             let scores = (0..n).map(|u| (u, arbor_eval::beam::cosine(qv, &units[u * dm..(u + 1) * dm])));
             let items: Vec<Item> = top_k(scores, 10).into_iter().map(|(u, s)| Item::unit(doc.units[u], s)).collect();
-            let gold_units: Vec<DocSpan> = doc.units.iter().filter(|u| q.gold.iter().any(|g| g.doc == u.doc && g.span.overlaps(&u.span))).copied().collect();
+            let gold_units: Vec<DocSpan> =
+                doc.units.iter().filter(|u| q.gold.iter().any(|g| g.doc == u.doc && g.span.overlaps(&u.span))).copied().collect();
             per_query.push(score_query(corpus, &q.gold, &gold_units, &items));
         }
     }

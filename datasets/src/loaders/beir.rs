@@ -52,10 +52,8 @@ pub fn load_beir(dir: &Path, split: &str) -> Result<Corpus, DataError> {
             relevant.entry(qid.to_owned()).or_default().push(did.to_owned());
         }
     }
-    let documents: Vec<Document> = docs
-        .into_iter()
-        .map(|d| Document { id: d.id, title: d.title, text: d.text, sections: vec![], split: None })
-        .collect();
+    let documents: Vec<Document> =
+        docs.into_iter().map(|d| Document { id: d.id, title: d.title, text: d.text, sections: vec![], split: None }).collect();
     let lengths: HashMap<&str, usize> = documents.iter().map(|d| (d.id.as_str(), d.text.len())).collect();
     let mut queries = Vec::new();
     for q in raw_queries {
@@ -63,9 +61,9 @@ pub fn load_beir(dir: &Path, split: &str) -> Result<Corpus, DataError> {
         let evidence = dids
             .iter()
             .map(|d| {
-                let end = *lengths.get(d.as_str()).ok_or_else(|| {
-                    DataError::invalid(&qrels_path, format!("query {:?} names unknown document {d:?}", q.id))
-                })?;
+                let end = *lengths
+                    .get(d.as_str())
+                    .ok_or_else(|| DataError::invalid(&qrels_path, format!("query {:?} names unknown document {d:?}", q.id)))?;
                 Ok(Evidence { doc_id: d.clone(), start: 0, end })
             })
             .collect::<Result<_, DataError>>()?;
@@ -85,7 +83,8 @@ mod tests {
     fn relevant_documents_are_whole_document_gold() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path();
-        std::fs::write(p.join("corpus.jsonl"), "{\"_id\": \"d1\", \"title\": \"T\", \"text\": \"abc\"}\n{\"_id\": \"d2\", \"text\": \"hello\"}\n").unwrap();
+        std::fs::write(p.join("corpus.jsonl"), "{\"_id\": \"d1\", \"title\": \"T\", \"text\": \"abc\"}\n{\"_id\": \"d2\", \"text\": \"hello\"}\n")
+            .unwrap();
         std::fs::write(p.join("queries.jsonl"), "{\"_id\": \"q1\", \"text\": \"hi\"}\n{\"_id\": \"q2\", \"text\": \"x\"}\n").unwrap();
         std::fs::create_dir(p.join("qrels")).unwrap();
         std::fs::write(p.join("qrels/test.tsv"), "query-id\tcorpus-id\tscore\nq1\td2\t1\nq2\td1\t0\n").unwrap();

@@ -191,7 +191,14 @@ fn v03_paper(id: &str, v: &Value) -> Result<Paper, String> {
         })
         .collect::<Result<_, String>>()
         .map_err(ctx)?;
-    Ok(Paper { id: id.to_owned(), title: str_field(v, "title").map_err(ctx)?, abstract_: v["abstract"].as_str().unwrap_or("").to_owned(), sections, captions, qas })
+    Ok(Paper {
+        id: id.to_owned(),
+        title: str_field(v, "title").map_err(ctx)?,
+        abstract_: v["abstract"].as_str().unwrap_or("").to_owned(),
+        sections,
+        captions,
+        qas,
+    })
 }
 
 fn hf_paper(v: &Value) -> Result<Paper, String> {
@@ -199,12 +206,7 @@ fn hf_paper(v: &Value) -> Result<Paper, String> {
     let ctx = |m: String| format!("paper {id:?}: {m}");
     let names = strings(&v["full_text"]["section_name"], "full_text.section_name").map_err(ctx)?;
     let paras = v["full_text"]["paragraphs"].as_array().ok_or_else(|| ctx("full_text.paragraphs is not a list".into()))?;
-    let sections = names
-        .into_iter()
-        .zip(paras)
-        .map(|(n, p)| Ok((n, strings(p, "paragraphs")?)))
-        .collect::<Result<_, String>>()
-        .map_err(ctx)?;
+    let sections = names.into_iter().zip(paras).map(|(n, p)| Ok((n, strings(p, "paragraphs")?))).collect::<Result<_, String>>().map_err(ctx)?;
     let captions = strings(&v["figures_and_tables"]["caption"], "captions").unwrap_or_default();
     let q = &v["qas"];
     let questions = strings(&q["question"], "qas.question").map_err(ctx)?;
@@ -216,7 +218,14 @@ fn hf_paper(v: &Value) -> Result<Paper, String> {
         .zip(answers)
         .map(|((question, id), a)| Qa { id, question, answers: a["answer"].as_array().cloned().unwrap_or_default() })
         .collect();
-    Ok(Paper { id: id.clone(), title: str_field(v, "title").map_err(ctx)?, abstract_: v["abstract"].as_str().unwrap_or("").to_owned(), sections, captions, qas })
+    Ok(Paper {
+        id: id.clone(),
+        title: str_field(v, "title").map_err(ctx)?,
+        abstract_: v["abstract"].as_str().unwrap_or("").to_owned(),
+        sections,
+        captions,
+        qas,
+    })
 }
 
 #[cfg(test)]
@@ -261,8 +270,7 @@ mod tests {
         assert_eq!(a.queries, b.queries);
         let d = &a.documents[0];
         assert_eq!(d.text, "We study X.\n\nFirst para.\n\nData para. Two.\n\nModel para.\n\nTable 1: Scores.");
-        let titles: Vec<(&str, usize, &str)> =
-            d.sections.iter().map(|s| (s.title.as_str(), s.level, &d.text[s.start..s.end])).collect();
+        let titles: Vec<(&str, usize, &str)> = d.sections.iter().map(|s| (s.title.as_str(), s.level, &d.text[s.start..s.end])).collect();
         assert_eq!(
             titles,
             vec![

@@ -83,33 +83,20 @@ pub fn load_squad(path: &Path, train_articles: Option<usize>) -> Result<Corpus, 
                     id: qa.id.clone(),
                     text: qa.question.clone(),
                     doc_ids: vec![article.title.clone()],
-                    evidence: evidence
-                        .into_iter()
-                        .map(|s| Evidence { doc_id: article.title.clone(), start: s.start, end: s.end })
-                        .collect(),
+                    evidence: evidence.into_iter().map(|s| Evidence { doc_id: article.title.clone(), start: s.start, end: s.end }).collect(),
                     answers,
                     split: split.clone(),
                 });
             }
         }
-        documents.push(Document {
-            id: article.title.clone(),
-            title: article.title.replace('_', " "),
-            text: doc_text,
-            sections: vec![],
-            split,
-        });
+        documents.push(Document { id: article.title.clone(), title: article.title.replace('_', " "), text: doc_text, sections: vec![], split });
     }
     Corpus::new(documents, queries, path)
 }
 
 /// The byte span of an answer inside its paragraph, from its character offset and its text.
 fn answer_bytes(context: &str, answer: &Answer) -> Option<Span> {
-    let start = if answer.answer_start == context.chars().count() {
-        context.len()
-    } else {
-        context.char_indices().nth(answer.answer_start)?.0
-    };
+    let start = if answer.answer_start == context.chars().count() { context.len() } else { context.char_indices().nth(answer.answer_start)?.0 };
     let len: usize = context[start..].chars().take(answer.text.chars().count()).map(char::len_utf8).sum();
     Some(Span::new(start, start + len))
 }

@@ -1,7 +1,7 @@
 //! `arbor`: the umbrella command (`arbor embed`, `arbor evaluate`, `arbor train`).
 
-use arbor_experiments::cli::{evaluate, train, EvaluateArgs, TrainArgs};
-use arbor_experiments::embed::{embed, EmbedArgs};
+use arbor_experiments::cli::{EvaluateArgs, TrainArgs, evaluate, train};
+use arbor_experiments::embed::{EmbedArgs, embed};
 use clap::{Parser, Subcommand};
 
 // mimalloc reuses the large tensor buffers that glibc's malloc maps and unmaps on every op (about 20 %

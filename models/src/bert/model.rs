@@ -64,9 +64,7 @@ impl<B: Backend> Bert<B> {
         let positions = Tensor::<B, 1, Int>::arange(0..tokens as i64, &device).unsqueeze::<2>().repeat_dim(0, batch);
         let token_types = Tensor::<B, 2, Int>::zeros([batch, tokens], &device);
         let e = &self.embeddings;
-        let x = e.word_embeddings.forward(input_ids)
-            + e.position_embeddings.forward(positions)
-            + e.token_type_embeddings.forward(token_types);
+        let x = e.word_embeddings.forward(input_ids) + e.position_embeddings.forward(positions) + e.token_type_embeddings.forward(token_types);
         let mut x = e.layer_norm.forward(x); // [batch, tokens, hidden]
         let key_bias = padding_bias(mask);
         let mut attentions = Vec::new();

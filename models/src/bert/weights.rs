@@ -90,10 +90,7 @@ impl<B: Backend> Weights<'_, B> {
             }
         }
         let bias = self.values(&format!("{name}.bias"), &[d_out])?;
-        Ok(Linear {
-            weight: Param::from_tensor(self.tensor(t, [d_in, d_out])),
-            bias: Some(Param::from_tensor(self.tensor(bias, [d_out]))),
-        })
+        Ok(Linear { weight: Param::from_tensor(self.tensor(t, [d_in, d_out])), bias: Some(Param::from_tensor(self.tensor(bias, [d_out]))) })
     }
 
     fn layer_norm(&self, name: &str, d: usize, eps: f64) -> Result<LayerNorm<B>, ModelError> {
