@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 use arbor_eval::report::atomic_write;
 use serde::Serialize;
 
+use arbor_experiments::methods::{MethodKind, SearchKind, SproutAttention};
+
 use crate::runner::{SweepOutcome, run_sweep};
 use crate::sweep::LoadedSweep;
 use crate::table::Row;
@@ -180,7 +182,18 @@ fn ours_table(sweep: &SweepOutcome) -> String {
 }
 
 fn is_baseline(r: &Row) -> bool {
-    matches!(r.method.as_str(), "Flat" | "BM25")
+    !r.method.is_sproutrag()
+}
+
+/// The IE mean of the row of a SproutRAG tree with this attention whose first axis has value `value`.
+fn sproutrag_ie(sweep: &SweepOutcome, attention: SproutAttention, value: &str) -> Option<f64> {
+    sweep
+        .rows
+        .iter()
+        .find(|r| {
+            matches!(r.method, MethodKind::SproutRag { attention: a, .. } if a == attention) && r.settings.first().is_some_and(|(_, v)| v == value)
+        })
+        .map(|r| r.result.metrics.ie_mean)
 }
 
 /// The three IE readings of a row (DESIGN.md, "Metrics"), each with the name it goes by in the reports.
@@ -233,7 +246,7 @@ fn best_by_method(rows: &[Row]) -> BTreeMap<String, (String, f64)> {
     let mut best: BTreeMap<String, (String, f64)> = BTreeMap::new();
     for r in rows {
         let ie = r.result.metrics.ie_mean;
-        let entry = best.entry(r.method.clone()).or_insert((r.settings[0].1.clone(), ie));
+        let entry = best.entry(r.method_name()).or_insert((r.settings[0].1.clone(), ie));
         if ie > entry.1 {
             *entry = (r.settings[0].1.clone(), ie);
         }
@@ -246,7 +259,7 @@ fn plots(sweep: &SweepOutcome, stems: &[&str]) -> Vec<String> {
 }
 
 fn beam_width(sweep: &SweepOutcome) -> Section {
-    let rows: Vec<Row> = sweep.rows.iter().filter(|r| r.method.contains("beam")).cloned().collect();
+    let rows: Vec<Row> = sweep.rows.iter().filter(|r| matches!(r.method, MethodKind::SproutRag { search: SearchKind::Beam, .. })).cloned().collect();
     let best = best_by_method(&rows);
     let holds = (!best.is_empty()).then(|| best.values().all(|(b, _)| b == "5"));
     let verdict = best.iter().map(|(m, (b, ie))| format!("`{m}`: best b = {b} (IE {ie:.1})")).collect::<Vec<_>>().join("; ");
@@ -263,17 +276,11 @@ fn beam_width(sweep: &SweepOutcome) -> Section {
 }
 
 fn layers(sweep: &SweepOutcome) -> Section {
-    let ie = |method: &str, search: &str| {
-        sweep
-            .rows
-            .iter()
-            .find(|r| r.method.starts_with(method) && r.settings.first().is_some_and(|(_, v)| v == search))
-            .map(|r| r.result.metrics.ie_mean)
-    };
     let mut verdicts = Vec::new();
     let mut holds = None;
-    for method in ["SproutRAG untrained", "SproutRAG trained"] {
-        if let (Some(all), Some(leaves), Some(upper)) = (ie(method, "Collapsed"), ie(method, "LeavesOnly"), ie(method, "UpperOnly")) {
+    for (attention, method) in [(SproutAttention::Untrained, "SproutRAG untrained"), (SproutAttention::Trained, "SproutRAG trained")] {
+        let ie = |search: &str| sproutrag_ie(sweep, attention, search);
+        if let (Some(all), Some(leaves), Some(upper)) = (ie("Collapsed"), ie("LeavesOnly"), ie("UpperOnly")) {
             let h = all > leaves.max(upper);
             holds = Some(holds.unwrap_or(true) && h);
             verdicts.push(format!("{method}: all nodes IE {all:.1}, leaves only {leaves:.1}, upper nodes only {upper:.1}"));
@@ -293,13 +300,7 @@ fn layers(sweep: &SweepOutcome) -> Section {
 }
 
 fn aggregation(sweep: &SweepOutcome) -> Section {
-    let ie = |label: &str| {
-        sweep
-            .rows
-            .iter()
-            .find(|r| r.method.starts_with("SproutRAG trained") && r.settings.first().is_some_and(|(_, v)| v == label))
-            .map(|r| r.result.metrics.ie_mean)
-    };
+    let ie = |label: &str| sproutrag_ie(sweep, SproutAttention::Trained, label);
     let (holds, verdict) = match (ie("learned"), ie("uniform")) {
         (Some(learned), Some(uniform)) => (
             Some(learned > uniform),
@@ -344,7 +345,11 @@ fn chunking(sweep: &SweepOutcome) -> Section {
          the share of gold evidence spans contained in the top 5 units, our closest match to the paper's Recall@5.\n",
     );
     let recall = |n: &str| {
-        sweep.rows.iter().find(|r| r.method == "Flat" && r.settings.first().is_some_and(|(_, v)| v == n)).map(|r| r.result.metrics.evidence_recall[2])
+        sweep
+            .rows
+            .iter()
+            .find(|r| r.method == MethodKind::Flat && r.settings.first().is_some_and(|(_, v)| v == n))
+            .map(|r| r.result.metrics.evidence_recall[2])
     };
     let (holds, verdict) = match (recall("1"), recall("5")) {
         (Some(one), Some(five)) => (
@@ -372,11 +377,18 @@ mod tests {
     use arbor_eval::report::Latency;
     use arbor_eval::{MethodResult, Metrics};
 
-    fn row(axis: &str, value: &str, method: &str, ie: f64) -> Row {
+    const TRAINED_BEAM: MethodKind = MethodKind::SproutRag { attention: SproutAttention::Trained, search: SearchKind::Beam };
+
+    fn trained(search: SearchKind) -> MethodKind {
+        MethodKind::SproutRag { attention: SproutAttention::Trained, search }
+    }
+
+    fn row(axis: &str, value: &str, method: MethodKind, ie: f64) -> Row {
         Row {
             run: format!("{axis}={value}"),
             settings: vec![(axis.into(), value.into())],
-            method: method.into(),
+            method,
+            instance: None,
             result: MethodResult {
                 name: format!("{method} ({value})"),
                 metrics: Metrics { ie_mean: ie, generous: reading(ie), strict: reading(ie), ..Default::default() },
@@ -397,7 +409,7 @@ mod tests {
 
     #[test]
     fn the_margin_in_the_reference_reading_decides_table_1() {
-        let s = sweep("x", vec![row("x", "a", "Flat", 21.0), row("x", "a", "BM25", 24.0), row("x", "a", "SproutRAG trained, beam", 29.0)]);
+        let s = sweep("x", vec![row("x", "a", MethodKind::Flat, 21.0), row("x", "a", MethodKind::Bm25, 24.0), row("x", "a", TRAINED_BEAM, 29.0)]);
         let section = table1(&s);
         assert_eq!(section.holds, Some(true));
         assert!(
@@ -405,11 +417,11 @@ mod tests {
             "{}",
             section.verdict
         );
-        let s = sweep("x", vec![row("x", "a", "BM25", 24.0), row("x", "a", "SproutRAG trained, beam", 25.0)]);
+        let s = sweep("x", vec![row("x", "a", MethodKind::Bm25, 24.0), row("x", "a", TRAINED_BEAM, 25.0)]);
         assert_eq!(table1(&s).holds, Some(false));
         // Ahead in the reference reading, behind in characters: the verdict follows the paper's reading and
         // says both.
-        let mut rows = vec![row("x", "a", "BM25", 24.0), row("x", "a", "SproutRAG trained, beam", 20.0)];
+        let mut rows = vec![row("x", "a", MethodKind::Bm25, 24.0), row("x", "a", TRAINED_BEAM, 20.0)];
         rows[1].result.metrics.generous.ie_mean = 40.0;
         let section = table1(&sweep("x", rows));
         assert_eq!(section.holds, Some(true));
@@ -424,10 +436,10 @@ mod tests {
     #[test]
     fn the_best_beam_width_is_found_per_method() {
         let rows = vec![
-            row("beam_width", "1", "SproutRAG trained, beam", 3.0),
-            row("beam_width", "5", "SproutRAG trained, beam", 9.0),
-            row("beam_width", "10", "SproutRAG trained, beam", 8.0),
-            row("beam_width", "5", "Flat", 21.0),
+            row("beam_width", "1", TRAINED_BEAM, 3.0),
+            row("beam_width", "5", TRAINED_BEAM, 9.0),
+            row("beam_width", "10", TRAINED_BEAM, 8.0),
+            row("beam_width", "5", MethodKind::Flat, 21.0),
         ];
         let section = beam_width(&sweep("beam_width", rows.clone()));
         assert_eq!(section.holds, Some(true));
@@ -441,9 +453,9 @@ mod tests {
     fn the_layer_claim_needs_all_layers_to_win() {
         let rows = |all: f64| {
             vec![
-                row("search", "LeavesOnly", "SproutRAG trained, leaves only", 21.0),
-                row("search", "UpperOnly", "SproutRAG trained, upper only", 6.0),
-                row("search", "Collapsed", "SproutRAG trained, collapsed", all),
+                row("search", "LeavesOnly", trained(SearchKind::LeavesOnly), 21.0),
+                row("search", "UpperOnly", trained(SearchKind::UpperOnly), 6.0),
+                row("search", "Collapsed", trained(SearchKind::Collapsed), all),
             ]
         };
         assert_eq!(layers(&sweep("search", rows(13.0))).holds, Some(false));

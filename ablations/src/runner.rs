@@ -16,6 +16,7 @@ use arbor_eval::Report;
 use arbor_eval::report::{Inputs, atomic_write};
 use arbor_experiments::cache::{Cache, key};
 use arbor_experiments::experiment::{Experiment, Method};
+use arbor_experiments::methods::MethodKind;
 use arbor_experiments::run::{current_inputs, run_in};
 use arbor_experiments::trained::Training;
 use serde::{Deserialize, Serialize};
@@ -152,7 +153,7 @@ fn finished(run_dir: &Path, exp: &Experiment) -> anyhow::Result<Option<Report>> 
     Ok(Some(serde_json::from_str(&text).with_context(|| format!("{} is damaged: delete it to rerun", report.display()))?))
 }
 
-/// One row per method; methods with the same short name are told apart by their position.
+/// One row per method; methods of the same kind are told apart by their position.
 fn rows_of(run: &SweepRun, report: Report) -> anyhow::Result<Vec<Row>> {
     let methods = &run.experiment.methods;
     anyhow::ensure!(
@@ -162,14 +163,14 @@ fn rows_of(run: &SweepRun, report: Report) -> anyhow::Result<Vec<Row>> {
         report.methods.len(),
         methods.len()
     );
-    let short: Vec<String> = methods.iter().map(Method::short_name).collect();
+    let kinds: Vec<MethodKind> = methods.iter().map(Method::kind).collect();
     Ok(report
         .methods
         .into_iter()
         .enumerate()
         .map(|(i, result)| {
-            let method = if short.iter().filter(|s| **s == short[i]).count() > 1 { format!("{} #{}", short[i], i + 1) } else { short[i].clone() };
-            Row { run: run.slug.clone(), settings: run.settings.clone(), method, result }
+            let instance = (kinds.iter().filter(|k| **k == kinds[i]).count() > 1).then_some(i + 1);
+            Row { run: run.slug.clone(), settings: run.settings.clone(), method: kinds[i], instance, result }
         })
         .collect())
 }

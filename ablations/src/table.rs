@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use arbor_eval::MethodResult;
+use arbor_experiments::methods::MethodKind;
 use serde::{Deserialize, Serialize};
 
 use crate::plot::{Chart, Series, XAxis};
@@ -15,9 +16,21 @@ pub struct Row {
     pub run: String,
     /// (axis, value) of the run.
     pub settings: Vec<(String, String)>,
-    /// The method's name without numeric settings (a line in the plots).
-    pub method: String,
+    /// What the method is, without its numeric settings (a line in the plots).
+    pub method: MethodKind,
+    /// The method's position in the experiment (1-based) when several of its methods are of one kind.
+    pub instance: Option<usize>,
     pub result: MethodResult,
+}
+
+impl Row {
+    /// The method's kind, and its position when the kind repeats in a run (a plot line's name).
+    pub fn method_name(&self) -> String {
+        match self.instance {
+            Some(i) => format!("{} #{i}", self.method),
+            None => self.method.to_string(),
+        }
+    }
 }
 
 /// The markdown table: the axes, the method, the headline figures.
@@ -97,7 +110,7 @@ pub fn csv(axes: &[String], rows: &[Row]) -> String {
     for r in rows {
         let (m, res) = (&r.result.metrics, &r.result);
         let mut line: Vec<String> = r.settings.iter().map(|(_, v)| quote(v)).collect();
-        line.extend([quote(&r.run), quote(&r.method), quote(&res.name), m.queries.to_string()]);
+        line.extend([quote(&r.run), quote(&r.method_name()), quote(&res.name), m.queries.to_string()]);
         let numbers = [
             m.ie[0],
             m.ie[1],
@@ -162,7 +175,7 @@ pub fn charts(sweep: &str, axes: &[String], x_values: &[String], rows: &[Row]) -
             let mut order: Vec<String> = Vec::new();
             for r in rows {
                 let others: Vec<String> = r.settings[1..].iter().map(|(a, v)| format!("{a}={v}")).collect();
-                let name = if others.is_empty() { r.method.clone() } else { format!("{} ({})", r.method, others.join(", ")) };
+                let name = if others.is_empty() { r.method_name() } else { format!("{} ({})", r.method_name(), others.join(", ")) };
                 if !lines.contains_key(&name) {
                     order.push(name.clone());
                 }
@@ -180,12 +193,16 @@ mod tests {
     use super::*;
     use arbor_eval::Metrics;
     use arbor_eval::report::Latency;
+    use arbor_experiments::methods::{SearchKind, SproutAttention};
 
-    fn row(b: &str, lambda: &str, method: &str, ie: f64) -> Row {
+    const TREE: MethodKind = MethodKind::SproutRag { attention: SproutAttention::Trained, search: SearchKind::Beam };
+
+    fn row(b: &str, lambda: &str, method: MethodKind, ie: f64) -> Row {
         Row {
             run: format!("b={b},lambda={lambda}"),
             settings: vec![("beam_width".into(), b.into()), ("lambda".into(), lambda.into())],
-            method: method.into(),
+            method,
+            instance: None,
             result: MethodResult {
                 name: format!("{method}, b={b}"),
                 metrics: Metrics { ie_mean: ie, queries: 3, ..Default::default() },
@@ -199,12 +216,12 @@ mod tests {
     #[test]
     fn charts_draw_one_line_per_method_and_other_setting() {
         let rows = [
-            row("1", "0.1", "Flat", 20.0),
-            row("1", "0.1", "tree", 8.0),
-            row("1", "1", "tree", 9.0),
-            row("5", "0.1", "Flat", 20.0),
-            row("5", "0.1", "tree", 12.0),
-            row("5", "1", "tree", 13.0),
+            row("1", "0.1", MethodKind::Flat, 20.0),
+            row("1", "0.1", TREE, 8.0),
+            row("1", "1", TREE, 9.0),
+            row("5", "0.1", MethodKind::Flat, 20.0),
+            row("5", "0.1", TREE, 12.0),
+            row("5", "1", TREE, 13.0),
         ];
         let axes = ["beam_width".to_owned(), "lambda".to_owned()];
         let drawn = charts("s", &axes, &["1".into(), "5".into()], &rows);
@@ -213,22 +230,22 @@ mod tests {
         assert_eq!(*stem, "ie-mean");
         assert_eq!(ie.x, XAxis::Numeric);
         let names: Vec<&str> = ie.series.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["Flat (lambda=0.1)", "tree (lambda=0.1)", "tree (lambda=1)"]);
+        assert_eq!(names, ["Flat (lambda=0.1)", "SproutRAG trained, beam (lambda=0.1)", "SproutRAG trained, beam (lambda=1)"]);
         assert_eq!(ie.series[1].points, vec![(1.0, 8.0), (5.0, 12.0)]);
         assert!(charts("s", &[], &[], &rows).is_empty());
     }
 
     #[test]
     fn tables_have_a_row_per_method_and_run_and_quote_csv_fields() {
-        let rows = [row("1", "0.1", "Flat", 20.0), row("5", "0.1", "tree, beam", 12.0)];
+        let rows = [row("1", "0.1", MethodKind::Flat, 20.0), row("5", "0.1", TREE, 12.0)];
         let axes = ["beam_width".to_owned(), "lambda".to_owned()];
         let md = markdown(&axes, &rows);
         assert_eq!(md.lines().count(), 4);
-        assert!(md.lines().nth(3).unwrap().starts_with("| 5 | 0.1 | tree, beam, b=5 | "), "{md}");
+        assert!(md.lines().nth(3).unwrap().starts_with("| 5 | 0.1 | SproutRAG trained, beam, b=5 | "), "{md}");
         let csv = csv(&axes, &rows);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 3);
-        assert!(lines[2].starts_with("5,0.1,\"b=5,lambda=0.1\",\"tree, beam\",\"tree, beam, b=5\",3,"), "{}", lines[2]);
+        assert!(lines[2].starts_with("5,0.1,\"b=5,lambda=0.1\",\"SproutRAG trained, beam\",\"SproutRAG trained, beam, b=5\",3,"), "{}", lines[2]);
         // Row 1's run ("b=1,lambda=0.1") and label ("Flat, b=1") each hold one quoted comma.
         assert_eq!(lines[0].split(',').count(), lines[1].split(',').count() - 2);
     }

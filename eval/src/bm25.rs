@@ -10,32 +10,36 @@
 use arbor_datasets::Corpus;
 use bm25::{Document, Language, SearchEngine, SearchEngineBuilder};
 
-use crate::index::{Item, LeafIndex, QueryInput, Retriever, Scope};
+use crate::index::{Chunks, Item, QueryInput, Retriever, Scope};
 
 pub struct Bm25<'a> {
-    index: &'a LeafIndex,
+    chunks: &'a Chunks,
     scope: Scope,
     /// One engine per document, or a single one for the corpus; keys are unit indices.
     engines: Vec<SearchEngine<usize>>,
 }
 
 impl<'a> Bm25<'a> {
-    pub fn build(corpus: &Corpus, index: &'a LeafIndex, scope: Scope) -> Self {
+    pub fn build(corpus: &Corpus, chunks: &'a Chunks, scope: Scope) -> Self {
         let engine = |units: std::ops::Range<usize>| {
-            let docs: Vec<Document<usize>> = units.map(|u| Document::new(u, index.text(corpus, u))).collect();
+            let docs: Vec<Document<usize>> = units.map(|u| Document::new(u, chunks.text(corpus, u))).collect();
             SearchEngineBuilder::<usize>::with_documents(Language::English, docs).build()
         };
         let engines = match scope {
-            Scope::QueryDocuments => index.doc_units.iter().cloned().map(engine).collect(),
-            Scope::Corpus => vec![engine(0..index.units.len())],
+            Scope::QueryDocuments => chunks.by_doc.iter().cloned().map(engine).collect(),
+            Scope::Corpus => vec![engine(0..chunks.len())],
         };
-        Bm25 { index, scope, engines }
+        Bm25 { chunks, scope, engines }
     }
 }
 
 impl Retriever for Bm25<'_> {
     fn name(&self) -> &str {
         "BM25"
+    }
+
+    fn leaves(&self) -> &Chunks {
+        self.chunks
     }
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
@@ -47,10 +51,10 @@ impl Retriever for Bm25<'_> {
         let mut ranked = crate::index::top_k(scored, k);
         if ranked.len() < k {
             let matched: std::collections::HashSet<usize> = ranked.iter().map(|&(u, _)| u).collect();
-            let rest = self.index.candidates(query, self.scope).filter(|u| !matched.contains(u));
+            let rest = self.chunks.candidates(query, self.scope).filter(|u| !matched.contains(u));
             ranked.extend(rest.take(k - ranked.len()).map(|u| (u, 0.0)));
         }
-        ranked.into_iter().map(|(u, score)| Item::unit(self.index.units[u], score)).collect()
+        ranked.into_iter().map(|(u, score)| Item::unit(self.chunks.spans[u], score)).collect()
     }
 }
 
@@ -69,15 +73,16 @@ mod tests {
             Path::new("test"),
         )
         .unwrap();
-        let index = LeafIndex::build(&corpus, &Default::default(), crate::index::word_tokens(&corpus)).unwrap();
+        let index = crate::LeafIndex::build(&corpus, &Default::default(), crate::index::word_tokens(&corpus)).unwrap();
+        let units = &index.units;
         let query = QueryInput { text: "why do dogs bark".into(), docs: vec![0], embedding: None };
-        let within = Bm25::build(&corpus, &index, Scope::QueryDocuments).retrieve(&query, 3);
-        assert_eq!(index.text(&corpus, 1), "Dogs bark at night.");
-        assert_eq!(within[0].spans[0], index.units[1]);
+        let within = Bm25::build(&corpus, units, Scope::QueryDocuments).retrieve(&query, 3);
+        assert_eq!(units.text(&corpus, 1), "Dogs bark at night.");
+        assert_eq!(within[0].spans[0], units.spans[1]);
         // The unit without a query term follows, with score 0: the document has 2 units, so 2 items.
         assert_eq!(within.len(), 2);
-        assert_eq!((within[1].spans[0], within[1].score), (index.units[0], 0.0));
-        let all = Bm25::build(&corpus, &index, Scope::Corpus).retrieve(&query, 3);
+        assert_eq!((within[1].spans[0], within[1].score), (units.spans[0], 0.0));
+        let all = Bm25::build(&corpus, units, Scope::Corpus).retrieve(&query, 3);
         assert_eq!(all.len(), 3);
         assert!(all[0].score > 0.0 && all[1].score > 0.0 && all[2].score == 0.0);
     }

@@ -12,7 +12,7 @@
 //!     else: stop                                           (the next item does not fit)
 //! ```
 //!
-//! Tokens are the encoder's word pieces ([`crate::LeafIndex::tokens_of`]). Under a budget a method may
+//! Tokens are the encoder's word pieces ([`crate::index::Tokens`]). Under a budget a method may
 //! hand on fewer than k items: what no reader can take is not handed on.
 
 use std::collections::VecDeque;
@@ -20,30 +20,30 @@ use std::collections::VecDeque;
 use arbor_datasets::span::merge;
 use arbor_datasets::{Corpus, DocSpan, Span};
 
-use crate::index::{Item, LeafIndex, QueryInput, Retriever};
+use crate::index::{Item, QueryInput, Retriever, Tokens};
 
 /// The items of `ranked` that fit `budget` tokens, in rank order (see the module doc).
-pub fn spend(ranked: Vec<Item>, budget: usize, retriever: &dyn Retriever, query: &QueryInput, index: &LeafIndex, corpus: &Corpus) -> Vec<Item> {
+pub fn spend(ranked: Vec<Item>, budget: usize, retriever: &dyn Retriever, query: &QueryInput, tokens: &Tokens, corpus: &Corpus) -> Vec<Item> {
     let mut queue: VecDeque<Item> = ranked.into();
     let mut handed: Vec<Item> = Vec::new();
     let mut spans: Vec<DocSpan> = Vec::new();
     let mut used = 0;
     while let Some(item) = queue.pop_front() {
         let with: Vec<DocSpan> = merge(spans.iter().chain(&item.spans).copied().collect());
-        let new = index.tokens_of(&with) - used;
+        let new = tokens.of(&with) - used;
         if used + new <= budget {
             used += new;
             spans = with;
             handed.push(item);
             continue;
         }
-        if index.tokens_of(&item.spans) <= budget {
+        if tokens.of(&item.spans) <= budget {
             break;
         }
         match retriever.children(query, &item) {
             Some(children) => children.into_iter().rev().for_each(|c| queue.push_front(c)),
             None => {
-                let cut = prefix(&item, budget - used, index, corpus);
+                let cut = prefix(&item, budget - used, tokens, corpus);
                 if !cut.spans.is_empty() {
                     handed.push(cut);
                 }
@@ -55,15 +55,15 @@ pub fn spend(ranked: Vec<Item>, budget: usize, retriever: &dyn Retriever, query:
 }
 
 /// The first `n` tokens of an item's spans (in document order), trailing whitespace trimmed.
-fn prefix(item: &Item, mut n: usize, index: &LeafIndex, corpus: &Corpus) -> Item {
+fn prefix(item: &Item, mut n: usize, tokens: &Tokens, corpus: &Corpus) -> Item {
     let mut spans = Vec::new();
     for s in merge(item.spans.clone()) {
         if n == 0 {
             break;
         }
-        let tokens = &index.tokens[s.doc];
-        let end = tokens.prefix_end(s.span, n);
-        n -= tokens.count(Span::new(s.span.start, end));
+        let starts = &tokens.0[s.doc];
+        let end = starts.prefix_end(s.span, n);
+        n -= starts.count(Span::new(s.span.start, end));
         let text = &corpus.documents[s.doc].text[s.span.start..end];
         let end = s.span.start + text.trim_end().len();
         if end > s.span.start {
@@ -76,8 +76,9 @@ fn prefix(item: &Item, mut n: usize, index: &LeafIndex, corpus: &Corpus) -> Item
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::LeafIndex;
     use crate::beam::Layers;
-    use crate::index::{Scope, word_tokens};
+    use crate::index::{Chunks, Scope, word_tokens};
     use crate::tree::{Similarity, Tree};
     use crate::tree_retrieval::{TreeRetriever, TreeSearch};
     use arbor_datasets::{Document, Query};
@@ -98,11 +99,14 @@ mod tests {
     }
 
     /// A flat retriever that ranks the units in a fixed order.
-    struct Fixed(Vec<Item>);
+    struct Fixed(Vec<Item>, Chunks);
 
     impl Retriever for Fixed {
         fn name(&self) -> &str {
             "fixed"
+        }
+        fn leaves(&self) -> &Chunks {
+            &self.1
         }
         fn retrieve(&self, _: &QueryInput, k: usize) -> Vec<Item> {
             self.0.iter().take(k).cloned().collect()
@@ -116,16 +120,16 @@ mod tests {
     #[test]
     fn items_are_taken_in_rank_order_until_the_next_does_not_fit() {
         let (corpus, index) = setup();
-        let ranked: Vec<Item> = [1, 3, 2, 0].iter().map(|&u| Item::unit(index.units[u], 1.0)).collect();
-        let flat = Fixed(ranked.clone());
+        let ranked: Vec<Item> = [1, 3, 2, 0].iter().map(|&u| Item::unit(index.units.spans[u], 1.0)).collect();
+        let flat = Fixed(ranked.clone(), index.units.clone());
         // 3 + 4 = 7 tokens fit 8; the third (2 tokens) would make 9: stop there, although a later one is small.
-        let got = spend(ranked.clone(), 8, &flat, &query(), &index, &corpus);
+        let got = spend(ranked.clone(), 8, &flat, &query(), &index.tokens, &corpus);
         assert_eq!(texts(&corpus, &got), ["Dd ee ff.", "Ii jj kk ll."]);
-        assert_eq!(spend(ranked.clone(), 100, &flat, &query(), &index, &corpus), ranked, "a budget that fits all changes nothing");
+        assert_eq!(spend(ranked.clone(), 100, &flat, &query(), &index.tokens, &corpus), ranked, "a budget that fits all changes nothing");
         // An item larger than the whole budget, without a hierarchy, is cut to what is left.
-        let got = spend(vec![Item::unit(index.units[3], 1.0)], 2, &flat, &query(), &index, &corpus);
+        let got = spend(vec![Item::unit(index.units.spans[3], 1.0)], 2, &flat, &query(), &index.tokens, &corpus);
         assert_eq!(texts(&corpus, &got), ["Ii jj"]);
-        assert_eq!(index.tokens_of(&got[0].spans), 2);
+        assert_eq!(index.tokens.of(&got[0].spans), 2);
     }
 
     #[test]
@@ -140,16 +144,16 @@ mod tests {
             0.1, 0.1, 0.8, 0.0,
         ];
         let emb = [1.0, 0.0, 0.8, 0.6, 0.0, 1.0, -0.6, 0.8];
-        let trees = vec![Some(Tree::build(index.units.clone(), &emb, 2, &Similarity { n: 4, values: &m }))];
-        let tree = TreeRetriever { name: "t".into(), trees: &trees, search: TreeSearch::Collapsed, scope: Scope::QueryDocuments };
-        let q = query();
+        let trees = vec![Some(Tree::build(index.units.spans.clone(), &emb, 2, &Similarity { n: 4, values: &m }))];
         let ranked = crate::beam::collapsed(trees[0].as_ref().unwrap(), &[1.0, 0.0], Layers::Upper, 1);
         assert_eq!(ranked[0].0, 4, "node 4 (6 tokens) ranks first");
+        let tree = TreeRetriever { name: "t".into(), trees, leaves: &index.units, search: TreeSearch::Collapsed, scope: Scope::QueryDocuments };
+        let q = query();
         let items = tree.retrieve(&q, 7);
         // A budget of 5: the root (12 tokens) and node 4 (6 tokens) are too large, so leaf 0 (3 tokens) is
         // handed on in node 4's place; then leaf 1 (3 more) does not fit.
         let root_first = vec![items.iter().find(|i| i.node.unwrap().node == 6).unwrap().clone()];
-        let got = spend(root_first, 5, &tree, &q, &index, &corpus);
+        let got = spend(root_first, 5, &tree, &q, &index.tokens, &corpus);
         assert_eq!(texts(&corpus, &got), ["Aa bb cc."]);
         assert_eq!(got[0].node.unwrap().node, 0);
     }

@@ -1,12 +1,12 @@
 //! Flat dense retrieval: every leaf unit scored by cosine with the query (embeddings are unit-norm, so a
 //! dot product), the top k returned. The baseline every SproutRAG table starts from.
 
-use crate::index::{Item, LeafIndex, QueryInput, Retriever, Scope, top_k};
+use crate::index::{Chunks, Item, QueryInput, Retriever, Scope, top_k};
 
 pub struct FlatDense<'a> {
     pub name: String,
-    pub index: &'a LeafIndex,
-    /// One unit-norm embedding per unit of `index`.
+    pub chunks: &'a Chunks,
+    /// One unit-norm embedding per chunk.
     pub embeddings: &'a [Vec<f32>],
     pub scope: Scope,
 }
@@ -20,10 +20,14 @@ impl Retriever for FlatDense<'_> {
         &self.name
     }
 
+    fn leaves(&self) -> &Chunks {
+        self.chunks
+    }
+
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
         let q = query.embedding.as_deref().expect("dense retrieval needs a query embedding");
-        let scores = self.index.candidates(query, self.scope).map(|u| (u, dot(q, &self.embeddings[u])));
-        top_k(scores, k).into_iter().map(|(u, score)| Item::unit(self.index.units[u], score)).collect()
+        let scores = self.chunks.candidates(query, self.scope).map(|u| (u, dot(q, &self.embeddings[u])));
+        top_k(scores, k).into_iter().map(|(u, score)| Item::unit(self.chunks.spans[u], score)).collect()
     }
 }
 
@@ -35,10 +39,10 @@ mod tests {
     #[test]
     fn ranks_units_of_the_query_documents_by_cosine() {
         let ds = |doc, s| DocSpan { doc, span: Span::new(s, s + 1) };
-        let index = LeafIndex { units: vec![ds(0, 0), ds(0, 1), ds(1, 0)], doc_units: vec![0..2, 2..3], segments: vec![], tokens: vec![] };
+        let chunks = Chunks { spans: vec![ds(0, 0), ds(0, 1), ds(1, 0)], by_doc: vec![0..2, 2..3] };
         let embeddings = vec![vec![1.0, 0.0], vec![0.6, 0.8], vec![0.0, 1.0]];
         let query = QueryInput { text: String::new(), docs: vec![0], embedding: Some(vec![0.0, 1.0]) };
-        let flat = FlatDense { name: "flat".into(), index: &index, embeddings: &embeddings, scope: Scope::QueryDocuments };
+        let flat = FlatDense { name: "flat".into(), chunks: &chunks, embeddings: &embeddings, scope: Scope::QueryDocuments };
         let got: Vec<DocSpan> = flat.retrieve(&query, 5).into_iter().map(|i| i.spans[0]).collect();
         assert_eq!(got, vec![ds(0, 1), ds(0, 0)]);
         let corpus_wide = FlatDense { scope: Scope::Corpus, ..flat };

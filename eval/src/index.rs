@@ -4,7 +4,7 @@ use std::ops::Range;
 
 use arbor_datasets::span::merge;
 use arbor_datasets::units::{Segmented, UnitConfig, UnitError, segment};
-use arbor_datasets::{Corpus, DocSpan, TokenStarts};
+use arbor_datasets::{Corpus, DocSpan, Span, TokenStarts};
 use serde::{Deserialize, Serialize};
 
 /// Which units a query is ranked against.
@@ -17,67 +17,97 @@ pub enum Scope {
     Corpus,
 }
 
-/// Every leaf unit of a corpus, documents in corpus order, units in text order, with each document's
-/// token starts (under the encoder's tokenizer) for counting the tokens of any span.
+/// The leaf chunks of a method over a corpus (the shared sentence units, or a method's own windows),
+/// documents in corpus order, chunks in text order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Chunks {
+    pub spans: Vec<DocSpan>,
+    /// The chunks of document `d` are `spans[by_doc[d].clone()]`.
+    pub by_doc: Vec<Range<usize>>,
+}
+
+impl Chunks {
+    /// From each document's chunk spans, in corpus order.
+    pub fn from_docs(per_doc: impl IntoIterator<Item = Vec<Span>>) -> Self {
+        let mut chunks = Chunks::default();
+        for (d, spans) in per_doc.into_iter().enumerate() {
+            let start = chunks.spans.len();
+            chunks.spans.extend(spans.into_iter().map(|span| DocSpan { doc: d, span }));
+            chunks.by_doc.push(start..chunks.spans.len());
+        }
+        chunks
+    }
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The chunks a query may retrieve under a scope.
+    pub fn candidates<'a>(&'a self, query: &'a QueryInput, scope: Scope) -> Box<dyn Iterator<Item = usize> + 'a> {
+        match scope {
+            Scope::Corpus => Box::new(0..self.spans.len()),
+            Scope::QueryDocuments => Box::new(query.docs.iter().flat_map(|&d| self.by_doc[d].clone())),
+        }
+    }
+
+    /// The text of a chunk.
+    pub fn text<'a>(&self, corpus: &'a Corpus, chunk: usize) -> &'a str {
+        let c = self.spans[chunk];
+        &corpus.documents[c.doc].text[c.span.start..c.span.end]
+    }
+
+    /// The chunks overlapping any of `spans` (in index order, each once).
+    pub fn overlapping(&self, spans: &[DocSpan]) -> Vec<usize> {
+        let mut out: Vec<usize> =
+            spans.iter().flat_map(|s| self.by_doc[s.doc].clone().filter(move |&c| self.spans[c].span.overlaps(&s.span))).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// Every document's token starts under the encoder's tokenizer: the tokens of any span.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tokens(pub Vec<TokenStarts>);
+
+impl Tokens {
+    /// The tokens of a set of spans (overlaps counted once).
+    pub fn of(&self, spans: &[DocSpan]) -> usize {
+        merge(spans.to_vec()).iter().map(|s| self.0[s.doc].count(s.span)).sum()
+    }
+
+    /// The tokens of one span.
+    pub fn count(&self, span: DocSpan) -> usize {
+        self.0[span.doc].count(span.span)
+    }
+}
+
+/// The shared leaf units of a corpus (at most N sentences of one paragraph, at most a token limit), each
+/// document's segmentation, and the token starts of every document.
 #[derive(Debug, Clone)]
 pub struct LeafIndex {
-    pub units: Vec<DocSpan>,
-    /// The units of document `d` are `units[doc_units[d].clone()]`.
-    pub doc_units: Vec<Range<usize>>,
+    pub units: Chunks,
     /// Each document's paragraphs and units (for gold merge pairs).
     pub segments: Vec<Segmented>,
-    /// Each document's token starts.
-    pub tokens: Vec<TokenStarts>,
+    pub tokens: Tokens,
 }
 
 impl LeafIndex {
     /// Segments every document into leaf units; `tokens` holds each document's token starts.
     pub fn build(corpus: &Corpus, config: &UnitConfig, tokens: Vec<TokenStarts>) -> Result<Self, UnitError> {
         assert_eq!(tokens.len(), corpus.documents.len(), "token starts for every document");
-        let mut units = Vec::new();
-        let mut doc_units = Vec::with_capacity(corpus.documents.len());
-        let mut segments = Vec::with_capacity(corpus.documents.len());
-        for (d, (doc, starts)) in corpus.documents.iter().zip(&tokens).enumerate() {
-            let start = units.len();
-            let seg = segment(doc, config, starts)?;
-            units.extend(seg.units.iter().map(|u| DocSpan { doc: d, span: u.span }));
-            doc_units.push(start..units.len());
-            segments.push(seg);
-        }
-        Ok(LeafIndex { units, doc_units, segments, tokens })
+        let segments = corpus.documents.iter().zip(&tokens).map(|(doc, starts)| segment(doc, config, starts)).collect::<Result<Vec<_>, _>>()?;
+        let units = Chunks::from_docs(segments.iter().map(|s| s.units.iter().map(|u| u.span).collect()));
+        Ok(LeafIndex { units, segments, tokens: Tokens(tokens) })
     }
 
     /// Sentences cut into several units because they exceeded the token limit, over `docs`.
     pub fn cut_sentences(&self, docs: &[usize]) -> usize {
         docs.iter().map(|&d| self.segments[d].cut_sentences).sum()
-    }
-
-    /// The tokens of a set of spans (overlaps counted once).
-    pub fn tokens_of(&self, spans: &[DocSpan]) -> usize {
-        merge(spans.to_vec()).iter().map(|s| self.tokens[s.doc].count(s.span)).sum()
-    }
-
-    /// The leaf units overlapping any of `spans` (in index order, each once).
-    pub fn units_overlapping(&self, spans: &[DocSpan]) -> Vec<usize> {
-        let mut out: Vec<usize> =
-            spans.iter().flat_map(|s| self.doc_units[s.doc].clone().filter(move |&u| self.units[u].span.overlaps(&s.span))).collect();
-        out.sort_unstable();
-        out.dedup();
-        out
-    }
-
-    /// The units a query may retrieve under a scope.
-    pub fn candidates<'a>(&'a self, query: &'a QueryInput, scope: Scope) -> Box<dyn Iterator<Item = usize> + 'a> {
-        match scope {
-            Scope::Corpus => Box::new(0..self.units.len()),
-            Scope::QueryDocuments => Box::new(query.docs.iter().flat_map(|&d| self.doc_units[d].clone())),
-        }
-    }
-
-    /// The text of a unit.
-    pub fn text<'a>(&self, corpus: &'a Corpus, unit: usize) -> &'a str {
-        let u = self.units[unit];
-        &corpus.documents[u.doc].text[u.span.start..u.span.end]
     }
 }
 
@@ -116,10 +146,13 @@ pub struct NodeRef {
 
 /// A retrieval method: ranks items for a query, best first.
 ///
-/// The metric contract (DESIGN.md): `retrieve` returns exactly `min(k, units in scope)` items; a method
-/// with a natural cut (BM25's matching terms, beam search's delta) ranks the rest after it.
+/// The metric contract (DESIGN.md): `retrieve` returns exactly `min(k, leaves in scope)` items (or more
+/// where a hierarchy offers more nodes, never more than k); a method with a natural cut (BM25's matching
+/// terms, beam search's delta) ranks the rest after it.
 pub trait Retriever: Sync {
     fn name(&self) -> &str;
+    /// The method's leaf chunks (what its strict reading counts as relevant, and its scope's size).
+    fn leaves(&self) -> &Chunks;
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item>;
     /// The children of an item, scored for the query and ranked, where the method has a hierarchy (a token
     /// budget hands them on in place of an item larger than the whole budget).

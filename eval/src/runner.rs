@@ -6,7 +6,7 @@ use arbor_datasets::{Corpus, DocSpan};
 use serde::{Deserialize, Serialize};
 
 use crate::budget::spend;
-use crate::index::{LeafIndex, QueryInput, Retriever, Scope};
+use crate::index::{QueryInput, Retriever, Scope, Tokens};
 use crate::metrics::{Metrics, score_query};
 use crate::report::{Latency, MethodResult};
 
@@ -31,13 +31,13 @@ pub struct EvalSettings {
     pub max_tokens: Option<usize>,
 }
 
-/// Evaluates `retriever` on every query over the leaf units of `index`; `progress` is called once per
-/// query. A retriever that breaks the metric contract (fewer than min(k, units in scope) items without
+/// Evaluates `retriever` on every query; `tokens` counts what it hands on; `progress` is called once per
+/// query. A retriever that breaks the metric contract (fewer than min(k, leaves in scope) items without
 /// a budget) is a bug in it, and stops the run.
 pub fn evaluate(
     retriever: &dyn Retriever,
     corpus: &Corpus,
-    index: &LeafIndex,
+    tokens: &Tokens,
     queries: &[EvalQuery],
     settings: &EvalSettings,
     progress: &mut dyn FnMut(),
@@ -45,27 +45,28 @@ pub fn evaluate(
     let k = settings.top_k.max(10);
     let mut per_query = Vec::with_capacity(queries.len());
     let mut latencies = Vec::with_capacity(queries.len());
-    let mut tokens = 0usize;
+    let mut handed_tokens = 0usize;
+    let leaves = retriever.leaves();
     for q in queries {
         let start = Instant::now();
         let mut items = retriever.retrieve(&q.input, k);
-        let in_scope = index.candidates(&q.input, settings.scope).count();
+        let in_scope = leaves.candidates(&q.input, settings.scope).count();
         assert!(items.len() >= k.min(in_scope), "{} returned {} items of {} for query {}", retriever.name(), items.len(), k.min(in_scope), q.id);
         if let Some(budget) = settings.max_tokens {
-            items = spend(items, budget, retriever, &q.input, index, corpus);
+            items = spend(items, budget, retriever, &q.input, tokens, corpus);
         }
         latencies.push(start.elapsed().as_secs_f64() * 1e3);
-        let gold_units: Vec<DocSpan> = index.units_overlapping(&q.gold).into_iter().map(|u| index.units[u]).collect();
-        per_query.push(score_query(corpus, &q.gold, &gold_units, &items));
+        let gold_leaves: Vec<DocSpan> = leaves.overlapping(&q.gold).into_iter().map(|c| leaves.spans[c]).collect();
+        per_query.push(score_query(corpus, &q.gold, &gold_leaves, &items));
         let handed: Vec<DocSpan> = items.iter().take(CONTEXT_K).flat_map(|i| i.spans.iter().copied()).collect();
-        tokens += index.tokens_of(&handed);
+        handed_tokens += tokens.of(&handed);
         progress();
     }
     MethodResult {
         name: retriever.name().to_owned(),
         metrics: Metrics::mean(&per_query),
         latency_ms: Latency::of(&mut latencies),
-        tokens_per_query: tokens as f64 / queries.len().max(1) as f64,
+        tokens_per_query: handed_tokens as f64 / queries.len().max(1) as f64,
         index_ms_per_doc: 0.0,
     }
 }

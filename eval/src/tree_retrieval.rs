@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::beam::{BeamConfig, Layers, beam_search, collapsed, cosine};
-use crate::index::{Item, NodeRef, QueryInput, Retriever, Scope, top_k};
+use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, Scope, top_k};
 use crate::tree::Tree;
 
 /// How a tree is searched.
@@ -23,7 +23,9 @@ pub enum TreeSearch {
 pub struct TreeRetriever<'a> {
     pub name: String,
     /// One tree per corpus document (`None` for documents that were not indexed).
-    pub trees: &'a [Option<Tree>],
+    pub trees: Vec<Option<Tree>>,
+    /// The trees' leaves.
+    pub leaves: &'a Chunks,
     pub search: TreeSearch,
     pub scope: Scope,
 }
@@ -31,6 +33,10 @@ pub struct TreeRetriever<'a> {
 impl Retriever for TreeRetriever<'_> {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn leaves(&self) -> &Chunks {
+        self.leaves
     }
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
@@ -82,10 +88,15 @@ mod tests {
         Tree::build(leaves, emb, 2, &Similarity { n: 2, values: &[0.0, 1.0, 1.0, 0.0] })
     }
 
+    fn leaves(trees: &[Option<Tree>]) -> Chunks {
+        Chunks::from_docs(trees.iter().map(|t| t.as_ref().map_or(vec![], |t| t.leaves.iter().map(|l| l.span).collect())))
+    }
+
     #[test]
     fn multi_document_queries_merge_per_document_results_by_score() {
         let trees = vec![Some(tree(0, &[1.0, 0.0, 0.0, 1.0])), None, Some(tree(2, &[0.9, 0.1, -1.0, 0.0]))];
-        let r = TreeRetriever { name: "t".into(), trees: &trees, search: TreeSearch::Collapsed, scope: Scope::QueryDocuments };
+        let chunks = leaves(&trees);
+        let r = TreeRetriever { name: "t".into(), trees, leaves: &chunks, search: TreeSearch::Collapsed, scope: Scope::QueryDocuments };
         let q = QueryInput { text: String::new(), docs: vec![0, 2], embedding: Some(vec![1.0, 0.0]) };
         let items = r.retrieve(&q, 2);
         assert_eq!(items[0].spans, vec![DocSpan { doc: 0, span: Span::new(0, 4) }]);
@@ -96,7 +107,8 @@ mod tests {
     #[test]
     fn children_of_a_node_are_its_two_children_ranked_for_the_query() {
         let trees = vec![Some(tree(0, &[1.0, 0.0, 0.0, 1.0]))];
-        let r = TreeRetriever { name: "t".into(), trees: &trees, search: TreeSearch::Collapsed, scope: Scope::QueryDocuments };
+        let chunks = leaves(&trees);
+        let r = TreeRetriever { name: "t".into(), trees, leaves: &chunks, search: TreeSearch::Collapsed, scope: Scope::QueryDocuments };
         let q = QueryInput { text: String::new(), docs: vec![0], embedding: Some(vec![0.0, 1.0]) };
         let root = r.item(0, 2, 0.5);
         let kids = r.children(&q, &root).unwrap();

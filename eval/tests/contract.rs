@@ -47,11 +47,11 @@ fn vector(seed: usize) -> Vec<f32> {
 }
 
 fn tree(index: &LeafIndex, d: usize, embeddings: &[Vec<f32>]) -> Tree {
-    let units: Vec<usize> = index.doc_units[d].clone().collect();
+    let units: Vec<usize> = index.units.by_doc[d].clone().collect();
     let n = units.len();
     let leaves: Vec<f32> = units.iter().flat_map(|&u| embeddings[u].clone()).collect();
     let m: Vec<f32> = (0..n * n).map(|i| ((i * 31 + d) % 17) as f32 / 17.0).collect();
-    Tree::build(units.iter().map(|&u| index.units[u]).collect(), &leaves, 4, &Similarity { n, values: &m })
+    Tree::build(units.iter().map(|&u| index.units.spans[u]).collect(), &leaves, 4, &Similarity { n, values: &m })
 }
 
 proptest! {
@@ -74,20 +74,21 @@ proptest! {
         let text = query_words.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" ");
         for scope in [Scope::QueryDocuments, Scope::Corpus] {
             let query = QueryInput { text: text.clone(), docs: vec![0], embedding: Some(vector(999)) };
-            let units = index.candidates(&query, scope).count();
-            let flat = FlatDense { name: "flat".into(), index: &index, embeddings: &embeddings, scope };
-            let bm25 = Bm25::build(&corpus, &index, scope);
+            let units = index.units.candidates(&query, scope).count();
+            let flat = FlatDense { name: "flat".into(), chunks: &index.units, embeddings: &embeddings, scope };
+            let bm25 = Bm25::build(&corpus, &index.units, scope);
             let mut retrievers: Vec<Box<dyn Retriever + '_>> = vec![Box::new(flat), Box::new(bm25)];
             let beam = BeamConfig { beam_width, delta, strategy: Strategy::Threshold, max_leaves };
             for search in [TreeSearch::Beam(beam), TreeSearch::Collapsed, TreeSearch::LeavesOnly, TreeSearch::UpperOnly] {
-                retrievers.push(Box::new(TreeRetriever { name: format!("{search:?}"), trees: &trees, search, scope }));
+                let trees = trees.clone();
+                retrievers.push(Box::new(TreeRetriever { name: format!("{search:?}"), trees, leaves: &index.units, search, scope }));
             }
             for r in &retrievers {
                 let items = r.retrieve(&query, k);
                 prop_assert!(items.len() >= k.min(units) && items.len() <= k, "{}: {} items, k {k}, {units} units", r.name(), items.len());
-                let handed = spend(items, budget, r.as_ref(), &query, &index, &corpus);
+                let handed = spend(items, budget, r.as_ref(), &query, &index.tokens, &corpus);
                 let spans: Vec<DocSpan> = handed.iter().flat_map(|i| i.spans.clone()).collect();
-                prop_assert!(index.tokens_of(&spans) <= budget, "{}: over the budget", r.name());
+                prop_assert!(index.tokens.of(&spans) <= budget, "{}: over the budget", r.name());
             }
         }
     }

@@ -18,10 +18,11 @@
 //! that differ only in retrieval settings train once and index once. Files are written atomically, so an
 //! interrupted run leaves complete files only, and the next one picks up what is there.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use arbor_datasets::{Corpus, UnitConfig};
+use arbor_eval::index::Chunks;
 use arbor_eval::{LeafIndex, vectors_io};
 use arbor_models::{DefaultBackend, SentenceEncoder};
 use serde::Serialize;
@@ -88,8 +89,8 @@ impl Cache {
         Ok(dir)
     }
 
-    /// The encoder's vector of every unit of `docs`, by global unit index (other units stay empty). Saved
-    /// per document under its key; documents already saved are read back, the rest are encoded in one pass.
+    /// The encoder's vector of every shared leaf unit of `docs`, by global unit index (other units stay
+    /// empty), in `units-<encoder>/`.
     pub fn unit_embeddings(
         &self,
         encoder: &SentenceEncoder<DefaultBackend>,
@@ -100,42 +101,63 @@ impl Cache {
         batch: usize,
     ) -> anyhow::Result<Vec<Vec<f32>>> {
         let dir = self.dir("units", &key(&keys.encoder))?;
+        self.chunk_embeddings(&dir, encoder, &index.units, keys, docs, batch, &|c| index.units.text(corpus, c).into())
+    }
+
+    /// The encoder's vector of `text(c)` for every chunk `c` of `docs` (others stay empty), saved in `dir`
+    /// (whose name keys the chunking and the encoder) per document under its key; documents already saved
+    /// are read back, the rest are encoded a few at a time, each saved as soon as it is done.
+    #[allow(clippy::too_many_arguments)]
+    pub fn chunk_embeddings(
+        &self,
+        dir: &Path,
+        encoder: &SentenceEncoder<DefaultBackend>,
+        chunks: &Chunks,
+        keys: &Keys,
+        docs: &[usize],
+        batch: usize,
+        text: &dyn Fn(usize) -> String,
+    ) -> anyhow::Result<Vec<Vec<f32>>> {
         let path = |d: usize| dir.join(format!("{}.vec", keys.docs[d]));
-        let mut out = vec![Vec::new(); index.units.len()];
+        let mut out = vec![Vec::new(); chunks.len()];
         let mut missing = Vec::new();
         for &d in docs {
-            let range = index.doc_units[d].clone();
+            let range = chunks.by_doc[d].clone();
             match path(d).exists() {
                 true => {
                     let rows = vectors_io::load(&path(d)).map_err(anyhow::Error::msg)?;
                     anyhow::ensure!(
                         rows.len() == range.len(),
-                        "{} holds {} vectors for {} units: delete it",
+                        "{} holds {} vectors for {} chunks: delete it",
                         path(d).display(),
                         rows.len(),
                         range.len()
                     );
-                    for (u, v) in range.zip(rows) {
-                        out[u] = v;
+                    for (c, v) in range.zip(rows) {
+                        out[c] = v;
                     }
                 }
                 false => missing.push(d),
             }
         }
-        let units: Vec<usize> = missing.iter().flat_map(|&d| index.doc_units[d].clone()).collect();
-        if units.is_empty() {
+        let total: usize = missing.iter().map(|&d| chunks.by_doc[d].len()).sum();
+        if total == 0 {
             return Ok(out);
         }
-        let texts: Vec<&str> = units.iter().map(|&u| index.text(corpus, u)).collect();
-        let pb = bar(texts.len(), "embedding units");
-        let vectors = encoder.embed(&texts, batch, &mut |n| pb.inc(n as u64));
+        let pb = bar(total, "embedding chunks");
+        for group in missing.chunks(8) {
+            let ids: Vec<usize> = group.iter().flat_map(|&d| chunks.by_doc[d].clone()).collect();
+            let texts: Vec<String> = ids.iter().map(|&c| text(c)).collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = encoder.embed(&refs, batch, &mut |n| pb.inc(n as u64));
+            for (c, v) in ids.into_iter().zip(vectors) {
+                out[c] = v;
+            }
+            for &d in group {
+                vectors_io::save(&out[chunks.by_doc[d].clone()], &path(d))?;
+            }
+        }
         pb.finish_and_clear();
-        for (u, v) in units.into_iter().zip(vectors) {
-            out[u] = v;
-        }
-        for d in missing {
-            vectors_io::save(&out[index.doc_units[d].clone()], &path(d))?;
-        }
         Ok(out)
     }
 

@@ -8,13 +8,13 @@ use anyhow::{Context, bail};
 use arbor_datasets::UnitConfig;
 use arbor_datasets::loaders::Format;
 use arbor_eval::Scope;
-use arbor_eval::beam::BeamConfig;
-use arbor_eval::tree_retrieval::TreeSearch;
 use arbor_models::EncoderConfig;
-use arbor_models::aggregator::AggregationInit;
-use arbor_models::sproutrag::SproutRagModelConfig;
-use arbor_trainers::config::TrainConfig;
 use serde::{Deserialize, Serialize};
+
+use crate::methods::bm25::Bm25;
+use crate::methods::flat::Flat;
+pub use crate::methods::sproutrag::{AttentionSource, SproutRagConfig};
+use crate::methods::{MethodKind, MethodSpec};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -69,7 +69,7 @@ impl Default for RetrievalConfig {
     }
 }
 
-/// A retrieval method.
+/// A retrieval method: each variant's config lives in its module under [`crate::methods`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Method {
     /// Dense retrieval over leaf units with the configured encoder.
@@ -80,108 +80,23 @@ pub enum Method {
     SproutRag(SproutRagConfig),
 }
 
-/// How SproutRAG indexes and searches a document.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SproutRagConfig {
-    /// Where the attention between units comes from.
-    pub attention: AttentionSource,
-    /// How the (layer, head) weights start; without training they stay there.
-    pub aggregation: AggregationInit,
-    pub search: TreeSearch,
-    /// Sizes of the SLLM (and SentenceVAE), for `attention: Sllm`.
-    pub model: SproutRagModelConfig,
-    /// With `Sllm`: the joint training (required). With `TokenBlocks`: `None` keeps the initial head
-    /// weights; `Some` learns them on L_attn over the training split (only the head-weight settings:
-    /// lr_aggregation, epochs, warmup, clipping, merge pairs, holdout, seed are read).
-    pub training: Option<TrainConfig>,
-}
-
-impl Default for SproutRagConfig {
-    fn default() -> Self {
-        SproutRagConfig {
-            attention: AttentionSource::TokenBlocks { window_tokens: 256 },
-            aggregation: AggregationInit::Uniform,
-            search: TreeSearch::Beam(BeamConfig::default()),
-            model: SproutRagModelConfig::default(),
-            training: None,
+impl Method {
+    /// The method's implementation.
+    pub fn spec(&self) -> &dyn MethodSpec {
+        match self {
+            Method::Flat => &Flat,
+            Method::Bm25 => &Bm25,
+            Method::SproutRag(c) => c,
         }
     }
-}
 
-/// The source of the unit-by-unit attention A[l, h].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum AttentionSource {
-    /// The encoder's token attention mean-pooled into unit blocks over sliding windows of this many tokens.
-    TokenBlocks { window_tokens: usize },
-    /// The trained sentence-level transformer's attention between units (needs `training`).
-    Sllm,
-}
-
-impl Method {
     /// The row name in reports.
     pub fn label(&self) -> String {
-        match self {
-            Method::Flat => "Flat (dense units)".into(),
-            Method::Bm25 => "BM25".into(),
-            Method::SproutRag(c) => {
-                let search = match c.search {
-                    TreeSearch::Beam(b) => {
-                        let cap = b.max_leaves.map_or(String::new(), |m| format!(" max_leaves={m}"));
-                        format!("beam b={} delta={} {:?}{cap}", b.beam_width, b.delta, b.strategy)
-                    }
-                    TreeSearch::Collapsed => "collapsed tree".into(),
-                    TreeSearch::LeavesOnly => "leaves only".into(),
-                    TreeSearch::UpperOnly => "upper nodes only".into(),
-                };
-                match (&c.attention, &c.training) {
-                    (AttentionSource::TokenBlocks { window_tokens }, None) => {
-                        format!("SproutRAG untrained ({:?} weights, token attention w={window_tokens}, {search})", c.aggregation)
-                    }
-                    (AttentionSource::TokenBlocks { window_tokens }, Some(t)) => format!(
-                        "SproutRAG learned weights (from {:?}, token attention w={window_tokens}, lr {}, {} epochs, {search})",
-                        c.aggregation, t.lr_aggregation, t.epochs
-                    ),
-                    (AttentionSource::Sllm, Some(t)) => format!(
-                        "SproutRAG trained (SLLM {}x{}, lambda={}, {} epochs, {search})",
-                        c.model.sllm.layers, c.model.sllm.heads, t.lambda, t.epochs
-                    ),
-                    (AttentionSource::Sllm, None) => "SproutRAG (untrained SLLM: rejected)".into(),
-                }
-            }
-        }
+        self.spec().label()
     }
-}
 
-impl Method {
-    /// A name without the numeric settings, which stays the same when a sweep changes them (plot lines).
-    pub fn short_name(&self) -> String {
-        match self {
-            Method::Flat => "Flat".into(),
-            Method::Bm25 => "BM25".into(),
-            Method::SproutRag(c) => {
-                let kind = match (&c.attention, &c.training) {
-                    (AttentionSource::TokenBlocks { .. }, None) => "untrained",
-                    (AttentionSource::TokenBlocks { .. }, Some(_)) => "learned weights",
-                    (AttentionSource::Sllm, _) => "trained",
-                };
-                let search = match c.search {
-                    TreeSearch::Beam(_) => "beam",
-                    TreeSearch::Collapsed => "collapsed",
-                    TreeSearch::LeavesOnly => "leaves only",
-                    TreeSearch::UpperOnly => "upper only",
-                };
-                format!("SproutRAG {kind}, {search}")
-            }
-        }
-    }
-}
-
-impl SproutRagConfig {
-    /// The settings the index depends on (everything but the search): methods equal here share one
-    /// index and one training run.
-    pub fn index_settings(&self) -> SproutRagConfig {
-        SproutRagConfig { search: TreeSearch::Collapsed, ..self.clone() }
+    pub fn kind(&self) -> MethodKind {
+        self.spec().kind()
     }
 }
 
@@ -214,25 +129,7 @@ impl Experiment {
             bail!("encoder.batch_size must be at least 1");
         }
         for m in &self.methods {
-            if let Method::SproutRag(c) = m {
-                match (&c.attention, &c.training) {
-                    (AttentionSource::TokenBlocks { window_tokens }, _) if *window_tokens < 8 => {
-                        bail!("SproutRag attention window_tokens must be at least 8, got {window_tokens}")
-                    }
-                    (AttentionSource::TokenBlocks { .. }, Some(t)) if !t.freeze_encoder => {
-                        bail!("SproutRag training.freeze_encoder: false needs attention: Sllm (TokenBlocks learns head weights only)")
-                    }
-                    (AttentionSource::TokenBlocks { .. }, Some(t)) => t.check().map_err(anyhow::Error::msg)?,
-                    (AttentionSource::Sllm, None) => bail!("SproutRag attention: Sllm needs training: Some((...)): an untrained SLLM is random"),
-                    (AttentionSource::Sllm, Some(t)) => t.check().map_err(anyhow::Error::msg)?,
-                    _ => {}
-                }
-                if let TreeSearch::Beam(b) = c.search {
-                    if b.beam_width == 0 || b.max_leaves == Some(0) {
-                        bail!("SproutRag beam_width and max_leaves must be at least 1");
-                    }
-                }
-            }
+            m.spec().check()?;
         }
         if self.name.is_empty() || self.name.contains(['/', '\\']) {
             bail!("name {:?} must be a non-empty folder name", self.name);

@@ -1,13 +1,13 @@
 //! arbor-experiments: the experiment schema ([`experiment::Experiment`], RON), the run pipeline
-//! ([`run::run`], [`run::evaluate_only`]), the content-keyed artefact cache ([`cache`]), SproutRAG indexing
-//! and training glue ([`sproutrag`]), the record of trained models ([`trained`]) and the command-line entry
+//! ([`run::run`], [`run::evaluate_only`]), the content-keyed artefact cache ([`cache`]), one home per retrieval method
+//! ([`methods`]), the record of trained models ([`trained`]) and the command-line entry
 //! points behind the `train`, `evaluate` and `arbor` binaries.
 
 pub mod cache;
 pub mod cli;
 pub mod embed;
 pub mod experiment;
+pub mod methods;
 pub mod progress;
 pub mod run;
-pub mod sproutrag;
 pub mod trained;

@@ -2,23 +2,20 @@
 //! reads, the encoder, every method scored on the same queries, gold spans, k and token budget, the report.
 //! `train` may train the methods' models; `evaluate` never does ([`Training`]).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use anyhow::Context;
+use anyhow::Context as _;
 use arbor_datasets::{Corpus, TokenStarts, UnitConfig};
-use arbor_eval::bm25::Bm25;
-use arbor_eval::flat::FlatDense;
 use arbor_eval::report::{Inputs, Report, UnitStats, atomic_write};
 use arbor_eval::runner::{EvalQuery, EvalSettings, evaluate};
-use arbor_eval::tree_retrieval::TreeRetriever;
-use arbor_eval::{LeafIndex, QueryInput, Retriever, Scope};
+use arbor_eval::{LeafIndex, QueryInput, Scope};
 use arbor_models::{DefaultBackend, SentenceEncoder, default_device};
 
 use crate::cache::{Cache, Keys, corpus_digest};
-use crate::experiment::{Experiment, Method, SproutRagConfig};
+use crate::experiment::Experiment;
+use crate::methods::{Context, QueryVectors};
 use crate::progress::bar;
-use crate::sproutrag::{IndexInputs, SproutRagIndex, build_index};
 use crate::trained::{EarlierRun, TrainedModel, Training, record};
 
 /// Trains (where a method trains) and evaluates an experiment, writing its folder under `out`; returns the
@@ -65,9 +62,9 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     anyhow::ensure!(!selected.is_empty(), "no query with gold evidence in split {:?} of {}", exp.data.split, exp.data.path);
     let encoder = SentenceEncoder::<DefaultBackend>::load(&exp.encoder, &default_device())?;
     let units = UnitConfig { max_tokens: Some(exp.units.max_tokens.unwrap_or_else(|| encoder.max_content_tokens())), ..exp.units };
-    let index = leaf_index(&corpus, &units, &encoder)?;
+    let leaves = leaf_index(&corpus, &units, &encoder)?;
     let keys = Keys::new(&corpus, &units, &encoder.fingerprint);
-    let mut queries: Vec<EvalQuery> = selected
+    let queries: Vec<EvalQuery> = selected
         .iter()
         .map(|q| EvalQuery {
             id: q.id.clone(),
@@ -80,87 +77,39 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         experiment: exp.name.clone(),
         setting: setting(exp, &corpus, &docs, queries.len()),
         inputs: Inputs { corpus: corpus_digest(&corpus), encoder: encoder.fingerprint.clone() },
-        units: unit_stats(&index, &docs, &queries, &encoder, units.max_tokens.expect("resolved above")),
+        units: unit_stats(&leaves, &docs, &queries, &encoder, units.max_tokens.expect("resolved above")),
         methods: vec![],
     };
     if cache.root != dir {
         report.setting.push_str(&format!(" Embeddings, trained models and trees are shared in {}.", cache.root.display()));
     }
     let settings = EvalSettings { scope: exp.retrieval.scope, top_k: exp.retrieval.top_k, max_tokens: exp.retrieval.max_tokens };
-    let score = |retriever: &dyn Retriever, queries: &[EvalQuery], index_ms_per_doc: f64| {
-        let pb = bar(queries.len(), retriever.name());
-        let mut result = evaluate(retriever, &corpus, &index, queries, &settings, &mut || pb.inc(1));
-        pb.finish_and_clear();
-        result.index_ms_per_doc = index_ms_per_doc;
-        result
-    };
-    // Unit and query embeddings are computed once, for every dense method that needs them.
-    let mut dense: Option<(Vec<Vec<f32>>, f64)> = None;
-    let mut indexes: Vec<(SproutRagConfig, SproutRagIndex, f64)> = Vec::new();
+    let ctx = Context::new(&corpus, &leaves, &keys, &encoder, &exp.encoder, cache, training, &docs, &queries, exp.retrieval.scope);
+    // Methods that share an index (SproutRAG search variants) report the time it took to build once.
+    let mut index_ms: HashMap<String, f64> = HashMap::new();
     let mut models: Vec<TrainedModel> = Vec::new();
     for method in &exp.methods {
-        let name = method.label();
-        if matches!(method, Method::Flat | Method::SproutRag(_)) && dense.is_none() {
-            let start = Instant::now();
-            let embeddings = cache.unit_embeddings(&encoder, &corpus, &index, &keys, &docs, exp.encoder.batch_size)?;
-            dense = Some((embeddings, start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64));
-            let texts: Vec<&str> = queries.iter().map(|q| q.input.text.as_str()).collect();
-            let vectors = cache.text_embeddings(&encoder, exp.encoder.batch_size, &texts, "queries")?;
-            for (q, v) in queries.iter_mut().zip(vectors) {
-                q.input.embedding = Some(v);
-            }
-        }
-        let result = match method {
-            Method::Flat => {
-                let (embeddings, ms) = dense.as_ref().expect("computed above");
-                let flat = FlatDense { name, index: &index, embeddings, scope: exp.retrieval.scope };
-                score(&flat, &queries, *ms)
-            }
-            Method::Bm25 => {
-                let start = Instant::now();
-                let bm25 = Bm25::build(&corpus, &index, exp.retrieval.scope);
-                score(&bm25, &queries, start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64)
-            }
-            Method::SproutRag(config) => {
-                let (embeddings, embed_ms) = dense.as_ref().expect("computed above");
-                // Methods that differ only in how they search share one index (and one training run).
-                let key = config.index_settings();
-                let at = match indexes.iter().position(|(k, _, _)| *k == key) {
-                    Some(at) => at,
-                    None => {
-                        let start = Instant::now();
-                        let inputs = IndexInputs {
-                            encoder: &encoder,
-                            encoder_config: &exp.encoder,
-                            corpus: &corpus,
-                            index: &index,
-                            keys: &keys,
-                            docs: &docs,
-                            unit_embeddings: embeddings,
-                            cache,
-                            training,
-                        };
-                        let built = build_index(&inputs, &name, config, &queries)?;
-                        models.extend(built.model.clone());
-                        let ms = embed_ms + start.elapsed().as_secs_f64() * 1e3 / docs.len() as f64;
-                        indexes.push((key, built, ms));
-                        indexes.len() - 1
-                    }
-                };
-                let (_, built, ms) = &indexes[at];
-                let retriever = TreeRetriever { name, trees: &built.trees, search: config.search, scope: exp.retrieval.scope };
-                match &built.query_embeddings {
-                    None => score(&retriever, &queries, *ms),
-                    Some(embedded) => {
-                        let mut own = queries.clone();
-                        for (q, e) in own.iter_mut().zip(embedded) {
-                            q.input.embedding = Some(e.clone());
-                        }
-                        score(&retriever, &own, *ms)
-                    }
-                }
-            }
+        let spec = method.spec();
+        let (built, ms) = ctx.build(spec)?;
+        let ms = match spec.index_key() {
+            Some(key) => *index_ms.entry(key).or_insert(ms),
+            None => ms,
         };
+        models.extend(built.model.clone());
+        let mut queries = queries.clone();
+        let vectors = match built.queries {
+            QueryVectors::None => None,
+            QueryVectors::Encoder => Some(ctx.query_vectors()?.to_vec()),
+            QueryVectors::Own(vectors) => Some(vectors),
+        };
+        for (q, v) in queries.iter_mut().zip(vectors.into_iter().flatten()) {
+            q.input.embedding = Some(v);
+        }
+        let retriever = built.retriever.as_ref();
+        let pb = bar(queries.len(), retriever.name());
+        let mut result = evaluate(retriever, &corpus, &leaves.tokens, &queries, &settings, &mut || pb.inc(1));
+        pb.finish_and_clear();
+        result.index_ms_per_doc = ms;
         report.methods.push(result);
     }
     record(dir, &models)?;
@@ -185,8 +134,7 @@ fn leaf_index(corpus: &Corpus, units: &UnitConfig, encoder: &SentenceEncoder<Def
 /// What the encoder sees of the evaluated documents and queries.
 fn unit_stats(index: &LeafIndex, docs: &[usize], queries: &[EvalQuery], encoder: &SentenceEncoder<DefaultBackend>, max_tokens: usize) -> UnitStats {
     let limit = encoder.max_content_tokens();
-    let lengths: Vec<usize> =
-        docs.iter().flat_map(|&d| index.doc_units[d].clone()).map(|u| index.tokens[index.units[u].doc].count(index.units[u].span)).collect();
+    let lengths: Vec<usize> = docs.iter().flat_map(|&d| index.units.by_doc[d].clone()).map(|u| index.tokens.count(index.units.spans[u])).collect();
     let long_units = lengths.iter().filter(|&&t| t > limit).count();
     let long_queries = queries.iter().filter(|q| encoder.count_tokens(&q.input.text) > limit).count();
     UnitStats {

@@ -1,0 +1,21 @@
+//! BM25 over the shared leaf units (arbor_eval::bm25): the keyword baseline.
+
+use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+
+/// `Bm25` in an experiment file.
+pub struct Bm25;
+
+impl MethodSpec for Bm25 {
+    fn label(&self) -> String {
+        "BM25".into()
+    }
+
+    fn kind(&self) -> MethodKind {
+        MethodKind::Bm25
+    }
+
+    fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
+        let retriever = arbor_eval::bm25::Bm25::build(ctx.corpus, &ctx.leaves.units, ctx.scope);
+        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::None, model: None })
+    }
+}

@@ -1,0 +1,25 @@
+//! Flat dense retrieval over the shared leaf units (at most two sentences each): every unit scored by
+//! cosine with the query, the top k handed on. The baseline every SproutRAG table starts from.
+
+use arbor_eval::flat::FlatDense;
+
+use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+
+/// `Flat` in an experiment file.
+pub struct Flat;
+
+impl MethodSpec for Flat {
+    fn label(&self) -> String {
+        "Flat (dense units)".into()
+    }
+
+    fn kind(&self) -> MethodKind {
+        MethodKind::Flat
+    }
+
+    fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
+        let embeddings = ctx.unit_vectors()?;
+        let retriever = FlatDense { name: self.label(), chunks: &ctx.leaves.units, embeddings, scope: ctx.scope };
+        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, model: None })
+    }
+}

@@ -1,0 +1,215 @@
+//! One home per retrieval method. A method is a config (a variant of [`crate::experiment::Method`], in
+//! RON) that implements [`MethodSpec`]: it names itself and its [`MethodKind`], and builds its index over
+//! a run's documents from a [`Context`] (the corpus, the shared leaf units and tokens, the encoder, the
+//! content-keyed [`Cache`] and the [`Training`] policy), reading back what the cache holds. The index answers
+//! queries through [`arbor_eval::Retriever`] with ranked items (spans, score, node), and the runner scores
+//! every method the same way; it knows none of them by name.
+//!
+//! | method | module | paper |
+//! |---|---|---|
+//! | Flat (dense leaf units) | [`flat`] | SproutRAG / SmartChunk baselines |
+//! | BM25 | [`bm25`] | keyword baseline |
+//! | SproutRAG | [`sproutrag`] | SproutRAG, Sections 2-4 |
+
+pub mod bm25;
+pub mod flat;
+pub mod sproutrag;
+
+use std::cell::{Cell, OnceCell};
+use std::fmt;
+use std::time::Instant;
+
+use arbor_datasets::Corpus;
+use arbor_eval::runner::EvalQuery;
+use arbor_eval::{LeafIndex, Retriever, Scope};
+use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder};
+use serde::{Deserialize, Serialize};
+
+use crate::cache::{Cache, Keys};
+use crate::trained::{TrainedModel, Training};
+
+/// What a method is, for sweep rows and plots (independent of its numeric settings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum MethodKind {
+    Flat,
+    Bm25,
+    SproutRag { attention: SproutAttention, search: SearchKind },
+}
+
+/// Where a SproutRAG tree's attention comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum SproutAttention {
+    /// The encoder's token attention, head weights as initialised.
+    Untrained,
+    /// The encoder's token attention, head weights learned on L_attn.
+    LearnedWeights,
+    /// The trained sentence-level transformer.
+    Trained,
+}
+
+/// How a tree is searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum SearchKind {
+    Beam,
+    Collapsed,
+    LeavesOnly,
+    UpperOnly,
+}
+
+impl fmt::Display for MethodKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MethodKind::Flat => write!(f, "Flat"),
+            MethodKind::Bm25 => write!(f, "BM25"),
+            MethodKind::SproutRag { attention, search } => {
+                let attention = match attention {
+                    SproutAttention::Untrained => "untrained",
+                    SproutAttention::LearnedWeights => "learned weights",
+                    SproutAttention::Trained => "trained",
+                };
+                let search = match search {
+                    SearchKind::Beam => "beam",
+                    SearchKind::Collapsed => "collapsed",
+                    SearchKind::LeavesOnly => "leaves only",
+                    SearchKind::UpperOnly => "upper only",
+                };
+                write!(f, "SproutRAG {attention}, {search}")
+            }
+        }
+    }
+}
+
+impl MethodKind {
+    /// SproutRAG itself, as opposed to the baselines it is compared with.
+    pub fn is_sproutrag(&self) -> bool {
+        matches!(self, MethodKind::SproutRag { .. })
+    }
+}
+
+/// A retrieval method.
+pub trait MethodSpec {
+    /// The row name in reports (with the settings that tell two rows of one kind apart).
+    fn label(&self) -> String;
+    fn kind(&self) -> MethodKind;
+    /// Rejects settings that cannot run, before anything is loaded.
+    fn check(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// Methods with the same index key share one index (and report its build time); `None`: not shared.
+    fn index_key(&self) -> Option<String> {
+        None
+    }
+    /// Builds (or reads back) the method's index over `ctx.docs`, training first where it trains.
+    fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>>;
+}
+
+/// A method's index, ready to answer queries.
+pub struct Built<'a> {
+    pub retriever: Box<dyn Retriever + 'a>,
+    /// How the method embeds queries.
+    pub queries: QueryVectors,
+    /// The trained model it uses, if any (recorded in the run's models.json).
+    pub model: Option<TrainedModel>,
+}
+
+/// The query embeddings a method searches with.
+pub enum QueryVectors {
+    /// None: the method reads query text only.
+    None,
+    /// The encoder's.
+    Encoder,
+    /// Its own, one per evaluated query, in order.
+    Own(Vec<Vec<f32>>),
+}
+
+/// What a run gives every method.
+pub struct Context<'a> {
+    pub corpus: &'a Corpus,
+    /// The shared leaf units and every document's token starts.
+    pub leaves: &'a LeafIndex,
+    pub keys: &'a Keys,
+    pub encoder: &'a SentenceEncoder<DefaultBackend>,
+    pub encoder_config: &'a EncoderConfig,
+    pub cache: &'a Cache,
+    pub training: &'a Training,
+    /// The documents to index.
+    pub docs: &'a [usize],
+    /// The evaluated queries (embeddings not filled in).
+    pub queries: &'a [EvalQuery],
+    pub scope: Scope,
+    unit_vectors: OnceCell<(Vec<Vec<f32>>, f64)>,
+    query_vectors: OnceCell<Vec<Vec<f32>>>,
+    /// Whether the method being built used the unit vectors, and how long filling them took during it.
+    used_units: Cell<bool>,
+    filled_ms: Cell<f64>,
+}
+
+impl<'a> Context<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        corpus: &'a Corpus,
+        leaves: &'a LeafIndex,
+        keys: &'a Keys,
+        encoder: &'a SentenceEncoder<DefaultBackend>,
+        encoder_config: &'a EncoderConfig,
+        cache: &'a Cache,
+        training: &'a Training,
+        docs: &'a [usize],
+        queries: &'a [EvalQuery],
+        scope: Scope,
+    ) -> Self {
+        Context {
+            corpus,
+            leaves,
+            keys,
+            encoder,
+            encoder_config,
+            cache,
+            training,
+            docs,
+            queries,
+            scope,
+            unit_vectors: OnceCell::new(),
+            query_vectors: OnceCell::new(),
+            used_units: Cell::new(false),
+            filled_ms: Cell::new(0.0),
+        }
+    }
+
+    /// The encoder's vector of every shared leaf unit of `docs` (others empty), computed once per run.
+    pub fn unit_vectors(&self) -> anyhow::Result<&[Vec<f32>]> {
+        self.used_units.set(true);
+        if self.unit_vectors.get().is_none() {
+            let start = Instant::now();
+            let vectors = self.cache.unit_embeddings(self.encoder, self.corpus, self.leaves, self.keys, self.docs, self.encoder_config.batch_size)?;
+            let ms = start.elapsed().as_secs_f64() * 1e3;
+            self.filled_ms.set(self.filled_ms.get() + ms);
+            let _ = self.unit_vectors.set((vectors, ms));
+        }
+        Ok(&self.unit_vectors.get().expect("set above").0)
+    }
+
+    /// The encoder's vector of every evaluated query, computed once per run.
+    pub fn query_vectors(&self) -> anyhow::Result<&[Vec<f32>]> {
+        if self.query_vectors.get().is_none() {
+            let texts: Vec<&str> = self.queries.iter().map(|q| q.input.text.as_str()).collect();
+            let vectors = self.cache.text_embeddings(self.encoder, self.encoder_config.batch_size, &texts, "queries")?;
+            let _ = self.query_vectors.set(vectors);
+        }
+        Ok(self.query_vectors.get().expect("set above"))
+    }
+
+    /// Builds one method's index, timing it per document: the build itself plus the encoding of the unit
+    /// vectors when it uses them (whichever method encoded them first).
+    pub fn build(&'a self, method: &dyn MethodSpec) -> anyhow::Result<(Built<'a>, f64)> {
+        self.used_units.set(false);
+        self.filled_ms.set(0.0);
+        let start = Instant::now();
+        let built = method.build(self)?;
+        let mut ms = start.elapsed().as_secs_f64() * 1e3 - self.filled_ms.get();
+        if self.used_units.get() {
+            ms += self.unit_vectors.get().map_or(0.0, |(_, ms)| *ms);
+        }
+        Ok((built, ms / self.docs.len().max(1) as f64))
+    }
+}

@@ -1,0 +1,270 @@
+//! SproutRAG (Sections 2.1-2.3 and 3): unit attention -> HeadAggregator -> M -> greedy tree with
+//! progressive embeddings, one tree per document, searched by hierarchical beam search (or collapsed).
+//! Two attention sources:
+//! - `TokenBlocks`: the frozen encoder's token attention pooled into unit blocks; leaves and queries keep
+//!   the encoder's embeddings; the head weights stay at their initial values, or, with `training`, are
+//!   learned on L_attn over the training split's documents ([`train`]);
+//! - `Sllm`: the trained SLLM ([`train`]); leaves are its unit embeddings, queries its query embeddings.
+//!
+//! Trees go into the cache as `trees-<key>/<doc key>.tree` (key: the encoder, the index settings, the
+//! trained model), so methods that differ only in their search share them, and later runs read them back.
+
+mod train;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
+use arbor_datasets::DocSpan;
+use arbor_eval::beam::BeamConfig;
+use arbor_eval::tree::{Similarity, Tree};
+use arbor_eval::tree_retrieval::{TreeRetriever, TreeSearch};
+use arbor_models::aggregator::{AggregationInit, HeadAggregator};
+use arbor_models::sproutrag::{SproutRagModel, SproutRagModelConfig};
+use arbor_models::{DefaultBackend, SentenceEncoder};
+use arbor_trainers::config::TrainConfig;
+use burn::tensor::{Tensor, TensorData};
+use serde::{Deserialize, Serialize};
+
+use super::{Built, Context, MethodKind, MethodSpec, QueryVectors, SearchKind, SproutAttention};
+use crate::cache::key;
+use crate::progress::bar;
+use crate::trained::TrainedModel;
+
+/// How SproutRAG indexes and searches a document: `SproutRag((...))` in an experiment file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SproutRagConfig {
+    /// Where the attention between units comes from.
+    pub attention: AttentionSource,
+    /// How the (layer, head) weights start; without training they stay there.
+    pub aggregation: AggregationInit,
+    pub search: TreeSearch,
+    /// Sizes of the SLLM (and SentenceVAE), for `attention: Sllm`.
+    pub model: SproutRagModelConfig,
+    /// With `Sllm`: the joint training (required). With `TokenBlocks`: `None` keeps the initial head
+    /// weights; `Some` learns them on L_attn over the training split (only the head-weight settings:
+    /// lr_aggregation, epochs, warmup, clipping, merge pairs, holdout, seed are read).
+    pub training: Option<TrainConfig>,
+}
+
+impl Default for SproutRagConfig {
+    fn default() -> Self {
+        SproutRagConfig {
+            attention: AttentionSource::TokenBlocks { window_tokens: 256 },
+            aggregation: AggregationInit::Uniform,
+            search: TreeSearch::Beam(BeamConfig::default()),
+            model: SproutRagModelConfig::default(),
+            training: None,
+        }
+    }
+}
+
+/// The source of the unit-by-unit attention A[l, h].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum AttentionSource {
+    /// The encoder's token attention mean-pooled into unit blocks over sliding windows of this many tokens.
+    TokenBlocks { window_tokens: usize },
+    /// The trained sentence-level transformer's attention between units (needs `training`).
+    Sllm,
+}
+
+impl SproutRagConfig {
+    /// The settings the index depends on (everything but the search): methods equal here share one
+    /// index and one training run.
+    pub fn index_settings(&self) -> SproutRagConfig {
+        SproutRagConfig { search: TreeSearch::Collapsed, ..self.clone() }
+    }
+
+    fn attention_kind(&self) -> SproutAttention {
+        match (&self.attention, &self.training) {
+            (AttentionSource::TokenBlocks { .. }, None) => SproutAttention::Untrained,
+            (AttentionSource::TokenBlocks { .. }, Some(_)) => SproutAttention::LearnedWeights,
+            (AttentionSource::Sllm, _) => SproutAttention::Trained,
+        }
+    }
+}
+
+impl MethodSpec for SproutRagConfig {
+    fn label(&self) -> String {
+        let search = match self.search {
+            TreeSearch::Beam(b) => {
+                let cap = b.max_leaves.map_or(String::new(), |m| format!(" max_leaves={m}"));
+                format!("beam b={} delta={} {:?}{cap}", b.beam_width, b.delta, b.strategy)
+            }
+            TreeSearch::Collapsed => "collapsed tree".into(),
+            TreeSearch::LeavesOnly => "leaves only".into(),
+            TreeSearch::UpperOnly => "upper nodes only".into(),
+        };
+        match (&self.attention, &self.training) {
+            (AttentionSource::TokenBlocks { window_tokens }, None) => {
+                format!("SproutRAG untrained ({:?} weights, token attention w={window_tokens}, {search})", self.aggregation)
+            }
+            (AttentionSource::TokenBlocks { window_tokens }, Some(t)) => format!(
+                "SproutRAG learned weights (from {:?}, token attention w={window_tokens}, lr {}, {} epochs, {search})",
+                self.aggregation, t.lr_aggregation, t.epochs
+            ),
+            (AttentionSource::Sllm, Some(t)) => {
+                format!(
+                    "SproutRAG trained (SLLM {}x{}, lambda={}, {} epochs, {search})",
+                    self.model.sllm.layers, self.model.sllm.heads, t.lambda, t.epochs
+                )
+            }
+            (AttentionSource::Sllm, None) => "SproutRAG (untrained SLLM: rejected)".into(),
+        }
+    }
+
+    fn kind(&self) -> MethodKind {
+        let search = match self.search {
+            TreeSearch::Beam(_) => SearchKind::Beam,
+            TreeSearch::Collapsed => SearchKind::Collapsed,
+            TreeSearch::LeavesOnly => SearchKind::LeavesOnly,
+            TreeSearch::UpperOnly => SearchKind::UpperOnly,
+        };
+        MethodKind::SproutRag { attention: self.attention_kind(), search }
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        match (&self.attention, &self.training) {
+            (AttentionSource::TokenBlocks { window_tokens }, _) if *window_tokens < 8 => {
+                bail!("SproutRag attention window_tokens must be at least 8, got {window_tokens}")
+            }
+            (AttentionSource::TokenBlocks { .. }, Some(t)) if !t.freeze_encoder => {
+                bail!("SproutRag training.freeze_encoder: false needs attention: Sllm (TokenBlocks learns head weights only)")
+            }
+            (AttentionSource::TokenBlocks { .. }, Some(t)) => t.check().map_err(anyhow::Error::msg)?,
+            (AttentionSource::Sllm, None) => bail!("SproutRag attention: Sllm needs training: Some((...)): an untrained SLLM is random"),
+            (AttentionSource::Sllm, Some(t)) => t.check().map_err(anyhow::Error::msg)?,
+            _ => {}
+        }
+        if let TreeSearch::Beam(b) = self.search {
+            if b.beam_width == 0 || b.max_leaves == Some(0) {
+                bail!("SproutRag beam_width and max_leaves must be at least 1");
+            }
+        }
+        Ok(())
+    }
+
+    fn index_key(&self) -> Option<String> {
+        Some(key(&self.index_settings()))
+    }
+
+    /// Builds (training first, for `Sllm`) the trees of `ctx.docs`, or reads back those in the cache.
+    fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
+        let label = self.label();
+        let trees_dir = |model: Option<&Path>| {
+            let model_key = model.and_then(|m| m.file_name()).map(|n| n.to_string_lossy().into_owned());
+            ctx.cache.dir("trees", &key(&(&ctx.keys.encoder, self.index_settings(), model_key)))
+        };
+        let record = |dir: PathBuf| TrainedModel { method: label.clone(), settings: self.index_settings(), encoder: ctx.keys.encoder.clone(), dir };
+        let retriever = |trees| TreeRetriever { name: label.clone(), trees, leaves: &ctx.leaves.units, search: self.search, scope: ctx.scope };
+        match (&self.attention, &self.training) {
+            (AttentionSource::TokenBlocks { window_tokens }, training) => {
+                let e = ctx.encoder;
+                let shape = (e.config.num_hidden_layers, e.config.num_attention_heads);
+                let (aggregator, model_dir) = match training {
+                    None => (HeadAggregator::<DefaultBackend>::new(shape.0, shape.1, self.aggregation, e.device()), None),
+                    Some(training) => {
+                        let (aggregator, dir) = train::train_head_weights(ctx, &label, self, *window_tokens, training)?;
+                        (aggregator, Some(dir))
+                    }
+                };
+                let unit_vectors = ctx.unit_vectors()?;
+                let trees = index_docs(ctx, &trees_dir(model_dir.as_deref())?, "token attention trees", |units| {
+                    let a = train::token_attention(ctx, units, *window_tokens);
+                    let attention = Tensor::from_data(TensorData::new(a.values, [a.layers, a.heads, a.n, a.n]), e.device());
+                    let leaves: Vec<f32> = units.iter().flat_map(|&u| unit_vectors[u].iter().copied()).collect();
+                    (leaves, e.dim(), to_vec(aggregator.forward(attention)))
+                })?;
+                Ok(Built { retriever: Box::new(retriever(trees)), queries: QueryVectors::Encoder, model: model_dir.map(record) })
+            }
+            (AttentionSource::Sllm, Some(training)) => {
+                let (model, model_dir) = train::train_model(ctx, &label, self, training)?;
+                // A fine-tuned encoder (inside the model) re-encodes units and queries; a frozen one's vectors are given.
+                let own = |texts: Vec<&str>| own_pooled(&model, ctx.encoder, &texts, ctx.encoder_config.batch_size);
+                let frozen = match model.encoder {
+                    Some(_) => None,
+                    None => Some(ctx.unit_vectors()?),
+                };
+                let trees = index_docs(ctx, &trees_dir(Some(&model_dir))?, "SLLM trees", |units| {
+                    let pooled = match frozen {
+                        Some(unit_vectors) => matrix(units.iter().map(|&u| &unit_vectors[u])),
+                        None => own(units.iter().map(|&u| ctx.leaves.units.text(ctx.corpus, u)).collect()),
+                    };
+                    let out = model.document(pooled, false);
+                    let dim = out.embeddings.dims()[1];
+                    (to_vec(out.embeddings), dim, to_vec(out.m))
+                })?;
+                let pooled = match model.encoder {
+                    Some(_) => own(ctx.queries.iter().map(|q| q.input.text.as_str()).collect()),
+                    None => matrix(ctx.query_vectors()?.iter()),
+                };
+                let q = model.queries(pooled);
+                let dim = q.dims()[1];
+                let vectors = to_vec(q).chunks(dim).map(<[f32]>::to_vec).collect();
+                Ok(Built { retriever: Box::new(retriever(trees)), queries: QueryVectors::Own(vectors), model: Some(record(model_dir)) })
+            }
+            (AttentionSource::Sllm, None) => bail!("attention: Sllm needs training (the experiment check rejects this)"),
+        }
+    }
+}
+
+/// One tree per document, read back from `trees_dir` if it is there; else `leaf_inputs` gives the leaf
+/// embeddings, their width and M for the document's units, and the tree is built and saved.
+fn index_docs(
+    ctx: &Context,
+    trees_dir: &Path,
+    what: &str,
+    mut leaf_inputs: impl FnMut(&[usize]) -> (Vec<f32>, usize, Vec<f32>),
+) -> anyhow::Result<Vec<Option<Tree>>> {
+    let mut trees = vec![None; ctx.corpus.documents.len()];
+    let pb = bar(ctx.docs.len(), what);
+    for &d in ctx.docs {
+        let units: Vec<usize> = ctx.leaves.units.by_doc[d].clone().collect();
+        let spans: Vec<DocSpan> = units.iter().map(|&u| ctx.leaves.units.spans[u]).collect();
+        let path = trees_dir.join(format!("{}.tree", ctx.keys.docs[d]));
+        let tree = match path.exists() {
+            true => {
+                let mut tree = arbor_eval::tree_io::load(&path).map_err(anyhow::Error::msg)?;
+                // The file is named by the document's content; where the document sits in this corpus is ours.
+                let same = tree.leaves.len() == spans.len() && tree.leaves.iter().zip(&spans).all(|(a, b)| a.span == b.span);
+                anyhow::ensure!(same, "{} does not hold the units of document {:?}: delete it", path.display(), ctx.corpus.documents[d].id);
+                tree.leaves.iter_mut().for_each(|leaf| leaf.doc = d);
+                tree
+            }
+            false => {
+                let (leaves, dim, m) = leaf_inputs(&units);
+                let tree = Tree::build(spans, &leaves, dim, &Similarity { n: units.len(), values: &m });
+                arbor_eval::tree_io::save(&tree, &path)?;
+                tree
+            }
+        };
+        trees[d] = Some(tree);
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    Ok(trees)
+}
+
+/// Pooled vectors of `texts` through the model's fine-tuned encoder, in batches.
+fn own_pooled(
+    model: &SproutRagModel<DefaultBackend>,
+    encoder: &SentenceEncoder<DefaultBackend>,
+    texts: &[&str],
+    batch: usize,
+) -> Tensor<DefaultBackend, 2> {
+    let ids = encoder.tokenize(texts);
+    let rows: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
+    let parts: Vec<Tensor<DefaultBackend, 2>> = rows.chunks(batch.max(1)).map(|b| model.pool(b, encoder.device())).collect();
+    Tensor::cat(parts, 0)
+}
+
+fn matrix<'a>(rows: impl Iterator<Item = &'a Vec<f32>>) -> Tensor<DefaultBackend, 2> {
+    let rows: Vec<&Vec<f32>> = rows.collect();
+    let dim = rows.first().map_or(0, |r| r.len());
+    let flat: Vec<f32> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+    Tensor::from_data(TensorData::new(flat, [rows.len(), dim]), &Default::default())
+}
+
+fn to_vec<const D: usize>(t: Tensor<DefaultBackend, D>) -> Vec<f32> {
+    t.into_data().to_vec::<f32>().expect("f32")
+}
