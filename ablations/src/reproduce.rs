@@ -395,6 +395,7 @@ mod tests {
                 latency_ms: Latency::default(),
                 tokens_per_query: 0.0,
                 index_ms_per_doc: 0.0,
+                details: String::new(),
             },
         }
     }

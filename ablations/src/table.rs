@@ -209,6 +209,7 @@ mod tests {
                 latency_ms: Latency::default(),
                 tokens_per_query: 100.0,
                 index_ms_per_doc: 1.0,
+                details: String::new(),
             },
         }
     }

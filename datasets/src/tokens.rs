@@ -56,8 +56,22 @@ impl TokenStarts {
         }
     }
 
+    /// How many tokens the document has.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// Where token `i` starts.
+    pub fn start(&self, i: usize) -> usize {
+        self.starts[i] as usize
+    }
+
     /// The index of the first token starting at or after `byte`.
-    fn first_at(&self, byte: usize) -> usize {
+    pub fn first_at(&self, byte: usize) -> usize {
         self.starts.partition_point(|&s| (s as usize) < byte)
     }
 }

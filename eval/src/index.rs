@@ -146,9 +146,10 @@ pub struct NodeRef {
 
 /// A retrieval method: ranks items for a query, best first.
 ///
-/// The metric contract (DESIGN.md): `retrieve` returns exactly `min(k, leaves in scope)` items (or more
-/// where a hierarchy offers more nodes, never more than k); a method with a natural cut (BM25's matching
-/// terms, beam search's delta) ranks the rest after it.
+/// The metric contract (DESIGN.md): `retrieve` returns `min(k, leaves in scope)` items (never more than
+/// k), or fewer only when its items already hold every leaf in scope (RSE's segments are runs of leaves);
+/// a method with a natural cut (BM25's matching terms, beam search's delta, RSE's minimum value) ranks
+/// the rest after it.
 pub trait Retriever: Sync {
     fn name(&self) -> &str;
     /// The method's leaf chunks (what its strict reading counts as relevant, and its scope's size).

@@ -13,10 +13,15 @@
 pub mod beam;
 pub mod bm25;
 pub mod budget;
+pub mod chunkers;
 pub mod flat;
+pub mod fusion;
+pub mod gmm;
 pub mod index;
 pub mod metrics;
+pub mod raptor;
 pub mod report;
+pub mod rse;
 pub mod runner;
 pub mod tree;
 pub mod tree_io;

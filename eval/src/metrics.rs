@@ -7,6 +7,7 @@
 //! precision@k = |chars(R_k) ∩ chars(G)| / |chars(R_k)|
 //! recall@k    = |chars(R_k) ∩ chars(G)| / |chars(G)|
 //! IE@k        = recall@k × precision@k            (SproutRAG, Table 1; headline = mean of IE@1,3,5)
+//! IoU@k       = |chars(R_k) ∩ chars(G)| / |chars(R_k) ∪ chars(G)|      (Chroma's chunking evaluation)
 //! hit@k       = 1 if some item of R_k overlaps G
 //! evidence_recall@k = share of gold evidence spans wholly inside chars(R_k)   (SmartChunk's Recall@5)
 //! nDCG@10     = Σ_i rel_i / log2(i + 1) over the top 10 / the ideal, where rel_i = 1 when item i
@@ -42,6 +43,7 @@ pub struct QueryMetrics {
     pub precision: [f64; 3],
     pub recall: [f64; 3],
     pub ie: [f64; 3],
+    pub iou: [f64; 3],
     pub hit: [f64; 3],
     pub evidence_recall: [f64; 3],
     /// The reference code's reading, an overlapping item being a hit.
@@ -109,6 +111,7 @@ pub fn score_query(corpus: &Corpus, gold: &[DocSpan], gold_units: &[DocSpan], it
         m.precision[i] = p;
         m.recall[i] = r;
         m.ie[i] = p * r;
+        m.iou[i] = ratio(common, retrieved_chars + gold_chars - common);
         m.hit[i] = f64::from(u8::from(top.iter().any(overlaps_gold)));
         let contained = gold.iter().filter(|g| retrieved.iter().any(|r| r.doc == g.doc && r.span.contains(&g.span))).count();
         m.evidence_recall[i] = if gold.is_empty() { 0.0 } else { contained as f64 / gold.len() as f64 };
@@ -165,6 +168,9 @@ pub struct Metrics {
     pub ie: [f64; 3],
     /// The headline: mean of IE@1, IE@3, IE@5.
     pub ie_mean: f64,
+    /// Absent from reports written before it was measured.
+    #[serde(default)]
+    pub iou: [f64; 3],
     pub hit: [f64; 3],
     pub evidence_recall: [f64; 3],
     pub generous: IdReading,
@@ -191,6 +197,7 @@ impl Metrics {
             recall: avg3(|q| q.recall),
             ie,
             ie_mean: ie.iter().sum::<f64>() / 3.0,
+            iou: avg3(|q| q.iou),
             hit: avg3(|q| q.hit),
             evidence_recall: avg3(|q| q.evidence_recall),
             generous: IdReading::mean(per_query.iter().map(|q| q.generous.clone()), n),
@@ -235,6 +242,9 @@ mod tests {
         assert_eq!(m.precision[1], 10.0 / 25.0);
         assert_eq!(m.recall[1], 1.0);
         assert_eq!(m.ie[1], 0.4);
+        // IoU@1: 5 common of 15..25 ∪ 10..20 = 15 characters; IoU@3: 10 of 25.
+        assert_eq!(m.iou[0], 5.0 / 15.0);
+        assert_eq!(m.iou[1], 10.0 / 25.0);
         assert_eq!(m.hit, [1.0, 1.0, 1.0]);
         assert_eq!(m.evidence_recall, [0.0, 1.0, 1.0]);
         assert_eq!(m.generous.precision, [1.0, 2.0 / 3.0, 2.0 / 5.0]);

@@ -37,6 +37,10 @@ pub struct MethodResult {
     pub tokens_per_query: f64,
     /// Index build time per document (encoding included), in milliseconds.
     pub index_ms_per_doc: f64,
+    /// What the method built, in a sentence (tree depth and node counts, the summariser used, headings
+    /// found), printed under the table.
+    #[serde(default)]
+    pub details: String,
 }
 
 /// What a run's figures were computed from: a finished run whose inputs differ from today's is stale.
@@ -84,13 +88,13 @@ impl Report {
     pub fn markdown(&self) -> String {
         let mut md = format!("# {}\n\n{}\n\n", self.experiment, self.setting);
         md.push_str(
-            "| method | IE@1 | IE@3 | IE@5 | IE mean | ref. IE generous | ref. IE strict | P@5 | R@5 | hit@1 | hit@5 | nDCG@10 | evidence R@5 | tokens/query | latency ms (p50) | index ms/doc |\n",
+            "| method | IE@1 | IE@3 | IE@5 | IE mean | ref. IE generous | ref. IE strict | P@5 | R@5 | hit@1 | hit@5 | nDCG@10 | evidence R@5 | IoU@5 | tokens/query | latency ms (p50) | index ms/doc |\n",
         );
-        md.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        md.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for r in &self.methods {
             let m = &r.metrics;
             md.push_str(&format!(
-                "| {} | {:.1} | {:.1} | {:.1} | **{:.1}** | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.3} | {:.1} |\n",
+                "| {} | {:.1} | {:.1} | {:.1} | **{:.1}** | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.3} | {:.1} |\n",
                 r.name,
                 m.ie[0],
                 m.ie[1],
@@ -104,6 +108,7 @@ impl Report {
                 m.hit[2],
                 m.ndcg10,
                 m.evidence_recall[2],
+                m.iou[2],
                 r.tokens_per_query,
                 r.latency_ms.p50,
                 r.index_ms_per_doc
@@ -122,9 +127,15 @@ impl Report {
              an item overlapping gold being a hit and recall the share of gold spans overlapped. It does not see item size.\n\
              - **ref. IE strict**: the same, only an item that is itself a gold leaf unit (a unit overlapping gold) being a \
              hit, recall = hits / gold leaf units.\n\
+             - **IoU@5**: characters of the top 5 items that are gold over the characters of their union with the gold \
+             (Chroma's chunking evaluation).\n\
              - tokens/query: encoder tokens of the union of the top 5 items (what a reader is handed).\n",
             u.units, u.max_tokens, u.cut_sentences, u.truncated_inputs, u.unseen_tokens, u.tokens
         ));
+        let details: Vec<String> = self.methods.iter().filter(|r| !r.details.is_empty()).map(|r| format!("- {}: {}\n", r.name, r.details)).collect();
+        if !details.is_empty() {
+            md.push_str(&format!("\nWhat each method built:\n\n{}", details.concat()));
+        }
         md
     }
 
@@ -176,6 +187,7 @@ mod tests {
                 latency_ms: Latency::default(),
                 tokens_per_query: 80.0,
                 index_ms_per_doc: 1.0,
+                details: "a tree".into(),
             }],
         };
         report.write(&dir).unwrap();
