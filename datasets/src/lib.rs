@@ -12,6 +12,7 @@
 
 pub mod corpus;
 pub mod error;
+pub mod headings;
 pub mod loaders;
 pub mod merge_pairs;
 pub mod sentences;

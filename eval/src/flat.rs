@@ -1,13 +1,15 @@
 //! Flat dense retrieval: every leaf unit scored by cosine with the query (embeddings are unit-norm, so a
 //! dot product), the top k returned. The baseline every SproutRAG table starts from.
 
+use std::borrow::Cow;
+
 use crate::index::{Chunks, Item, QueryInput, Retriever, Scope, top_k};
 
 pub struct FlatDense<'a> {
     pub name: String,
-    pub chunks: &'a Chunks,
+    pub chunks: Cow<'a, Chunks>,
     /// One unit-norm embedding per chunk.
-    pub embeddings: &'a [Vec<f32>],
+    pub embeddings: Cow<'a, [Vec<f32>]>,
     pub scope: Scope,
 }
 
@@ -21,7 +23,7 @@ impl Retriever for FlatDense<'_> {
     }
 
     fn leaves(&self) -> &Chunks {
-        self.chunks
+        &self.chunks
     }
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
@@ -42,7 +44,8 @@ mod tests {
         let chunks = Chunks { spans: vec![ds(0, 0), ds(0, 1), ds(1, 0)], by_doc: vec![0..2, 2..3] };
         let embeddings = vec![vec![1.0, 0.0], vec![0.6, 0.8], vec![0.0, 1.0]];
         let query = QueryInput { text: String::new(), docs: vec![0], embedding: Some(vec![0.0, 1.0]) };
-        let flat = FlatDense { name: "flat".into(), chunks: &chunks, embeddings: &embeddings, scope: Scope::QueryDocuments };
+        let flat =
+            FlatDense { name: "flat".into(), chunks: Cow::Borrowed(&chunks), embeddings: Cow::Borrowed(&embeddings), scope: Scope::QueryDocuments };
         let got: Vec<DocSpan> = flat.retrieve(&query, 5).into_iter().map(|i| i.spans[0]).collect();
         assert_eq!(got, vec![ds(0, 1), ds(0, 0)]);
         let corpus_wide = FlatDense { scope: Scope::Corpus, ..flat };

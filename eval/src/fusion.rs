@@ -8,6 +8,7 @@
 //! summed over the retrievers that rank it within their first `depth` places. Ties go to the chunk first
 //! in index order, so the fused list is deterministic.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use arbor_datasets::DocSpan;
@@ -18,7 +19,7 @@ pub struct Fusion<'a> {
     pub name: String,
     /// Retrievers over the same chunks as `chunks`.
     pub parts: Vec<Box<dyn Retriever + 'a>>,
-    pub chunks: &'a Chunks,
+    pub chunks: Cow<'a, Chunks>,
     pub k_rrf: f32,
     /// How deep each retriever's list is read (chunks below it get nothing from that retriever).
     pub depth: usize,
@@ -31,7 +32,7 @@ impl Retriever for Fusion<'_> {
     }
 
     fn leaves(&self) -> &Chunks {
-        self.chunks
+        &self.chunks
     }
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
@@ -74,7 +75,7 @@ mod tests {
         // a: 0, 1, 2, 3; b: 2, 1, 3, 0. With k_rrf = 1: chunk 0 = 1/2 + 1/5, 1 = 1/3 + 1/3, 2 = 1/4 + 1/2, 3 = 1/5 + 1/4.
         let parts: Vec<Box<dyn Retriever>> =
             vec![Box::new(Fixed(vec![0, 1, 2, 3], chunks.clone())), Box::new(Fixed(vec![2, 1, 3, 0], chunks.clone()))];
-        let fusion = Fusion { name: "rrf".into(), parts, chunks: &chunks, k_rrf: 1.0, depth: 100, scope: Scope::QueryDocuments };
+        let fusion = Fusion { name: "rrf".into(), parts, chunks: Cow::Borrowed(&chunks), k_rrf: 1.0, depth: 100, scope: Scope::QueryDocuments };
         let query = QueryInput { text: String::new(), docs: vec![0], embedding: None };
         let got: Vec<usize> = fusion.retrieve(&query, 4).iter().map(|i| i.spans[0].span.start).collect();
         assert_eq!(got, vec![2, 0, 1, 3]);

@@ -138,7 +138,7 @@ impl Item {
 }
 
 /// A node of the per-document hierarchy of a method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NodeRef {
     pub doc: usize,
     pub node: usize,

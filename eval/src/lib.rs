@@ -17,6 +17,7 @@ pub mod chunkers;
 pub mod flat;
 pub mod fusion;
 pub mod gmm;
+pub mod hierarchy;
 pub mod index;
 pub mod metrics;
 pub mod raptor;

@@ -20,6 +20,8 @@
 //! - tree traversal: the top `top_k` nodes of the top layer, then the top `top_k` of their children, down
 //!   to the leaves; the selected nodes in the order selected, then the other leaves by cosine.
 
+use std::borrow::Cow;
+
 use arbor_datasets::{DocSpan, Span};
 
 use crate::flat::dot;
@@ -130,9 +132,18 @@ fn leaves_under(nodes: &[Node], node: usize, out: &mut Vec<Span>) {
     }
 }
 
+/// How many times an oversized cluster is clustered again, at most (RAPTOR sets no limit; its soft
+/// clusters can overlap so much that each round removes a single member).
+const MAX_RECLUSTER_DEPTH: usize = 3;
+
 /// RAPTOR's clustering of one layer (`RAPTOR_Clustering.perform_clustering`): global soft clusters, local
-/// clusters inside the large ones, and clusters over `max_length_in_cluster` tokens clustered again.
+/// clusters inside the large ones, and clusters over `max_length_in_cluster` tokens clustered again (at
+/// most [`MAX_RECLUSTER_DEPTH`] times).
 pub fn cluster_nodes(vectors: &[&[f32]], tokens: &[usize], p: &RaptorParams) -> Vec<Vec<usize>> {
+    cluster_within(vectors, tokens, p, 0)
+}
+
+fn cluster_within(vectors: &[&[f32]], tokens: &[usize], p: &RaptorParams, depth: usize) -> Vec<Vec<usize>> {
     let dim = p.cluster.reduction_dimension;
     let owned: Vec<Vec<f32>> = vectors.iter().map(|v| v.to_vec()).collect();
     let (k, labels) = soft_clusters(&principal_components(&owned, reduced_dimension(vectors.len(), dim)), &p.cluster);
@@ -153,14 +164,15 @@ pub fn cluster_nodes(vectors: &[&[f32]], tokens: &[usize], p: &RaptorParams) -> 
     let mut out = Vec::new();
     for cluster in clusters {
         let size: usize = cluster.iter().map(|&i| tokens[i]).sum();
-        if cluster.len() == 1 || size <= p.max_length_in_cluster {
+        if cluster.len() == 1 || size <= p.max_length_in_cluster || depth == MAX_RECLUSTER_DEPTH {
             out.push(cluster);
             continue;
         }
         let sub_vectors: Vec<&[f32]> = cluster.iter().map(|&i| vectors[i]).collect();
         let sub_tokens: Vec<usize> = cluster.iter().map(|&i| tokens[i]).collect();
-        let split = cluster_nodes(&sub_vectors, &sub_tokens, p);
-        if split.len() <= 1 {
+        let split = cluster_within(&sub_vectors, &sub_tokens, p, depth + 1);
+        // Only a split into smaller clusters is taken (soft labels can give every member to every part).
+        if split.len() <= 1 || split.iter().any(|c| c.len() == cluster.len()) {
             out.push(cluster);
         } else {
             out.extend(split.into_iter().map(|c| c.into_iter().map(|i| cluster[i]).collect()));
@@ -180,7 +192,7 @@ pub enum RaptorSearch {
 pub struct RaptorRetriever<'a> {
     pub name: String,
     pub trees: Vec<Option<RaptorTree>>,
-    pub leaves: &'a Chunks,
+    pub leaves: Cow<'a, Chunks>,
     pub search: RaptorSearch,
     pub scope: Scope,
 }
@@ -191,7 +203,7 @@ impl Retriever for RaptorRetriever<'_> {
     }
 
     fn leaves(&self) -> &Chunks {
-        self.leaves
+        &self.leaves
     }
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
@@ -320,7 +332,7 @@ mod tests {
         let collapsed = RaptorRetriever {
             name: "r".into(),
             trees: vec![Some(tree)],
-            leaves: &chunks,
+            leaves: Cow::Borrowed(&chunks),
             search: RaptorSearch::Collapsed,
             scope: Scope::QueryDocuments,
         };
@@ -333,5 +345,26 @@ mod tests {
         assert_eq!(items.len(), 10);
         assert_eq!(items[0].node.unwrap().node, y_summary);
         assert!(items[1].node.unwrap().node >= 15 && items[1].node.unwrap().node < 30, "then a y leaf");
+    }
+}
+
+#[cfg(test)]
+mod diffuse {
+    use super::*;
+
+    #[test]
+    fn oversized_diffuse_clusters_end_and_cover_every_node() {
+        let mut state = 7u64;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 11) as f32 / (1u64 << 53) as f32) - 0.5
+        };
+        // 100 tokens per node: every cluster of more than 35 nodes is over RAPTOR's 3,500 and clustered again.
+        for n in [12usize, 35, 80] {
+            let vectors: Vec<Vec<f32>> = (0..n).map(|_| (0..384).map(|_| next()).collect()).collect();
+            let refs: Vec<&[f32]> = vectors.iter().map(|v| v.as_slice()).collect();
+            let clusters = cluster_nodes(&refs, &vec![100; n], &RaptorParams::default());
+            assert!((0..n).all(|i| clusters.iter().any(|c| c.contains(&i))), "n = {n}: {clusters:?}");
+        }
     }
 }

@@ -15,6 +15,7 @@
 //! Segments are handed on in the order chosen (best first). To keep the metric contract (k items, or
 //! everything in scope), the chunks outside every segment follow in cosine order.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
@@ -107,8 +108,8 @@ pub fn best_segments(values: &[f32], doc_starts: &[usize], p: &RseParams) -> Vec
 /// RSE over dense chunk embeddings.
 pub struct Rse<'a> {
     pub name: String,
-    pub chunks: &'a Chunks,
-    pub embeddings: &'a [Vec<f32>],
+    pub chunks: Cow<'a, Chunks>,
+    pub embeddings: Cow<'a, [Vec<f32>]>,
     /// Each chunk's length in characters.
     pub chars: Vec<usize>,
     pub params: RseParams,
@@ -121,7 +122,7 @@ impl Retriever for Rse<'_> {
     }
 
     fn leaves(&self) -> &Chunks {
-        self.chunks
+        &self.chunks
     }
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
@@ -214,8 +215,8 @@ mod tests {
         let embeddings = vec![e(0.1), e(0.9), e(0.95), e(0.2), e(0.3), e(0.1)];
         let rse = Rse {
             name: "rse".into(),
-            chunks: &chunks,
-            embeddings: &embeddings,
+            chunks: Cow::Borrowed(&chunks),
+            embeddings: Cow::Borrowed(&embeddings),
             chars: vec![5; 6],
             params: params(15, 30, 0.5),
             scope: Scope::Corpus,

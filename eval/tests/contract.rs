@@ -2,6 +2,7 @@
 //! `min(k, units in scope)` items, or more where a hierarchy offers more nodes, never more than k; under a
 //! token budget, never more tokens than the budget.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use arbor_datasets::{Corpus, DocSpan, Document, Query, TokenStarts};
@@ -75,7 +76,7 @@ proptest! {
         for scope in [Scope::QueryDocuments, Scope::Corpus] {
             let query = QueryInput { text: text.clone(), docs: vec![0], embedding: Some(vector(999)) };
             let units = index.units.candidates(&query, scope).count();
-            let flat = FlatDense { name: "flat".into(), chunks: &index.units, embeddings: &embeddings, scope };
+            let flat = FlatDense { name: "flat".into(), chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings), scope };
             let bm25 = Bm25::build(&corpus, &index.units, scope);
             let mut retrievers: Vec<Box<dyn Retriever + '_>> = vec![Box::new(flat), Box::new(bm25)];
             let beam = BeamConfig { beam_width, delta, strategy: Strategy::Threshold, max_leaves };

@@ -12,7 +12,12 @@ use arbor_models::EncoderConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::methods::bm25::Bm25;
+use crate::methods::chunks::Chunking;
 use crate::methods::flat::Flat;
+use crate::methods::hierarchy::HierarchyConfig;
+use crate::methods::hybrid::HybridConfig;
+use crate::methods::raptor::RaptorConfig;
+use crate::methods::rse::RseConfig;
 pub use crate::methods::sproutrag::{AttentionSource, SproutRagConfig};
 use crate::methods::{MethodKind, MethodSpec};
 
@@ -76,6 +81,16 @@ pub enum Method {
     Flat,
     /// BM25 over the same leaf units.
     Bm25,
+    /// Dense retrieval over the method's own chunks (fixed token windows, semantic chunks).
+    Chunks(Chunking),
+    /// BM25 + dense units, reciprocal rank fusion.
+    Hybrid(HybridConfig),
+    /// Dense units with parent expansion into sections (given or derived from headings).
+    Hierarchy(HierarchyConfig),
+    /// Relevant Segment Extraction over (AutoContext-embedded) chunks.
+    Rse(RseConfig),
+    /// A RAPTOR tree of summaries per document.
+    Raptor(RaptorConfig),
     /// A SproutRAG tree per document, searched with beam search (or collapsed).
     SproutRag(SproutRagConfig),
 }
@@ -86,6 +101,11 @@ impl Method {
         match self {
             Method::Flat => &Flat,
             Method::Bm25 => &Bm25,
+            Method::Chunks(c) => c,
+            Method::Hybrid(c) => c,
+            Method::Hierarchy(c) => c,
+            Method::Rse(c) => c,
+            Method::Raptor(c) => c,
             Method::SproutRag(c) => c,
         }
     }

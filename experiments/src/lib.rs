@@ -1,6 +1,6 @@
 //! arbor-experiments: the experiment schema ([`experiment::Experiment`], RON), the run pipeline
 //! ([`run::run`], [`run::evaluate_only`]), the content-keyed artefact cache ([`cache`]), one home per retrieval method
-//! ([`methods`]), the record of trained models ([`trained`]) and the command-line entry
+//! ([`methods`]), the summariser they share ([`summaries`]), the record of trained models ([`trained`]) and the command-line entry
 //! points behind the `train`, `evaluate` and `arbor` binaries.
 
 pub mod cache;
@@ -10,4 +10,5 @@ pub mod experiment;
 pub mod methods;
 pub mod progress;
 pub mod run;
+pub mod summaries;
 pub mod trained;

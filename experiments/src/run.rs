@@ -14,7 +14,7 @@ use arbor_models::{DefaultBackend, SentenceEncoder, default_device};
 
 use crate::cache::{Cache, Keys, corpus_digest};
 use crate::experiment::Experiment;
-use crate::methods::{Context, QueryVectors};
+use crate::methods::{Built, Context, QueryVectors};
 use crate::progress::bar;
 use crate::trained::{EarlierRun, TrainedModel, Training, record};
 
@@ -95,9 +95,10 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
             Some(key) => *index_ms.entry(key).or_insert(ms),
             None => ms,
         };
-        models.extend(built.model.clone());
+        let Built { retriever, queries: query_vectors, model, details } = built;
+        models.extend(model);
         let mut queries = queries.clone();
-        let vectors = match built.queries {
+        let vectors = match query_vectors {
             QueryVectors::None => None,
             QueryVectors::Encoder => Some(ctx.query_vectors()?.to_vec()),
             QueryVectors::Own(vectors) => Some(vectors),
@@ -105,11 +106,12 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         for (q, v) in queries.iter_mut().zip(vectors.into_iter().flatten()) {
             q.input.embedding = Some(v);
         }
-        let retriever = built.retriever.as_ref();
+        let retriever = retriever.as_ref();
         let pb = bar(queries.len(), retriever.name());
         let mut result = evaluate(retriever, &corpus, &leaves.tokens, &queries, &settings, &mut || pb.inc(1));
         pb.finish_and_clear();
         result.index_ms_per_doc = ms;
+        result.details = details.unwrap_or_default();
         report.methods.push(result);
     }
     record(dir, &models)?;

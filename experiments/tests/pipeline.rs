@@ -227,3 +227,32 @@ fn a_document_added_in_front_leaves_the_others_artefacts_untouched() {
     }
     assert_ne!(first.inputs.corpus, second.inputs.corpus, "the report names the corpus it was computed from");
 }
+
+#[test]
+fn every_baseline_runs_on_the_fixture_with_its_own_chunks() {
+    std::env::set_current_dir(workspace()).unwrap();
+    let exp = Experiment::load(Path::new("experiments/baselines-mini.ron")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (_, report) = evaluate_only(&exp, out.path(), None).unwrap();
+    assert_eq!(report.methods.len(), exp.methods.len());
+    let row = |prefix: &str| report.methods.iter().find(|m| m.name.starts_with(prefix)).unwrap_or_else(|| panic!("no row {prefix}"));
+    for m in &report.methods {
+        assert_eq!(m.metrics.queries, 200, "{}", m.name);
+        assert!(m.metrics.hit[2] > 70.0, "{}: hit@5 {}", m.name, m.metrics.hit[2]);
+        assert!(m.metrics.iou[2] <= m.metrics.precision[2] + 1e-9, "{}: IoU is at most precision", m.name);
+    }
+    // Windows hand on more text the larger they are, and never more than their size on average.
+    let tokens: Vec<f64> = ["Dense over 128", "Dense over 256", "Dense over 512"].iter().map(|p| row(p).tokens_per_query).collect();
+    assert!(tokens[0] < tokens[1] && tokens[1] < tokens[2], "{tokens:?}");
+    assert!(row("Dense over 128").details.starts_with("57 chunks"), "{}", row("Dense over 128").details);
+    // The fixture has no sections and no heading lines: the hierarchy is the document over its units, and
+    // parent expansion never fires, so it ranks exactly as flat does.
+    assert!(row("Heading hierarchy").details.contains("2 with neither"), "{}", row("Heading hierarchy").details);
+    assert_eq!(row("Heading hierarchy").metrics, row("Flat").metrics);
+    // RAPTOR builds a layer of summaries over each article and says how it made them.
+    let raptor = &row("RAPTOR (collapsed").details;
+    assert!(raptor.contains("max 1") && raptor.contains("extractive") && raptor.contains("PCA"), "{raptor}");
+    // RSE hands on segments: more text than flat, and more of the gold.
+    assert!(row("RSE + AutoContext").tokens_per_query > row("Flat").tokens_per_query);
+    assert!(row("RSE + AutoContext").metrics.recall[2] > row("Flat").metrics.recall[2]);
+}

@@ -1,6 +1,8 @@
 //! Flat dense retrieval over the shared leaf units (at most two sentences each): every unit scored by
 //! cosine with the query, the top k handed on. The baseline every SproutRAG table starts from.
 
+use std::borrow::Cow;
+
 use arbor_eval::flat::FlatDense;
 
 use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
@@ -19,7 +21,8 @@ impl MethodSpec for Flat {
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
         let embeddings = ctx.unit_vectors()?;
-        let retriever = FlatDense { name: self.label(), chunks: &ctx.leaves.units, embeddings, scope: ctx.scope };
-        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, model: None })
+        let retriever =
+            FlatDense { name: self.label(), chunks: Cow::Borrowed(&ctx.leaves.units), embeddings: Cow::Borrowed(embeddings), scope: ctx.scope };
+        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, model: None, details: None })
     }
 }

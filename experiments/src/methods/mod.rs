@@ -9,10 +9,22 @@
 //! |---|---|---|
 //! | Flat (dense leaf units) | [`flat`] | SproutRAG / SmartChunk baselines |
 //! | BM25 | [`bm25`] | keyword baseline |
+//! | Dense over fixed windows or semantic chunks | [`chunks`] | Chroma / SmartChunk fixed-size; seed 004 L2 |
+//! | Heading hierarchy with parent expansion | [`hierarchy`] | seed 004; LlamaIndex auto-merging |
+//! | Hybrid (BM25 + dense, reciprocal rank fusion) | [`hybrid`] | Cormack et al. 2009 |
+//! | RSE + AutoContext | [`rse`] | spRAG / dsRAG (seed 003) |
+//! | RAPTOR (collapsed tree, tree traversal) | [`raptor`] | RAPTOR (seed 001) |
 //! | SproutRAG | [`sproutrag`] | SproutRAG, Sections 2-4 |
+//!
+//! Methods that summarise use [`crate::summaries`].
 
 pub mod bm25;
+pub mod chunks;
 pub mod flat;
+pub mod hierarchy;
+pub mod hybrid;
+pub mod raptor;
+pub mod rse;
 pub mod sproutrag;
 
 use std::cell::{Cell, OnceCell};
@@ -20,12 +32,13 @@ use std::fmt;
 use std::time::Instant;
 
 use arbor_datasets::Corpus;
+use arbor_eval::index::Chunks;
 use arbor_eval::runner::EvalQuery;
 use arbor_eval::{LeafIndex, Retriever, Scope};
 use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder};
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{Cache, Keys};
+use crate::cache::{Cache, Keys, key};
 use crate::trained::{TrainedModel, Training};
 
 /// What a method is, for sweep rows and plots (independent of its numeric settings).
@@ -33,6 +46,12 @@ use crate::trained::{TrainedModel, Training};
 pub enum MethodKind {
     Flat,
     Bm25,
+    FixedWindows,
+    Semantic,
+    Hybrid,
+    Hierarchy,
+    Rse,
+    Raptor { traversal: bool },
     SproutRag { attention: SproutAttention, search: SearchKind },
 }
 
@@ -61,6 +80,13 @@ impl fmt::Display for MethodKind {
         match self {
             MethodKind::Flat => write!(f, "Flat"),
             MethodKind::Bm25 => write!(f, "BM25"),
+            MethodKind::FixedWindows => write!(f, "Fixed windows"),
+            MethodKind::Semantic => write!(f, "Semantic chunks"),
+            MethodKind::Hybrid => write!(f, "Hybrid"),
+            MethodKind::Hierarchy => write!(f, "Heading hierarchy"),
+            MethodKind::Rse => write!(f, "RSE"),
+            MethodKind::Raptor { traversal: false } => write!(f, "RAPTOR, collapsed"),
+            MethodKind::Raptor { traversal: true } => write!(f, "RAPTOR, traversal"),
             MethodKind::SproutRag { attention, search } => {
                 let attention = match attention {
                     SproutAttention::Untrained => "untrained",
@@ -110,6 +136,8 @@ pub struct Built<'a> {
     pub queries: QueryVectors,
     /// The trained model it uses, if any (recorded in the run's models.json).
     pub model: Option<TrainedModel>,
+    /// What it built, in a sentence for the report.
+    pub details: Option<String>,
 }
 
 /// The query embeddings a method searches with.
@@ -187,6 +215,19 @@ impl<'a> Context<'a> {
             let _ = self.unit_vectors.set((vectors, ms));
         }
         Ok(&self.unit_vectors.get().expect("set above").0)
+    }
+
+    /// The encoder's vector of `text(c)` for every chunk of `chunks` in the context's documents, cached
+    /// under a key of the encoder and `what` (the chunking's settings) per document key.
+    pub fn chunk_vectors(&self, what: &impl Serialize, chunks: &Chunks, text: &dyn Fn(usize) -> String) -> anyhow::Result<Vec<Vec<f32>>> {
+        let dir = self.cache.dir("chunks", &key(&(&self.keys.encoder, what)))?;
+        self.cache.chunk_embeddings(&dir, self.encoder, chunks, self.keys, self.docs, self.encoder_config.batch_size, text)
+    }
+
+    /// Every document's sentences (those of its leaf units, over-long ones already cut to the encoder's
+    /// limit), as chunks.
+    pub fn sentences(&self) -> Chunks {
+        Chunks::from_docs(self.leaves.segments.iter().map(|s| s.units.iter().flat_map(|u| u.sentences.iter().copied()).collect()))
     }
 
     /// The encoder's vector of every evaluated query, computed once per run.

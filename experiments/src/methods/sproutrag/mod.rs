@@ -175,7 +175,7 @@ impl MethodSpec for SproutRagConfig {
                     let leaves: Vec<f32> = units.iter().flat_map(|&u| unit_vectors[u].iter().copied()).collect();
                     (leaves, e.dim(), to_vec(aggregator.forward(attention)))
                 })?;
-                Ok(Built { retriever: Box::new(retriever(trees)), queries: QueryVectors::Encoder, model: model_dir.map(record) })
+                Ok(Built { retriever: Box::new(retriever(trees)), queries: QueryVectors::Encoder, model: model_dir.map(record), details: None })
             }
             (AttentionSource::Sllm, Some(training)) => {
                 let (model, model_dir) = train::train_model(ctx, &label, self, training)?;
@@ -201,7 +201,12 @@ impl MethodSpec for SproutRagConfig {
                 let q = model.queries(pooled);
                 let dim = q.dims()[1];
                 let vectors = to_vec(q).chunks(dim).map(<[f32]>::to_vec).collect();
-                Ok(Built { retriever: Box::new(retriever(trees)), queries: QueryVectors::Own(vectors), model: Some(record(model_dir)) })
+                Ok(Built {
+                    retriever: Box::new(retriever(trees)),
+                    queries: QueryVectors::Own(vectors),
+                    model: Some(record(model_dir)),
+                    details: None,
+                })
             }
             (AttentionSource::Sllm, None) => bail!("attention: Sllm needs training (the experiment check rejects this)"),
         }

@@ -1,0 +1,83 @@
+//! The document's own hierarchy with parent expansion (seed 004; LlamaIndex's auto-merging retriever):
+//! document / section / leaf unit, sections from the corpus (`sections` in JSONL, QASPER's) or, where a
+//! document has none, derived from its heading lines (arbor_datasets::headings); dense retrieval over the
+//! leaf units, a section replacing its retrieved units when more than `ratio` of them are retrieved
+//! (arbor_eval::hierarchy).
+
+use std::borrow::Cow;
+
+use arbor_datasets::headings::derive_sections;
+use arbor_eval::hierarchy::{AutoMerging, Hierarchy};
+use serde::{Deserialize, Serialize};
+
+use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+
+/// `Hierarchy((ratio: 0.5))` in an experiment file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HierarchyConfig {
+    /// A section replaces its units when more than this share of its children is retrieved (LlamaIndex's
+    /// simple_ratio_thresh: 0.5).
+    pub ratio: f32,
+}
+
+impl Default for HierarchyConfig {
+    fn default() -> Self {
+        HierarchyConfig { ratio: 0.5 }
+    }
+}
+
+impl MethodSpec for HierarchyConfig {
+    fn label(&self) -> String {
+        format!("Heading hierarchy (parent expansion > {})", self.ratio)
+    }
+
+    fn kind(&self) -> MethodKind {
+        MethodKind::Hierarchy
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!((0.0..1.0).contains(&self.ratio), "Hierarchy: ratio {} must lie in [0, 1)", self.ratio);
+        Ok(())
+    }
+
+    fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
+        let units = &ctx.leaves.units;
+        let (mut given, mut derived, mut headings, mut flat) = (0, 0, 0, 0);
+        let mut trees = vec![None; ctx.corpus.documents.len()];
+        for &d in ctx.docs {
+            let doc = &ctx.corpus.documents[d];
+            let sections = match doc.sections.is_empty() {
+                false => {
+                    given += 1;
+                    doc.sections.iter().map(|s| s.span()).collect()
+                }
+                true => {
+                    let found: Vec<_> = derive_sections(&doc.text).iter().map(|s| s.span()).collect();
+                    headings += found.len();
+                    if found.is_empty() {
+                        flat += 1
+                    } else {
+                        derived += 1
+                    }
+                    found
+                }
+            };
+            let leaves: Vec<_> = units.by_doc[d].clone().map(|c| (c, units.spans[c].span)).collect();
+            trees[d] = Some(Hierarchy::build(doc.text.len(), &sections, &leaves));
+        }
+        let details = format!(
+            "{given} documents with sections in the corpus, {derived} with {headings} headings derived from their lines, {flat} with neither \
+             (document and units only)"
+        );
+        let retriever = AutoMerging {
+            name: self.label(),
+            trees,
+            chunks: Cow::Borrowed(units),
+            embeddings: Cow::Borrowed(ctx.unit_vectors()?),
+            ratio: self.ratio,
+            scope: ctx.scope,
+        };
+        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, model: None, details: Some(details) })
+    }
+}

@@ -1,0 +1,59 @@
+//! Hybrid retrieval: BM25 and dense retrieval over the shared leaf units, fused by reciprocal rank
+//! (arbor_eval::fusion).
+
+use std::borrow::Cow;
+
+use arbor_eval::bm25::Bm25;
+use arbor_eval::flat::FlatDense;
+use arbor_eval::fusion::Fusion;
+use serde::{Deserialize, Serialize};
+
+use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+
+/// `Hybrid((k_rrf: 60))` in an experiment file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HybridConfig {
+    /// RRF's constant (60 in Cormack et al.).
+    pub k_rrf: f32,
+    /// How deep each ranking is read (`None`: every unit in scope).
+    pub depth: Option<usize>,
+}
+
+impl Default for HybridConfig {
+    fn default() -> Self {
+        HybridConfig { k_rrf: 60.0, depth: None }
+    }
+}
+
+impl MethodSpec for HybridConfig {
+    fn label(&self) -> String {
+        let depth = self.depth.map_or(String::new(), |d| format!(", depth {d}"));
+        format!("Hybrid (BM25 + dense units, RRF k={}{depth})", self.k_rrf)
+    }
+
+    fn kind(&self) -> MethodKind {
+        MethodKind::Hybrid
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.k_rrf >= 0.0 && self.depth != Some(0), "Hybrid: k_rrf must be >= 0 and depth at least 1");
+        Ok(())
+    }
+
+    fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
+        let units = &ctx.leaves.units;
+        let dense =
+            FlatDense { name: "dense".into(), chunks: Cow::Borrowed(units), embeddings: Cow::Borrowed(ctx.unit_vectors()?), scope: ctx.scope };
+        let bm25 = Bm25::build(ctx.corpus, units, ctx.scope);
+        let fusion = Fusion {
+            name: self.label(),
+            parts: vec![Box::new(bm25), Box::new(dense)],
+            chunks: Cow::Borrowed(units),
+            k_rrf: self.k_rrf,
+            depth: self.depth.unwrap_or(usize::MAX),
+            scope: ctx.scope,
+        };
+        Ok(Built { retriever: Box::new(fusion), queries: QueryVectors::Encoder, model: None, details: None })
+    }
+}
