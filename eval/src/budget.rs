@@ -78,7 +78,7 @@ mod tests {
     use super::*;
     use crate::LeafIndex;
     use crate::beam::Layers;
-    use crate::index::{Chunks, Scope, word_tokens};
+    use crate::index::{FixedRanking, Scope, word_tokens};
     use crate::tree::{Similarity, Tree};
     use crate::tree_retrieval::{TreeRetriever, TreeSearch};
     use arbor_datasets::{Document, Query};
@@ -98,21 +98,6 @@ mod tests {
         QueryInput { text: String::new(), docs: vec![0], embedding: Some(vec![1.0, 0.0]) }
     }
 
-    /// A flat retriever that ranks the units in a fixed order.
-    struct Fixed(Vec<Item>, Chunks);
-
-    impl Retriever for Fixed {
-        fn name(&self) -> &str {
-            "fixed"
-        }
-        fn leaves(&self) -> &Chunks {
-            &self.1
-        }
-        fn retrieve(&self, _: &QueryInput, k: usize) -> Vec<Item> {
-            self.0.iter().take(k).cloned().collect()
-        }
-    }
-
     fn texts(corpus: &Corpus, items: &[Item]) -> Vec<String> {
         items.iter().map(|i| i.spans.iter().map(|s| &corpus.documents[0].text[s.span.start..s.span.end]).collect::<Vec<_>>().join("|")).collect()
     }
@@ -121,7 +106,7 @@ mod tests {
     fn items_are_taken_in_rank_order_until_the_next_does_not_fit() {
         let (corpus, index) = setup();
         let ranked: Vec<Item> = [1, 3, 2, 0].iter().map(|&u| Item::unit(index.units.spans[u], 1.0)).collect();
-        let flat = Fixed(ranked.clone(), index.units.clone());
+        let flat = FixedRanking(vec![1, 3, 2, 0], index.units.clone());
         // 3 + 4 = 7 tokens fit 8; the third (2 tokens) would make 9: stop there, although a later one is small.
         let got = spend(ranked.clone(), 8, &flat, &query(), &index.tokens, &corpus);
         assert_eq!(texts(&corpus, &got), ["Dd ee ff.", "Ii jj kk ll."]);

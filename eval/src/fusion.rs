@@ -52,29 +52,15 @@ impl Retriever for Fusion<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::FixedRanking;
     use arbor_datasets::Span;
-
-    /// Ranks its chunks in a fixed order.
-    struct Fixed(Vec<usize>, Chunks);
-
-    impl Retriever for Fixed {
-        fn name(&self) -> &str {
-            "fixed"
-        }
-        fn leaves(&self) -> &Chunks {
-            &self.1
-        }
-        fn retrieve(&self, _: &QueryInput, k: usize) -> Vec<Item> {
-            self.0.iter().take(k).map(|&c| Item::unit(self.1.spans[c], 0.0)).collect()
-        }
-    }
 
     #[test]
     fn ranks_by_summed_reciprocal_ranks() {
         let chunks = Chunks { spans: (0..4).map(|i| DocSpan { doc: 0, span: Span::new(i, i + 1) }).collect(), by_doc: vec![0..4] };
         // a: 0, 1, 2, 3; b: 2, 1, 3, 0. With k_rrf = 1: chunk 0 = 1/2 + 1/5, 1 = 1/3 + 1/3, 2 = 1/4 + 1/2, 3 = 1/5 + 1/4.
         let parts: Vec<Box<dyn Retriever>> =
-            vec![Box::new(Fixed(vec![0, 1, 2, 3], chunks.clone())), Box::new(Fixed(vec![2, 1, 3, 0], chunks.clone()))];
+            vec![Box::new(FixedRanking(vec![0, 1, 2, 3], chunks.clone())), Box::new(FixedRanking(vec![2, 1, 3, 0], chunks.clone()))];
         let fusion = Fusion { name: "rrf".into(), parts, chunks: Cow::Borrowed(&chunks), k_rrf: 1.0, depth: 100, scope: Scope::QueryDocuments };
         let query = QueryInput { text: String::new(), docs: vec![0], embedding: None };
         let got: Vec<usize> = fusion.retrieve(&query, 4).iter().map(|i| i.spans[0].span.start).collect();

@@ -168,6 +168,23 @@ pub(crate) fn word_tokens(corpus: &Corpus) -> Vec<TokenStarts> {
     corpus.documents.iter().map(|d| TokenStarts::words(&d.text)).collect()
 }
 
+/// A retriever that ranks its chunks in a fixed order (tests of what comes after ranking).
+#[cfg(test)]
+pub(crate) struct FixedRanking(pub Vec<usize>, pub Chunks);
+
+#[cfg(test)]
+impl Retriever for FixedRanking {
+    fn name(&self) -> &str {
+        "fixed"
+    }
+    fn leaves(&self) -> &Chunks {
+        &self.1
+    }
+    fn retrieve(&self, _: &QueryInput, k: usize) -> Vec<Item> {
+        self.0.iter().take(k).map(|&c| Item::unit(self.1.spans[c], 0.0)).collect()
+    }
+}
+
 /// The indices of the `k` largest scores, best first; ties go to the lower index.
 pub fn top_k(scores: impl Iterator<Item = (usize, f32)>, k: usize) -> Vec<(usize, f32)> {
     let mut all: Vec<(usize, f32)> = scores.collect();

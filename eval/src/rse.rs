@@ -149,6 +149,7 @@ impl Retriever for Rse<'_> {
             meta[range].iter().for_each(|&c| in_segment[c] = true);
             items.push(Item { spans: vec![DocSpan { doc: first.doc, span: first.span.cover(&last.span) }], score: value, node: None });
         }
+        items.truncate(k);
         let rest = ranked.into_iter().filter(|&(c, _)| !in_segment[c]).map(|(c, s)| Item::unit(self.chunks.spans[c], s));
         items.extend(rest.take(k.saturating_sub(items.len())));
         items

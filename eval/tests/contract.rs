@@ -5,11 +5,17 @@
 use std::borrow::Cow;
 use std::path::Path;
 
+use arbor_datasets::Span;
+use arbor_datasets::span::merge;
 use arbor_datasets::{Corpus, DocSpan, Document, Query, TokenStarts};
 use arbor_eval::beam::{BeamConfig, Strategy};
 use arbor_eval::bm25::Bm25;
 use arbor_eval::budget::spend;
 use arbor_eval::flat::FlatDense;
+use arbor_eval::fusion::Fusion;
+use arbor_eval::hierarchy::{AutoMerging, Hierarchy};
+use arbor_eval::raptor::{RaptorParams, RaptorRetriever, RaptorSearch, RaptorTree, Summary};
+use arbor_eval::rse::{Rse, RsePreset};
 use arbor_eval::tree::{Similarity, Tree};
 use arbor_eval::tree_retrieval::{TreeRetriever, TreeSearch};
 use arbor_eval::{LeafIndex, QueryInput, Retriever, Scope};
@@ -55,6 +61,29 @@ fn tree(index: &LeafIndex, d: usize, embeddings: &[Vec<f32>]) -> Tree {
     Tree::build(units.iter().map(|&u| index.units.spans[u]).collect(), &leaves, 4, &Similarity { n, values: &m })
 }
 
+/// Each paragraph of document `d` a section, over its units.
+fn hierarchy(corpus: &Corpus, index: &LeafIndex, d: usize) -> Hierarchy {
+    let paragraphs: Vec<Span> = index.segments[d].paragraphs.iter().map(|p| p.span).collect();
+    let leaves: Vec<(usize, Span)> = index.units.by_doc[d].clone().map(|c| (c, index.units.spans[c].span)).collect();
+    Hierarchy::build(corpus.documents[d].text.len(), &paragraphs, &leaves)
+}
+
+/// A RAPTOR tree over document `d`'s units that clusters even a few (reduction dimension 0); a summary is its
+/// first leaf, embedded as that leaf.
+fn raptor(index: &LeafIndex, d: usize, embeddings: &[Vec<f32>]) -> RaptorTree {
+    let range = index.units.by_doc[d].clone();
+    let spans: Vec<Span> = index.units.spans[range.clone()].iter().map(|s| s.span).collect();
+    let tokens: Vec<usize> = spans.iter().map(|&s| index.tokens.0[d].count(s)).collect();
+    let mut p = RaptorParams::default();
+    p.cluster.reduction_dimension = 0;
+    let mut summarise =
+        |under: &[Span]| -> Result<Summary, ()> { Ok(Summary { text: under[0].start.to_string(), spans: vec![under[0]], tokens: 1 }) };
+    let mut embed = |texts: &[String]| -> Result<Vec<Vec<f32>>, ()> {
+        Ok(texts.iter().map(|t| embeddings[range.clone()][spans.iter().position(|s| s.start.to_string() == *t).unwrap()].clone()).collect())
+    };
+    RaptorTree::build(&spans, embeddings[range.clone()].to_vec(), &tokens, &p, &mut summarise, &mut embed).unwrap()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
@@ -84,9 +113,26 @@ proptest! {
                 let trees = trees.clone();
                 retrievers.push(Box::new(TreeRetriever { name: format!("{search:?}"), trees, leaves: &index.units, search, scope }));
             }
+            let parts: Vec<Box<dyn Retriever + '_>> = vec![
+                Box::new(FlatDense { name: "dense".into(), chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings), scope }),
+                Box::new(Bm25::build(&corpus, &index.units, scope)),
+            ];
+            retrievers.push(Box::new(Fusion { name: "hybrid".into(), parts, chunks: Cow::Borrowed(&index.units), k_rrf: 60.0, depth: usize::MAX, scope }));
+            let chars = index.units.spans.iter().map(|s| s.span.len()).collect();
+            let params = RsePreset::Balanced.params();
+            retrievers.push(Box::new(Rse { name: "rse".into(), chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings), chars, params, scope }));
+            let hierarchies = (0..corpus.documents.len()).map(|d| Some(hierarchy(&corpus, &index, d))).collect();
+            retrievers.push(Box::new(AutoMerging { name: "hierarchy".into(), trees: hierarchies, chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings), ratio: 0.3, scope }));
+            for search in [RaptorSearch::Collapsed, RaptorSearch::Traversal { top_k: beam_width }] {
+                let trees = (0..corpus.documents.len()).map(|d| Some(raptor(&index, d, &embeddings))).collect();
+                retrievers.push(Box::new(RaptorRetriever { name: format!("{search:?}"), trees, leaves: Cow::Borrowed(&index.units), search, scope }));
+            }
             for r in &retrievers {
                 let items = r.retrieve(&query, k);
-                prop_assert!(items.len() >= k.min(units) && items.len() <= k, "{}: {} items, k {k}, {units} units", r.name(), items.len());
+                let held: Vec<DocSpan> = merge(items.iter().flat_map(|i| i.spans.clone()).collect());
+                let in_scope: Vec<usize> = index.units.candidates(&query, scope).collect();
+                let covers = in_scope.iter().all(|&c| held.iter().any(|h| h.doc == index.units.spans[c].doc && h.span.contains(&index.units.spans[c].span)));
+                prop_assert!((items.len() >= k.min(units) || covers) && items.len() <= k, "{}: {} items, k {k}, {units} units", r.name(), items.len());
                 let handed = spend(items, budget, r.as_ref(), &query, &index.tokens, &corpus);
                 let spans: Vec<DocSpan> = handed.iter().flat_map(|i| i.spans.clone()).collect();
                 prop_assert!(index.tokens.of(&spans) <= budget, "{}: over the budget", r.name());
