@@ -141,7 +141,7 @@ fn an_edited_corpus_gets_fresh_vectors_and_its_finished_runs_are_rerun() {
     assert_eq!(std::fs::read_dir(&units[0]).unwrap().count(), 2);
     // A fresh run of the edited corpus agrees.
     let exp = arbor_experiments::experiment::Experiment::load(&tmp.path().join("base.ron")).unwrap();
-    let (_, fresh) = arbor_experiments::run::run(&exp, &tmp.path().join("fresh"), false).unwrap();
+    let (_, fresh) = arbor_experiments::run::run(&exp, &tmp.path().join("fresh"), false, None).unwrap();
     assert_eq!(fresh.methods[0].metrics, second.rows[0].result.metrics);
 }
 

@@ -21,6 +21,7 @@ pub mod hierarchy;
 pub mod index;
 pub mod metrics;
 pub mod raptor;
+pub mod raptor_io;
 pub mod report;
 pub mod rse;
 pub mod runner;

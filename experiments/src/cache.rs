@@ -8,6 +8,8 @@
 //! | `queries-<key>.vec` | the encoder's fingerprint and the query texts |
 //! | `train-<key>/` | the encoder, the method's settings, the training documents' keys and the training queries |
 //! | `trees-<key>/<doc>.tree` | the encoder, the method's index settings, the trained model's key; the document key |
+//! | `chunks-<key>/<doc>.vec` | the encoder and a method's own chunking; the document key |
+//! | `raptor-<key>/<doc>.raptor` | the encoder, RAPTOR's tree settings, the summariser (a file's content); the document key |
 //!
 //! A document key ([`Keys`]) digests the document's text and sections, the unit rules and the encoder
 //! (its tokenizer cuts units to `max_tokens`). So an edited document gets new vectors and a new tree while

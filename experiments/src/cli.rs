@@ -19,6 +19,10 @@ pub struct TrainArgs {
     /// Continue the newest run of this experiment from its last checkpoint
     #[arg(long)]
     pub resume: bool,
+    /// Keep embeddings, trained models and trees in this folder, shared between runs, instead of in the
+    /// run folder (safe: every artefact is keyed by what it was computed from)
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
 }
 
 /// Evaluates an experiment file without training anything, and writes a run folder.
@@ -33,18 +37,21 @@ pub struct EvaluateArgs {
     /// experiment's data, which may be another corpus)
     #[arg(long)]
     pub from: Option<PathBuf>,
+    /// As for `train --cache`
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
 }
 
 pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
     let exp = Experiment::load(&args.experiment)?;
-    let (dir, report) = crate::run::run(&exp, &args.out, args.resume)?;
+    let (dir, report) = crate::run::run(&exp, &args.out, args.resume, args.cache.as_deref())?;
     print(&report, &dir);
     Ok(())
 }
 
 pub fn evaluate(args: &EvaluateArgs) -> anyhow::Result<()> {
     let exp = Experiment::load(&args.experiment)?;
-    let (dir, report) = crate::run::evaluate_only(&exp, &args.out, args.from.as_deref())?;
+    let (dir, report) = crate::run::evaluate_only(&exp, &args.out, args.from.as_deref(), args.cache.as_deref())?;
     print(&report, &dir);
     Ok(())
 }

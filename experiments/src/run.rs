@@ -20,20 +20,25 @@ use crate::trained::{EarlierRun, TrainedModel, Training, record};
 
 /// Trains (where a method trains) and evaluates an experiment, writing its folder under `out`; returns the
 /// folder and the report. With `resume`, the newest run folder of the experiment is reused: finished
-/// artefacts are read back and training continues from its last checkpoint.
-pub fn run(exp: &Experiment, out: &Path, resume: bool) -> anyhow::Result<(PathBuf, Report)> {
+/// artefacts are read back and training continues from its last checkpoint. Artefacts are kept in the run
+/// folder, or in `cache` when given (a folder shared between runs: every artefact is keyed by its inputs).
+pub fn run(exp: &Experiment, out: &Path, resume: bool, cache: Option<&Path>) -> anyhow::Result<(PathBuf, Report)> {
     let dir = if resume { latest_run(out, exp)? } else { run_folder(out, &exp.name)? };
-    let report = run_in(exp, &dir, &Cache { root: dir.clone() }, &Training::Allowed)?;
+    let report = run_in(exp, &dir, &cache_in(&dir, cache), &Training::Allowed)?;
     Ok((dir, report))
 }
 
 /// Evaluates an experiment without training: its trained methods take their models from the run folder
-/// `from` (an error names the method when that folder has none for it).
-pub fn evaluate_only(exp: &Experiment, out: &Path, from: Option<&Path>) -> anyhow::Result<(PathBuf, Report)> {
+/// `from` (an error names the method when that folder has none for it). `cache` as for [`run`].
+pub fn evaluate_only(exp: &Experiment, out: &Path, from: Option<&Path>, cache: Option<&Path>) -> anyhow::Result<(PathBuf, Report)> {
     let earlier = from.map(EarlierRun::load).transpose()?;
     let dir = run_folder(out, &exp.name)?;
-    let report = run_in(exp, &dir, &Cache { root: dir.clone() }, &Training::Never(earlier))?;
+    let report = run_in(exp, &dir, &cache_in(&dir, cache), &Training::Never(earlier))?;
     Ok((dir, report))
+}
+
+fn cache_in(dir: &Path, shared: Option<&Path>) -> Cache {
+    Cache { root: shared.unwrap_or(dir).to_path_buf() }
 }
 
 /// What a run of `exp` computes from today: the digests of its corpus and of its encoder (without loading

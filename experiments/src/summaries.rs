@@ -43,6 +43,18 @@ pub trait Summariser {
 }
 
 impl SummariserConfig {
+    /// A digest of what the summaries depend on beyond the corpus and the encoder (a file's content), for
+    /// the keys of artefacts built from them.
+    pub fn key(&self) -> anyhow::Result<String> {
+        Ok(match self {
+            SummariserConfig::Extractive => "extractive".into(),
+            SummariserConfig::File(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("cannot read the summaries file {path}"))?;
+                crate::cache::key(&("file", text))
+            }
+        })
+    }
+
     /// The summariser, over the run's leaf units and their vectors; `needed` is where a file summariser
     /// lists the inputs it lacks.
     pub fn open<'a>(

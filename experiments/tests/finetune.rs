@@ -25,7 +25,7 @@ fn the_encoder_is_fine_tuned_in_its_own_optimizer_group() {
     std::env::set_current_dir(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))).unwrap();
     let exp = Experiment::parse(EXPERIMENT, Path::new("finetune.ron")).unwrap();
     let out = tempfile::tempdir().unwrap();
-    let (dir, report) = run(&exp, out.path(), false).unwrap();
+    let (dir, report) = run(&exp, out.path(), false, None).unwrap();
     let m = &report.methods[0].metrics;
     assert!(m.ie_mean > 5.0 && m.hit[2] > 70.0, "IE {} hit@5 {}", m.ie_mean, m.hit[2]);
     let train = std::fs::read_dir(&dir)

@@ -17,7 +17,7 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     std::env::set_current_dir(workspace()).unwrap();
     let exp = Experiment::load(Path::new("experiments/quickstart.ron")).unwrap();
     let out = tempfile::tempdir().unwrap();
-    let (dir, report) = run(&exp, out.path(), false).unwrap();
+    let (dir, report) = run(&exp, out.path(), false, None).unwrap();
     assert!(dir.starts_with(out.path().join("quickstart")));
     let saved = Experiment::load(&dir.join("experiment.ron")).unwrap();
     assert_eq!(saved, exp, "the run folder reproduces the experiment");
@@ -85,7 +85,7 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     let modified = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
     let a_tree = std::fs::read_dir(&folders("trees")[0]).unwrap().next().unwrap().unwrap().path();
     let before = (modified(&a_tree), modified(&train.join("checkpoints/state.json")), log.len());
-    let (again, second) = run(&exp, out.path(), true).unwrap();
+    let (again, second) = run(&exp, out.path(), true, None).unwrap();
     assert_eq!(again, dir);
     let after = (modified(&a_tree), modified(&train.join("checkpoints/state.json")), std::fs::read_to_string(train.join("log.jsonl")).unwrap().len());
     assert_eq!(before, after, "nothing was rebuilt or retrained");
@@ -95,7 +95,7 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
 
     // `evaluate --from` scores the run's trained models without training: a new run folder with no
     // training in it, and the same figures.
-    let (scored, third) = evaluate_only(&exp, out.path(), Some(&dir)).unwrap();
+    let (scored, third) = evaluate_only(&exp, out.path(), Some(&dir), None).unwrap();
     assert_ne!(scored, dir);
     assert!(std::fs::read_dir(&scored).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with("train-")));
     assert_eq!(std::fs::read_to_string(train.join("log.jsonl")).unwrap().len(), log.len(), "nothing was trained");
@@ -103,7 +103,7 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
         assert_eq!(a.metrics, b.metrics, "{}", a.name);
     }
     // Without --from, `evaluate` refuses the trained methods rather than training them.
-    let err = format!("{:#}", evaluate_only(&exp, out.path(), None).unwrap_err());
+    let err = format!("{:#}", evaluate_only(&exp, out.path(), None, None).unwrap_err());
     assert!(err.contains("SproutRAG learned weights") && err.contains("--from"), "{err}");
 }
 
@@ -117,9 +117,9 @@ fn a_run_folder_without_the_model_is_named_in_the_error() {
     let earlier = out.path().join("earlier");
     std::fs::create_dir_all(&earlier).unwrap();
     std::fs::write(earlier.join("models.json"), "[]").unwrap();
-    let err = format!("{:#}", evaluate_only(&exp, out.path(), Some(&earlier)).unwrap_err());
+    let err = format!("{:#}", evaluate_only(&exp, out.path(), Some(&earlier), None).unwrap_err());
     assert!(err.contains(&earlier.display().to_string()) && err.contains("SproutRAG trained"), "{err}");
-    let err = format!("{:#}", evaluate_only(&exp, out.path(), Some(out.path())).unwrap_err());
+    let err = format!("{:#}", evaluate_only(&exp, out.path(), Some(out.path()), None).unwrap_err());
     assert!(err.contains("models.json"), "{err}");
 }
 
@@ -134,15 +134,15 @@ fn long_sentences_are_cut_to_what_the_encoder_reads_and_an_impossible_limit_is_a
     };
     let out = tempfile::tempdir().unwrap();
     // Default: units of at most what the encoder reads; the table-sized "sentences" are cut; nothing is truncated.
-    let (_, cut) = run(&bm25_only("(max_sentences: 2)"), out.path(), false).unwrap();
+    let (_, cut) = run(&bm25_only("(max_sentences: 2)"), out.path(), false, None).unwrap();
     assert_eq!(cut.units.max_tokens, 254);
     assert!(cut.units.cut_sentences > 0);
     assert_eq!(cut.units.truncated_inputs, 0);
     // A limit above the encoder's: fewer units, and the report counts what the encoder truncates.
-    let (_, long) = run(&bm25_only("(max_sentences: 2, max_tokens: Some(100000))"), out.path(), false).unwrap();
+    let (_, long) = run(&bm25_only("(max_sentences: 2, max_tokens: Some(100000))"), out.path(), false, None).unwrap();
     assert!(long.units.units < cut.units.units && long.units.truncated_inputs > 0, "{:?} vs {:?}", long.units, cut.units);
     // One word piece per unit cannot hold a word of several pieces.
-    let err = format!("{:#}", run(&bm25_only("(max_sentences: 2, max_tokens: Some(1))"), out.path(), false).unwrap_err());
+    let err = format!("{:#}", run(&bm25_only("(max_sentences: 2, max_tokens: Some(1))"), out.path(), false, None).unwrap_err());
     assert!(err.contains("raise units.max_tokens") && err.contains("finance-excerpt"), "{err}");
 }
 
@@ -151,7 +151,7 @@ fn a_missing_corpus_is_reported_with_its_path() {
     let text = r#"Experiment(name: "x", data: (format: Jsonl, path: "/nonexistent/corpus"), methods: [Bm25])"#;
     let exp = Experiment::parse(text, Path::new("x.ron")).unwrap();
     let out = tempfile::tempdir().unwrap();
-    let err = format!("{:#}", run(&exp, out.path(), false).unwrap_err());
+    let err = format!("{:#}", run(&exp, out.path(), false, None).unwrap_err());
     assert!(err.contains("/nonexistent/corpus/documents.jsonl"), "{err}");
 }
 
@@ -233,7 +233,7 @@ fn every_baseline_runs_on_the_fixture_with_its_own_chunks() {
     std::env::set_current_dir(workspace()).unwrap();
     let exp = Experiment::load(Path::new("experiments/baselines-mini.ron")).unwrap();
     let out = tempfile::tempdir().unwrap();
-    let (_, report) = evaluate_only(&exp, out.path(), None).unwrap();
+    let (dir, report) = evaluate_only(&exp, out.path(), None, None).unwrap();
     assert_eq!(report.methods.len(), exp.methods.len());
     let row = |prefix: &str| report.methods.iter().find(|m| m.name.starts_with(prefix)).unwrap_or_else(|| panic!("no row {prefix}"));
     for m in &report.methods {
@@ -252,6 +252,10 @@ fn every_baseline_runs_on_the_fixture_with_its_own_chunks() {
     // RAPTOR builds a layer of summaries over each article and says how it made them.
     let raptor = &row("RAPTOR (collapsed").details;
     assert!(raptor.contains("max 1") && raptor.contains("extractive") && raptor.contains("PCA"), "{raptor}");
+    // Its two searches share one cached tree per document.
+    let raptor_dirs: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("raptor-")).collect();
+    assert_eq!(raptor_dirs.len(), 1);
+    assert_eq!(std::fs::read_dir(raptor_dirs[0].path()).unwrap().count(), 2, "one tree per article");
     // RSE hands on segments: more text than flat, and more of the gold.
     assert!(row("RSE + AutoContext").tokens_per_query > row("Flat").tokens_per_query);
     assert!(row("RSE + AutoContext").metrics.recall[2] > row("Flat").metrics.recall[2]);

@@ -6,6 +6,9 @@
 //! Two departures from RAPTOR's code, both stated in the report: the dimension reduction is PCA, not
 //! UMAP (no maintained UMAP crate; PCA is deterministic), and a node summarises the source text of the
 //! leaves under it rather than its children's summaries (the extractive summary points into the document).
+//!
+//! Trees go into the cache as `raptor-<key>/<doc key>.raptor` (key: the encoder, the tree settings, the
+//! summariser and a summaries file's content), so both searches, and later runs, build each tree once.
 
 use std::borrow::Cow;
 
@@ -13,9 +16,11 @@ use arbor_eval::chunkers::pack_sentences;
 use arbor_eval::gmm::ClusterParams;
 use arbor_eval::index::Chunks;
 use arbor_eval::raptor::{RaptorParams, RaptorRetriever, RaptorSearch, RaptorTree};
+use arbor_eval::raptor_io;
 use serde::{Deserialize, Serialize};
 
 use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+use crate::cache::key;
 use crate::progress::bar;
 use crate::summaries::SummariserConfig;
 
@@ -107,19 +112,35 @@ impl MethodSpec for RaptorConfig {
         }));
         let vectors = ctx.chunk_vectors(&("raptor leaves", self.leaf_tokens), &leaves, &|c| leaves.text(ctx.corpus, c).to_owned())?;
         let summariser = self.summariser.open(ctx.corpus, ctx.leaves, ctx.unit_vectors()?, ctx.cache.root.join("summaries-needed.jsonl"))?;
+        // The tree does not depend on how it is searched: both searches share one cached tree per document.
+        let built_by = RaptorConfig { search: RaptorSearchConfig::Collapsed, ..self.clone() };
+        let dir = ctx.cache.dir("raptor", &key(&(&ctx.keys.encoder, &built_by, self.summariser.key()?)))?;
         let params = self.params();
         let mut trees: Vec<Option<RaptorTree>> = vec![None; docs.len()];
         let pb = bar(ctx.docs.len(), "RAPTOR trees");
         for &d in ctx.docs {
             let range = leaves.by_doc[d].clone();
             let spans: Vec<_> = leaves.spans[range.clone()].iter().map(|s| s.span).collect();
-            let tokens: Vec<usize> = spans.iter().map(|&s| ctx.leaves.tokens.0[d].count(s)).collect();
-            let mut summarise = |under: &[arbor_datasets::Span]| summariser.summarise(d, under, self.summary_tokens);
-            let mut embed = |texts: &[String]| -> anyhow::Result<Vec<Vec<f32>>> {
-                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                Ok(ctx.encoder.embed(&refs, ctx.encoder_config.batch_size, &mut |_| {}))
+            let path = dir.join(format!("{}.raptor", ctx.keys.docs[d]));
+            let tree = match path.exists() {
+                true => raptor_io::load(&path).map_err(anyhow::Error::msg)?,
+                false => {
+                    let tokens: Vec<usize> = spans.iter().map(|&s| ctx.leaves.tokens.0[d].count(s)).collect();
+                    let mut summarise = |under: &[arbor_datasets::Span]| summariser.summarise(d, under, self.summary_tokens);
+                    let mut embed = |texts: &[String]| -> anyhow::Result<Vec<Vec<f32>>> {
+                        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                        Ok(ctx.encoder.embed(&refs, ctx.encoder_config.batch_size, &mut |_| {}))
+                    };
+                    let tree = RaptorTree::build(&spans, vectors[range].to_vec(), &tokens, &params, &mut summarise, &mut embed)?;
+                    raptor_io::save(&tree, &path)?;
+                    tree
+                }
             };
-            trees[d] = Some(RaptorTree::build(&spans, vectors[range].to_vec(), &tokens, &params, &mut summarise, &mut embed)?);
+            // The file is named by the document's content; its leaves must be this run's leaf chunks.
+            let same = tree.nodes.iter().filter(|n| n.layer == 0).count() == spans.len()
+                && tree.nodes.iter().zip(&spans).all(|(n, s)| n.layer == 0 && n.spans == [*s]);
+            anyhow::ensure!(same, "{} does not hold the leaf chunks of document {:?}: delete it", path.display(), docs[d].id);
+            trees[d] = Some(tree);
             pb.inc(1);
         }
         pb.finish_and_clear();
