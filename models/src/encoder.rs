@@ -10,7 +10,7 @@ use burn::tensor::{Bool, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use tokenizers::Tokenizer;
 
-use crate::bert::{Bert, BertConfig, load_bert};
+use crate::bert::{Bert, BertConfig, CpuBert, load_bert};
 use crate::error::ModelError;
 use crate::hub::{ModelDir, ModelSource, resolve};
 
@@ -36,6 +36,8 @@ pub struct SentenceEncoder<B: Backend> {
     pub config: BertConfig,
     /// [`fingerprint`] of the model as loaded: what artefacts computed with it are keyed by.
     pub fingerprint: String,
+    /// What [`SentenceEncoder::embed`] runs: the same weights in the CPU kernel, or Burn's module on a GPU.
+    kernel: Kernel<B>,
     tokenizer: Tokenizer,
     max_seq_length: usize,
     device: B::Device,
@@ -88,7 +90,8 @@ impl<B: Backend> SentenceEncoder<B> {
         let max_seq_length = max_len(dir, max_seq_length, &config)?;
         let fingerprint = model.fingerprint(max_seq_length)?;
         let bert = load_bert(&config, &dir.join("model.safetensors"), device)?;
-        Ok(SentenceEncoder { bert, config, fingerprint, tokenizer, max_seq_length, device: device.clone() })
+        let kernel = Kernel::of(&bert, &config);
+        Ok(SentenceEncoder { bert, config, fingerprint, kernel, tokenizer, max_seq_length, device: device.clone() })
     }
 
     pub fn dim(&self) -> usize {
@@ -151,13 +154,32 @@ impl<B: Backend> SentenceEncoder<B> {
 
     /// Embeds texts: unit-norm vectors in input order. `progress` is told how many texts are done.
     pub fn embed(&self, texts: &[&str], batch_size: usize, progress: &mut dyn FnMut(usize)) -> Vec<Vec<f32>> {
+        self.embed_with(&self.kernel, texts, batch_size, progress)
+    }
+
+    /// The kernel that runs `bert`: this encoder's weights fine-tuned elsewhere (a SproutRAG model's).
+    pub fn kernel_for(&self, bert: &Bert<B>) -> Kernel<B> {
+        Kernel::of(bert, &self.config)
+    }
+
+    /// The one embedding path (frozen, fine-tuned, `arbor embed`): texts tokenized and truncated as
+    /// sentence-transformers does, sorted by length so a batch holds texts of similar length (the CPU
+    /// kernel pads nothing; Burn's pads to the batch's longest), embedded by `kernel`, returned in input order.
+    pub fn embed_with(&self, kernel: &Kernel<B>, texts: &[&str], batch_size: usize, progress: &mut dyn FnMut(usize)) -> Vec<Vec<f32>> {
         let ids = self.tokenize(texts);
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
         let mut out = vec![Vec::new(); ids.len()];
         for chunk in order.chunks(batch_size.max(1)) {
             let batch: Vec<&[u32]> = chunk.iter().map(|&i| ids[i].as_slice()).collect();
-            let pooled = self.embed_ids(&batch).into_data().to_vec::<f32>().expect("the backend returns f32");
+            let pooled = match kernel {
+                Kernel::Cpu(cpu) => cpu.embed(&batch),
+                Kernel::Burn(bert) => {
+                    let (ids, mask) = self.pad(&batch);
+                    let hidden = bert.forward(ids, mask.clone(), false).hidden; // [batch, tokens, hidden]
+                    mean_pool_normalise(hidden, mask).into_data().to_vec::<f32>().expect("the backend returns f32")
+                }
+            };
             for (row, &i) in pooled.chunks_exact(self.dim()).zip(chunk) {
                 out[i] = row.to_vec();
             }
@@ -170,15 +192,23 @@ impl<B: Backend> SentenceEncoder<B> {
     pub fn pad(&self, batch: &[&[u32]]) -> (Tensor<B, 2, Int>, Tensor<B, 2, Bool>) {
         pad_ids(batch, &self.device)
     }
+}
 
-    /// Mean-pooled, L2-normalised embeddings of one batch of token ids.
-    ///
-    /// # Shapes
-    /// - returns `[batch, hidden]`
-    pub fn embed_ids(&self, batch: &[&[u32]]) -> Tensor<B, 2> {
-        let (ids, mask) = self.pad(batch);
-        let hidden = self.bert.forward(ids, mask.clone(), false).hidden; // [batch, tokens, hidden]
-        mean_pool_normalise(hidden, mask)
+/// What runs an encoder's forward pass for embeddings.
+#[derive(Debug, Clone)]
+pub enum Kernel<B: Backend> {
+    /// [`CpuBert`]: the default build (no padding, fused passes; see `bert::cpu`).
+    Cpu(CpuBert),
+    /// Burn's module, on the `cuda` feature's GPU.
+    Burn(Bert<B>),
+}
+
+impl<B: Backend> Kernel<B> {
+    fn of(bert: &Bert<B>, config: &BertConfig) -> Self {
+        match cfg!(feature = "cuda") {
+            true => Kernel::Burn(bert.clone()),
+            false => Kernel::Cpu(CpuBert::from_bert(bert, config.layer_norm_eps)),
+        }
     }
 }
 

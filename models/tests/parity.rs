@@ -2,6 +2,7 @@
 //! scripts/make_parity_fixture.py) must embed to cosine >= 0.999 with the reference vector.
 //! The default encoder is fetched into `$ARBOR_HOME` on first use.
 
+use arbor_models::encoder::Kernel;
 use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder, default_device};
 
 fn fixture() -> Vec<(String, Vec<f32>)> {
@@ -33,12 +34,17 @@ fn every_fixture_sentence_matches_sentence_transformers() {
     let texts: Vec<&str> = fixture.iter().map(|(t, _)| t.as_str()).collect();
     let ids = encoder.tokenize(&texts);
     assert!(ids.iter().any(|i| i.len() == 256), "the fixture holds a text that is truncated at 256 tokens");
+    // Both kernels: the default one (the CPU kernel, or Burn's on a GPU build) and Burn's module.
     let got = encoder.embed(&texts, 8, &mut |_| {});
-    for ((text, want), got) in fixture.iter().zip(&got) {
-        let c = cosine(want, got);
-        assert!(c >= 0.999, "cosine {c} for {text:?}");
-        let norm: f32 = got.iter().map(|x| x * x).sum::<f32>().sqrt();
-        assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");
+    let burn = encoder.embed_with(&Kernel::Burn(encoder.bert.clone()), &texts, 8, &mut |_| {});
+    for (((text, want), got), burn) in fixture.iter().zip(&got).zip(&burn) {
+        for (kernel, v) in [("default", got), ("burn", burn)] {
+            let c = cosine(want, v);
+            assert!(c >= 0.999, "{kernel} kernel: cosine {c} for {text:?}");
+            let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-4, "{kernel} kernel: norm {norm}");
+        }
+        assert!(cosine(got, burn) > 0.99999, "the kernels agree on {text:?}");
     }
 }
 

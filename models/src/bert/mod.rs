@@ -6,9 +6,11 @@
 //! probabilities `[batch, heads, tokens, tokens]`.
 
 pub mod config;
+pub mod cpu;
 pub mod model;
 pub mod weights;
 
 pub use config::BertConfig;
+pub use cpu::CpuBert;
 pub use model::{Bert, BertOutput};
 pub use weights::load_bert;

@@ -18,9 +18,9 @@ use arbor_datasets::DocSpan;
 use arbor_eval::beam::BeamConfig;
 use arbor_eval::tree::{Similarity, Tree};
 use arbor_eval::tree_retrieval::{TreeRetriever, TreeSearch};
+use arbor_models::DefaultBackend;
 use arbor_models::aggregator::{AggregationInit, HeadAggregator};
-use arbor_models::sproutrag::{SproutRagModel, SproutRagModelConfig};
-use arbor_models::{DefaultBackend, SentenceEncoder};
+use arbor_models::sproutrag::SproutRagModelConfig;
 use arbor_trainers::config::TrainConfig;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
@@ -180,7 +180,12 @@ impl MethodSpec for SproutRagConfig {
             (AttentionSource::Sllm, Some(training)) => {
                 let (model, model_dir) = train::train_model(ctx, &label, self, training)?;
                 // A fine-tuned encoder (inside the model) re-encodes units and queries; a frozen one's vectors are given.
-                let own = |texts: Vec<&str>| own_pooled(&model, ctx.encoder, &texts, ctx.encoder_config.batch_size);
+                // Pooled vectors through the fine-tuned encoder, by the encoder's one embedding path.
+                let kernel = model.encoder.as_ref().map(|bert| ctx.encoder.kernel_for(bert));
+                let own = |texts: Vec<&str>| {
+                    let kernel = kernel.as_ref().expect("called only when the model holds a fine-tuned encoder");
+                    matrix(ctx.encoder.embed_with(kernel, &texts, ctx.encoder_config.batch_size, &mut |_| {}).iter())
+                };
                 let frozen = match model.encoder {
                     Some(_) => None,
                     None => Some(ctx.unit_vectors()?),
@@ -248,19 +253,6 @@ fn index_docs(
     }
     pb.finish_and_clear();
     Ok(trees)
-}
-
-/// Pooled vectors of `texts` through the model's fine-tuned encoder, in batches.
-fn own_pooled(
-    model: &SproutRagModel<DefaultBackend>,
-    encoder: &SentenceEncoder<DefaultBackend>,
-    texts: &[&str],
-    batch: usize,
-) -> Tensor<DefaultBackend, 2> {
-    let ids = encoder.tokenize(texts);
-    let rows: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
-    let parts: Vec<Tensor<DefaultBackend, 2>> = rows.chunks(batch.max(1)).map(|b| model.pool(b, encoder.device())).collect();
-    Tensor::cat(parts, 0)
 }
 
 fn matrix<'a>(rows: impl Iterator<Item = &'a Vec<f32>>) -> Tensor<DefaultBackend, 2> {

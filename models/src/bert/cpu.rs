@@ -1,0 +1,404 @@
+//! The BERT forward pass of [`super::model`] for inference on the CPU, written against plain `f32` buffers:
+//! the same equations (Devlin et al., 2019, as `transformers`' modeling_bert.py: post-norm residual
+//! blocks, exact erf GELU), computed so as to waste nothing on two cores:
+//!
+//! - no padding: a batch's sequences are laid end to end (`T` tokens in all), the dense layers are one
+//!   matrix product over all `T` rows, and attention runs per sequence over its own length only;
+//! - Q, K and V are one `[hidden, 3 hidden]` product; bias, residual, GELU and layer norm are fused into
+//!   single passes over the rows;
+//! - matrix products go to `matrixmultiply`'s sgemm (already Burn's ndarray kernel, threaded), attention
+//!   to a rayon pool over sequences.
+//!
+//! Weights are copied out of a [`super::Bert`] module, so the frozen and the fine-tuned encoders share this
+//! path. It returns no attention probabilities: token attention goes through the Burn module.
+
+use burn::module::Param;
+use burn::nn::{LayerNorm, Linear};
+use burn::tensor::Tensor;
+use burn::tensor::backend::Backend;
+use rayon::prelude::*;
+
+use super::model::{Bert, BertLayer};
+
+/// `x W + b` with `W` row-major `[input, output]` (Burn's layout).
+#[derive(Debug, Clone)]
+struct Dense {
+    w: Vec<f32>,
+    b: Vec<f32>,
+    input: usize,
+    output: usize,
+}
+
+#[derive(Debug, Clone)]
+struct Norm {
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+    eps: f32,
+}
+
+#[derive(Debug, Clone)]
+struct Layer {
+    /// Query, key and value side by side: `[hidden, 3 hidden]`.
+    qkv: Dense,
+    attention_output: Dense,
+    attention_norm: Norm,
+    intermediate: Dense,
+    output: Dense,
+    output_norm: Norm,
+}
+
+/// A BERT encoder's weights as plain buffers, for [`CpuBert::embed`].
+#[derive(Debug, Clone)]
+pub struct CpuBert {
+    word: Vec<f32>,
+    position: Vec<f32>,
+    /// Row 0 of the token-type table (every token is type 0).
+    token_type: Vec<f32>,
+    embedding_norm: Norm,
+    layers: Vec<Layer>,
+    hidden: usize,
+    heads: usize,
+}
+
+fn values<B: Backend, const D: usize>(t: &Param<Tensor<B, D>>) -> Vec<f32> {
+    t.val().into_data().convert::<f32>().to_vec::<f32>().expect("f32 after convert")
+}
+
+fn dense<B: Backend>(l: &Linear<B>) -> Dense {
+    let [input, output] = l.weight.val().dims();
+    let b = l.bias.as_ref().map_or_else(|| vec![0.0; output], values);
+    Dense { w: values(&l.weight), b, input, output }
+}
+
+fn norm<B: Backend>(n: &LayerNorm<B>, eps: f64) -> Norm {
+    let gamma = values(&n.gamma);
+    let beta = n.beta.as_ref().map_or_else(|| vec![0.0; gamma.len()], values);
+    Norm { gamma, beta, eps: eps as f32 }
+}
+
+/// Q, K and V weights concatenated along the output: row i is `[Wq[i], Wk[i], Wv[i]]`.
+fn fused_qkv<B: Backend>(layer: &BertLayer<B>) -> Dense {
+    let parts = [dense(&layer.query), dense(&layer.key), dense(&layer.value)];
+    let (input, h) = (parts[0].input, parts[0].output);
+    let mut w = Vec::with_capacity(input * 3 * h);
+    for i in 0..input {
+        for p in &parts {
+            w.extend_from_slice(&p.w[i * h..(i + 1) * h]);
+        }
+    }
+    Dense { w, b: parts.iter().flat_map(|p| p.b.iter().copied()).collect(), input, output: 3 * h }
+}
+
+impl CpuBert {
+    /// Copies the weights of `bert` (whose layer norms use `eps`).
+    pub fn from_bert<B: Backend>(bert: &Bert<B>, eps: f64) -> Self {
+        let e = &bert.embeddings;
+        let word = values(&e.word_embeddings.weight);
+        let hidden = e.word_embeddings.weight.val().dims()[1];
+        let layers = bert
+            .layers
+            .iter()
+            .map(|l| Layer {
+                qkv: fused_qkv(l),
+                attention_output: dense(&l.attention_output),
+                attention_norm: norm(&l.attention_norm, eps),
+                intermediate: dense(&l.intermediate),
+                output: dense(&l.output),
+                output_norm: norm(&l.output_norm, eps),
+            })
+            .collect();
+        CpuBert {
+            word,
+            position: values(&e.position_embeddings.weight),
+            token_type: values(&e.token_type_embeddings.weight)[..hidden].to_vec(),
+            embedding_norm: norm(&e.layer_norm, eps),
+            layers,
+            hidden,
+            heads: bert.layers.first().map_or(1, |l| l.num_heads),
+        }
+    }
+
+    /// The last layer's token states of each sequence, laid end to end: `[sum of lengths, hidden]`.
+    pub fn forward(&self, batch: &[&[u32]]) -> Vec<f32> {
+        let h = self.hidden;
+        let lengths: Vec<usize> = batch.iter().map(|s| s.len()).collect();
+        let t: usize = lengths.iter().sum();
+        let mut x = vec![0.0f32; t * h];
+        let positions = batch.iter().flat_map(|s| s.iter().enumerate());
+        for (row, (p, &id)) in x.chunks_exact_mut(h).zip(positions) {
+            let (w, pos) = (&self.word[id as usize * h..][..h], &self.position[p * h..][..h]);
+            for j in 0..h {
+                row[j] = w[j] + pos[j] + self.token_type[j];
+            }
+            layer_norm(row, &self.embedding_norm);
+        }
+        let mut qkv = vec![0.0f32; t * 3 * h];
+        let mut context = vec![0.0f32; t * h];
+        let mut inner = vec![0.0f32; t * self.layers.first().map_or(0, |l| l.intermediate.output)];
+        for layer in &self.layers {
+            matmul_bias(&x, &layer.qkv, &mut qkv);
+            attention(&qkv, &lengths, self.heads, h, &mut context);
+            // x <- LayerNorm(context Wo + bo + x)
+            matmul_bias_residual(&context, &layer.attention_output, &mut x);
+            rows_par(&mut x, h, |rows| layer_norm_rows(rows, &layer.attention_norm));
+            matmul_bias(&x, &layer.intermediate, &mut inner);
+            inner.par_chunks_mut(4096).for_each(gelu_all);
+            // x <- LayerNorm(inner Wout + bout + x)
+            matmul_bias_residual(&inner, &layer.output, &mut x);
+            rows_par(&mut x, h, |rows| layer_norm_rows(rows, &layer.output_norm));
+        }
+        x
+    }
+
+    /// sentence-transformers' embedding of each sequence: the mean of its token states, L2-normalised;
+    /// `[batch, hidden]` row-major.
+    pub fn embed(&self, batch: &[&[u32]]) -> Vec<f32> {
+        let h = self.hidden;
+        let states = self.forward(batch);
+        let mut out = vec![0.0f32; batch.len() * h];
+        let mut at = 0;
+        for (s, row) in batch.iter().zip(out.chunks_exact_mut(h)) {
+            for token in states[at * h..(at + s.len()) * h].chunks_exact(h) {
+                row.iter_mut().zip(token).for_each(|(o, v)| *o += v);
+            }
+            at += s.len();
+            let n = s.len().max(1) as f32;
+            row.iter_mut().for_each(|v| *v /= n);
+            let norm = row.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+            row.iter_mut().for_each(|v| *v /= norm);
+        }
+        out
+    }
+}
+
+/// Runs `f` on blocks of whole `width`-long rows of `x`, spread over the thread pool.
+fn rows_par(x: &mut [f32], width: usize, f: impl Fn(&mut [f32]) + Sync + Send) {
+    x.par_chunks_mut(width * 16).for_each(f);
+}
+
+/// Declares `fn name(args) body` compiled twice, for AVX2 and FMA and as built, the first chosen at run time
+/// when the CPU has them: the element-wise passes then use 256-bit vectors, as the sgemm kernel does.
+macro_rules! multiversion {
+    ($(#[$m:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
+        $(#[$m])*
+        fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            fn generic($($arg: $ty),*) $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn avx2($($arg: $ty),*) {
+                    generic($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                    // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            generic($($arg),*)
+        }
+    };
+}
+
+multiversion! {
+    /// GELU of every value, in place.
+    fn gelu_all(xs: &mut [f32]) {
+        xs.iter_mut().for_each(|v| *v = gelu(*v));
+    }
+}
+
+multiversion! {
+    /// Layer norm of each row of `rows` (rows as wide as the norm).
+    fn layer_norm_rows(rows: &mut [f32], n: &Norm) {
+        rows.chunks_exact_mut(n.gamma.len()).for_each(|row| layer_norm(row, n));
+    }
+}
+
+/// `out = a W + b`, `a`: `[rows, input]`, `out`: `[rows, output]`.
+fn matmul_bias(a: &[f32], d: &Dense, out: &mut [f32]) {
+    let rows = a.len() / d.input;
+    let out = &mut out[..rows * d.output];
+    for row in out.chunks_exact_mut(d.output) {
+        row.copy_from_slice(&d.b);
+    }
+    sgemm(a, d, out, rows);
+}
+
+/// `x = a W + b + x` (the residual added in place), `x`: `[rows, output]`.
+fn matmul_bias_residual(a: &[f32], d: &Dense, x: &mut [f32]) {
+    let rows = x.len() / d.output;
+    for row in x.chunks_exact_mut(d.output) {
+        row.iter_mut().zip(&d.b).for_each(|(v, b)| *v += b);
+    }
+    sgemm(&a[..rows * d.input], d, x, rows);
+}
+
+/// `out += a W` (row-major, contiguous).
+fn sgemm(a: &[f32], d: &Dense, out: &mut [f32], rows: usize) {
+    assert!(a.len() >= rows * d.input && out.len() >= rows * d.output && d.w.len() == d.input * d.output);
+    // SAFETY: the asserts above bound every index sgemm reads or writes: a is [rows, input], W is
+    // [input, output] and out is [rows, output], all row-major with the strides given.
+    unsafe {
+        matrixmultiply::sgemm(
+            rows,
+            d.input,
+            d.output,
+            1.0,
+            a.as_ptr(),
+            d.input as isize,
+            1,
+            d.w.as_ptr(),
+            d.output as isize,
+            1,
+            1.0,
+            out.as_mut_ptr(),
+            d.output as isize,
+            1,
+        );
+    }
+}
+
+/// Scaled dot-product attention of each sequence over its own tokens, every head; `qkv`: `[T, 3 hidden]`
+/// (query, key, value), `context`: `[T, hidden]`, heads side by side as in BertSelfAttention.
+fn attention(qkv: &[f32], lengths: &[usize], heads: usize, h: usize, context: &mut [f32]) {
+    let mut parts: Vec<(usize, &mut [f32])> = Vec::with_capacity(lengths.len());
+    let (mut rest, mut start) = (context, 0);
+    for &n in lengths {
+        let (part, tail) = rest.split_at_mut(n * h);
+        parts.push((start, part));
+        rest = tail;
+        start += n;
+    }
+    parts.into_par_iter().for_each(|(start, out)| attend(qkv, start, heads, h, out));
+}
+
+multiversion! {
+/// One sequence's attention (its tokens from row `start` of `qkv`), every head, into `out` `[n, hidden]`.
+fn attend(qkv: &[f32], start: usize, heads: usize, h: usize, out: &mut [f32]) {
+    let dh = h / heads;
+    let scale = 1.0 / (dh as f32).sqrt();
+    let n = out.len() / h;
+    let row = |i: usize| &qkv[(start + i) * 3 * h..][..3 * h];
+    let mut scores = vec![0.0f32; n];
+    for head in 0..heads {
+        let cols = head * dh..(head + 1) * dh;
+        for i in 0..n {
+            let q = &row(i)[cols.clone()];
+            for (j, s) in scores.iter_mut().enumerate() {
+                *s = dot(q, &row(j)[h + cols.start..h + cols.end]) * scale;
+            }
+            softmax(&mut scores);
+            let o = &mut out[i * h + cols.start..i * h + cols.end];
+            o.fill(0.0);
+            for (j, &p) in scores.iter().enumerate() {
+                o.iter_mut().zip(&row(j)[2 * h + cols.start..2 * h + cols.end]).for_each(|(o, v)| *o += p * v);
+            }
+        }
+    }
+}
+}
+
+#[inline(always)]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // Eight partial sums: the compiler keeps them in one vector register.
+    let mut acc = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ca.zip(cb) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+#[inline(always)]
+fn softmax(s: &mut [f32]) {
+    let max = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0;
+    for v in s.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    s.iter_mut().for_each(|v| *v /= sum);
+}
+
+#[inline(always)]
+fn layer_norm(row: &mut [f32], n: &Norm) {
+    let len = row.len() as f32;
+    let mean = row.iter().sum::<f32>() / len;
+    let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / len;
+    let inv = 1.0 / (var + n.eps).sqrt();
+    for ((v, g), b) in row.iter_mut().zip(&n.gamma).zip(&n.beta) {
+        *v = (*v - mean) * inv * g + b;
+    }
+}
+
+/// GELU with the exact erf, `x/2 (1 + erf(x/sqrt 2))` (BERT's `gelu`).
+#[inline(always)]
+pub fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+/// erf as a rational function of x on [-4, 4] (the minimax fit Eigen uses for float; |error| < 2e-7),
+/// branch-free so that it vectorises; erf(±4) is 1 to float precision.
+#[inline(always)]
+pub fn erf(x: f32) -> f32 {
+    let x = x.clamp(-4.0, 4.0);
+    let x2 = x * x;
+    let mut p = -2.726_142_3e-10f32;
+    for c in [2.770_681_4e-8, -2.101_024e-6, -5.692_506_4e-5, -7.349_906_3e-4, -2.954_600_1e-3, -1.609_603_3e-2] {
+        p = p * x2 + c;
+    }
+    let mut q = -1.456_607_2e-5f32;
+    for c in [-2.133_740_6e-4, -1.682_827e-3, -7.373_329e-3, -1.426_474e-2] {
+        q = q * x2 + c;
+    }
+    x * p / q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn erf_matches_reference_values() {
+        // erf to 10 digits (Abramowitz and Stegun, Table 7.1).
+        for (x, want) in [(0.0, 0.0), (0.1, 0.1124629160), (0.5, 0.5204998778), (1.0, 0.8427007929), (2.0, 0.9953222650), (3.5, 0.9999992569)] {
+            assert!((erf(x) - want).abs() < 3e-7, "erf({x}) = {} not {want}", erf(x));
+            assert!((erf(-x) + want).abs() < 3e-7, "erf is odd");
+        }
+        assert_eq!(erf(9.0), erf(4.0));
+        assert!((erf(4.0) - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn gelu_is_x_times_the_normal_cdf() {
+        assert_eq!(gelu(0.0), 0.0);
+        assert!((gelu(1.0) - 0.841_344_7).abs() < 1e-6);
+        assert!((gelu(-1.0) + 0.158_655_3).abs() < 1e-6);
+        assert!((gelu(10.0) - 10.0).abs() < 1e-5 && gelu(-10.0).abs() < 1e-5);
+    }
+
+    #[test]
+    fn attention_of_one_token_is_its_value_and_rows_mix_by_softmax() {
+        // One head, hidden 2: q, k, v per token.
+        let qkv = [
+            // token 0: q (1, 0), k (1, 0), v (1, 2)
+            1.0, 0.0, 1.0, 0.0, 1.0, 2.0, //
+            // token 1: q (0, 0), k (0, 0), v (3, 4)
+            0.0, 0.0, 0.0, 0.0, 3.0, 4.0,
+        ];
+        let mut out = [0.0f32; 4];
+        attention(&qkv[..6], &[1], 1, 2, &mut out[..2]);
+        assert_eq!(&out[..2], &[1.0, 2.0]);
+        attention(&qkv, &[2], 1, 2, &mut out);
+        // Token 0 scores (1/sqrt 2, 0) -> p0 = sigmoid(1/sqrt 2); token 1 scores (0, 0) -> (1/2, 1/2).
+        let p0 = 1.0 / (1.0 + (-std::f32::consts::FRAC_1_SQRT_2).exp());
+        let want = [p0 * 1.0 + (1.0 - p0) * 3.0, p0 * 2.0 + (1.0 - p0) * 4.0, 2.0, 3.0];
+        out.iter().zip(want).for_each(|(o, w)| assert!((o - w).abs() < 1e-6, "{out:?} vs {want:?}"));
+        // Two sequences laid end to end never attend to each other.
+        attention(&qkv, &[1, 1], 1, 2, &mut out);
+        assert_eq!(out, [1.0, 2.0, 3.0, 4.0]);
+    }
+}
