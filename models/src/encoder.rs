@@ -37,7 +37,7 @@ pub struct SentenceEncoder<B: Backend> {
     /// [`fingerprint`] of the model as loaded: what artefacts computed with it are keyed by.
     pub fingerprint: String,
     /// What [`SentenceEncoder::embed`] runs: the same weights in the CPU kernel, or Burn's module on a GPU.
-    kernel: Kernel<B>,
+    pub(crate) kernel: Kernel<B>,
     tokenizer: Tokenizer,
     max_seq_length: usize,
     device: B::Device,

@@ -13,7 +13,7 @@
 
 use burn::tensor::backend::Backend;
 
-use crate::encoder::SentenceEncoder;
+use crate::encoder::{Kernel, SentenceEncoder};
 
 /// Per-head attention between the `n` units of one document, `[layers, heads, n, n]` row-major.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,10 +45,81 @@ pub fn windows(lengths: &[usize], budget: usize) -> Vec<(usize, usize)> {
 }
 
 impl<B: Backend> SentenceEncoder<B> {
-    /// Token-block attention between `units` (texts of one document, in order).
+    /// Token-block attention between `units` (texts of one document, in order), every (layer, head).
     pub fn unit_attention(&self, units: &[&str], window_tokens: usize, batch_size: usize) -> UnitAttention {
-        let n = units.len();
         let (layers, heads) = (self.config.num_hidden_layers, self.config.num_attention_heads);
+        let values = self.pool_windows(units, window_tokens, batch_size, layers * heads, &|batch| self.head_attention(batch));
+        UnitAttention { layers, heads, n: units.len(), values }
+    }
+
+    /// SproutRAG's M between `units` straight from the token attention: the (layer, head) attention mixed
+    /// by `head_weights` (`[layers * heads]`, summing to 1), then pooled into unit blocks as
+    /// [`Self::unit_attention`] does, made symmetric, diagonal 0; `[n, n]` row-major. Equal to
+    /// [`crate::aggregator::HeadAggregator::forward`] of `unit_attention` (mixing and block means are both
+    /// linear), without ever holding `[layers, heads, n, n]`: on the CPU kernel each head's probabilities
+    /// are added in as they are computed, so memory is one `[n, n]` and one window's `[t, t]`.
+    pub fn unit_similarity(&self, units: &[&str], window_tokens: usize, batch_size: usize, head_weights: &[f32]) -> Vec<f32> {
+        let n = units.len();
+        let mix = |batch: &[&[u32]]| -> Vec<Vec<Vec<f32>>> {
+            match &self.kernel {
+                Kernel::Cpu(cpu) => cpu.forward(batch, Some(head_weights)).1.into_iter().map(|m| vec![m]).collect(),
+                Kernel::Burn(_) => self
+                    .head_attention(batch)
+                    .into_iter()
+                    .map(|planes| {
+                        let mut m = vec![0.0f32; planes[0].len()];
+                        for (plane, &w) in planes.iter().zip(head_weights) {
+                            m.iter_mut().zip(plane).for_each(|(m, p)| *m += w * p);
+                        }
+                        vec![m]
+                    })
+                    .collect(),
+            }
+        };
+        let a = self.pool_windows(units, window_tokens, batch_size, 1, &mix);
+        let mut m = vec![0.0f32; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                m[i * n + j] = if i == j { 0.0 } else { (a[i * n + j] + a[j * n + i]) / 2.0 };
+            }
+        }
+        m
+    }
+
+    /// Each window's attention probabilities per (layer, head), through Burn's module: per window,
+    /// `layers * heads` matrices `[t, t]` over its own `t` tokens.
+    fn head_attention(&self, batch: &[&[u32]]) -> Vec<Vec<Vec<f32>>> {
+        let (input, mask) = self.pad(batch);
+        let t = input.dims()[1];
+        let out = self.bert.forward(input, mask, true);
+        let probs: Vec<Vec<f32>> = out.attentions.into_iter().map(|a| a.into_data().to_vec::<f32>().expect("f32")).collect();
+        let heads = self.config.num_attention_heads;
+        batch
+            .iter()
+            .enumerate()
+            .map(|(w, ids)| {
+                let len = ids.len();
+                let plane = |layer: &Vec<f32>, h: usize| -> Vec<f32> {
+                    let head = &layer[(w * heads + h) * t * t..][..t * t];
+                    (0..len).flat_map(|r| head[r * t..r * t + len].iter().copied()).collect()
+                };
+                probs.iter().flat_map(|layer| (0..heads).map(move |h| plane(layer, h))).collect()
+            })
+            .collect()
+    }
+
+    /// Token attention over windows of `units`, pooled into unit blocks: `attend` gives, for a batch of
+    /// windows (token ids), `planes` matrices `[t, t]` per window; each is block-meaned over the window's
+    /// units and added into `[planes, n, n]`, then every pair is divided by the number of windows that saw it.
+    fn pool_windows(
+        &self,
+        units: &[&str],
+        window_tokens: usize,
+        batch_size: usize,
+        planes: usize,
+        attend: &dyn Fn(&[&[u32]]) -> Vec<Vec<Vec<f32>>>,
+    ) -> Vec<f32> {
+        let n = units.len();
         let budget = window_tokens.clamp(3, self.config.max_position_embeddings) - 2;
         let mut pieces = self.word_pieces(units);
         for p in &mut pieces {
@@ -56,17 +127,13 @@ impl<B: Backend> SentenceEncoder<B> {
         }
         let (cls, sep) = self.special_ids();
         let wins = windows(&pieces.iter().map(Vec::len).collect::<Vec<_>>(), budget);
-        let mut sums = vec![0.0f32; layers * heads * n * n];
+        let mut sums = vec![0.0f32; planes * n * n];
         let mut counts = vec![0u32; n * n];
         for chunk in wins.chunks(batch_size.max(1)) {
             let ids: Vec<Vec<u32>> =
                 chunk.iter().map(|&(s, c)| std::iter::once(cls).chain(pieces[s..s + c].iter().flatten().copied()).chain([sep]).collect()).collect();
             let batch: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
-            let (input, mask) = self.pad(&batch);
-            let t = input.dims()[1];
-            let out = self.bert.forward(input, mask, true);
-            let probs: Vec<Vec<f32>> = out.attentions.into_iter().map(|a| a.into_data().to_vec::<f32>().expect("f32")).collect();
-            for (w, &(start, count)) in chunk.iter().enumerate() {
+            for ((&(start, count), window), ids) in chunk.iter().zip(attend(&batch)).zip(&ids) {
                 // Token ranges of the window's units (position 0 is [CLS]).
                 let mut ranges = Vec::with_capacity(count);
                 let mut at = 1;
@@ -74,14 +141,11 @@ impl<B: Backend> SentenceEncoder<B> {
                     ranges.push((at, at + pieces[u].len()));
                     at += pieces[u].len();
                 }
-                for (l, layer) in probs.iter().enumerate() {
-                    for h in 0..heads {
-                        let head = &layer[((w * heads + h) * t * t)..((w * heads + h + 1) * t * t)];
-                        let block = block_means(head, t, &ranges);
-                        for (i, row) in block.chunks_exact(count).enumerate() {
-                            for (j, &v) in row.iter().enumerate() {
-                                sums[((l * heads + h) * n + start + i) * n + start + j] += v;
-                            }
+                for (p, matrix) in window.iter().enumerate() {
+                    let block = block_means(matrix, ids.len(), &ranges);
+                    for (i, row) in block.chunks_exact(count).enumerate() {
+                        for (j, &v) in row.iter().enumerate() {
+                            sums[(p * n + start + i) * n + start + j] += v;
                         }
                     }
                 }
@@ -98,7 +162,7 @@ impl<B: Backend> SentenceEncoder<B> {
                 *v /= c as f32;
             }
         }
-        UnitAttention { layers, heads, n, values: sums }
+        sums
     }
 }
 

@@ -80,3 +80,27 @@ fn attention_probabilities_are_returned_per_layer_and_ignore_padding() {
         }
     }
 }
+
+#[test]
+fn unit_similarity_equals_the_head_aggregator_over_unit_attention() {
+    use arbor_models::aggregator::{AggregationInit, HeadAggregator};
+    use burn::tensor::{Tensor, TensorData};
+    let encoder = encoder();
+    let units: Vec<String> = (0..9).map(|i| format!("Sentence {i} talks about topic {} at some length, with a few more words.", i % 3)).collect();
+    let units: Vec<&str> = units.iter().map(String::as_str).collect();
+    let (l, h) = (encoder.config.num_hidden_layers, encoder.config.num_attention_heads);
+    // Windows of 64 tokens hold about three units: several windows, pairs never in one window stay 0.
+    let a = encoder.unit_attention(&units, 64, 4);
+    for init in [AggregationInit::Uniform, AggregationInit::Normal] {
+        let aggregator = HeadAggregator::<DefaultBackend>::new(l, h, init, &default_device());
+        let weights: Vec<f32> = aggregator.head_weights().into_data().to_vec().unwrap();
+        let dense = Tensor::<DefaultBackend, 4>::from_data(TensorData::new(a.values.clone(), [l, h, a.n, a.n]), &default_device());
+        let want: Vec<f32> = aggregator.forward(dense).into_data().to_vec().unwrap();
+        let got = encoder.unit_similarity(&units, 64, 4, &weights);
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-5, "{g} vs {w}");
+        }
+        assert!(got[8] == 0.0 && got[1] > 0.0, "units 0 and 8 share no window, 0 and 1 do");
+    }
+}

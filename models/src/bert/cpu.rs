@@ -118,8 +118,11 @@ impl CpuBert {
         }
     }
 
-    /// The last layer's token states of each sequence, laid end to end: `[sum of lengths, hidden]`.
-    pub fn forward(&self, batch: &[&[u32]]) -> Vec<f32> {
+    /// The last layer's token states of each sequence, laid end to end: `[sum of lengths, hidden]`; with
+    /// `head_weights` (`[layers * heads]`, row-major), also each sequence's attention probabilities mixed
+    /// over every (layer, head) by those weights, `[len, len]` row-major per sequence (the per-head
+    /// probabilities are never stored: each is added in as soon as it is computed).
+    pub fn forward(&self, batch: &[&[u32]], head_weights: Option<&[f32]>) -> (Vec<f32>, Vec<Vec<f32>>) {
         let h = self.hidden;
         let lengths: Vec<usize> = batch.iter().map(|s| s.len()).collect();
         let t: usize = lengths.iter().sum();
@@ -135,9 +138,17 @@ impl CpuBert {
         let mut qkv = vec![0.0f32; t * 3 * h];
         let mut context = vec![0.0f32; t * h];
         let mut inner = vec![0.0f32; t * self.layers.first().map_or(0, |l| l.intermediate.output)];
-        for layer in &self.layers {
+        if let Some(w) = head_weights {
+            assert_eq!(w.len(), self.layers.len() * self.heads, "one head weight per (layer, head)");
+        }
+        let mut mixed: Vec<Vec<f32>> = match head_weights {
+            Some(_) => lengths.iter().map(|&n| vec![0.0f32; n * n]).collect(),
+            None => vec![Vec::new(); lengths.len()],
+        };
+        for (l, layer) in self.layers.iter().enumerate() {
             matmul_bias(&x, &layer.qkv, &mut qkv);
-            attention(&qkv, &lengths, self.heads, h, &mut context);
+            let weights = head_weights.map_or(&[][..], |w| &w[l * self.heads..(l + 1) * self.heads]);
+            attention(&qkv, &lengths, self.heads, h, &mut context, weights, &mut mixed);
             // x <- LayerNorm(context Wo + bo + x)
             matmul_bias_residual(&context, &layer.attention_output, &mut x);
             rows_par(&mut x, h, |rows| layer_norm_rows(rows, &layer.attention_norm));
@@ -147,14 +158,14 @@ impl CpuBert {
             matmul_bias_residual(&inner, &layer.output, &mut x);
             rows_par(&mut x, h, |rows| layer_norm_rows(rows, &layer.output_norm));
         }
-        x
+        (x, mixed)
     }
 
     /// sentence-transformers' embedding of each sequence: the mean of its token states, L2-normalised;
     /// `[batch, hidden]` row-major.
     pub fn embed(&self, batch: &[&[u32]]) -> Vec<f32> {
         let h = self.hidden;
-        let states = self.forward(batch);
+        let (states, _) = self.forward(batch, None);
         let mut out = vec![0.0f32; batch.len() * h];
         let mut at = 0;
         for (s, row) in batch.iter().zip(out.chunks_exact_mut(h)) {
@@ -260,21 +271,24 @@ fn sgemm(a: &[f32], d: &Dense, out: &mut [f32], rows: usize) {
 
 /// Scaled dot-product attention of each sequence over its own tokens, every head; `qkv`: `[T, 3 hidden]`
 /// (query, key, value), `context`: `[T, hidden]`, heads side by side as in BertSelfAttention.
-fn attention(qkv: &[f32], lengths: &[usize], heads: usize, h: usize, context: &mut [f32]) {
-    let mut parts: Vec<(usize, &mut [f32])> = Vec::with_capacity(lengths.len());
+/// With `weights` (this layer's, one per head), each head's probabilities times its weight are added
+/// into the sequence's `mixed` `[len, len]`.
+fn attention(qkv: &[f32], lengths: &[usize], heads: usize, h: usize, context: &mut [f32], weights: &[f32], mixed: &mut [Vec<f32>]) {
+    let mut parts: Vec<(usize, &mut [f32], &mut Vec<f32>)> = Vec::with_capacity(lengths.len());
     let (mut rest, mut start) = (context, 0);
-    for &n in lengths {
+    for (&n, m) in lengths.iter().zip(mixed) {
         let (part, tail) = rest.split_at_mut(n * h);
-        parts.push((start, part));
+        parts.push((start, part, m));
         rest = tail;
         start += n;
     }
-    parts.into_par_iter().for_each(|(start, out)| attend(qkv, start, heads, h, out));
+    parts.into_par_iter().for_each(|(start, out, m)| attend(qkv, start, heads, h, out, weights, m));
 }
 
 multiversion! {
-/// One sequence's attention (its tokens from row `start` of `qkv`), every head, into `out` `[n, hidden]`.
-fn attend(qkv: &[f32], start: usize, heads: usize, h: usize, out: &mut [f32]) {
+/// One sequence's attention (its tokens from row `start` of `qkv`), every head, into `out` `[n, hidden]`;
+/// with head `weights`, each head's probabilities are added into `mixed` `[n, n]` at its weight.
+fn attend(qkv: &[f32], start: usize, heads: usize, h: usize, out: &mut [f32], weights: &[f32], mixed: &mut [f32]) {
     let dh = h / heads;
     let scale = 1.0 / (dh as f32).sqrt();
     let n = out.len() / h;
@@ -288,6 +302,9 @@ fn attend(qkv: &[f32], start: usize, heads: usize, h: usize, out: &mut [f32]) {
                 *s = dot(q, &row(j)[h + cols.start..h + cols.end]) * scale;
             }
             softmax(&mut scores);
+            if let Some(&w) = weights.get(head) {
+                mixed[i * n..(i + 1) * n].iter_mut().zip(&scores).for_each(|(m, p)| *m += w * p);
+            }
             let o = &mut out[i * h + cols.start..i * h + cols.end];
             o.fill(0.0);
             for (j, &p) in scores.iter().enumerate() {
@@ -390,15 +407,19 @@ mod tests {
             0.0, 0.0, 0.0, 0.0, 3.0, 4.0,
         ];
         let mut out = [0.0f32; 4];
-        attention(&qkv[..6], &[1], 1, 2, &mut out[..2]);
+        attention(&qkv[..6], &[1], 1, 2, &mut out[..2], &[], &mut [Vec::new()]);
         assert_eq!(&out[..2], &[1.0, 2.0]);
-        attention(&qkv, &[2], 1, 2, &mut out);
+        let mut mixed = vec![vec![0.0f32; 4]];
+        attention(&qkv, &[2], 1, 2, &mut out, &[0.5], &mut mixed);
         // Token 0 scores (1/sqrt 2, 0) -> p0 = sigmoid(1/sqrt 2); token 1 scores (0, 0) -> (1/2, 1/2).
         let p0 = 1.0 / (1.0 + (-std::f32::consts::FRAC_1_SQRT_2).exp());
         let want = [p0 * 1.0 + (1.0 - p0) * 3.0, p0 * 2.0 + (1.0 - p0) * 4.0, 2.0, 3.0];
         out.iter().zip(want).for_each(|(o, w)| assert!((o - w).abs() < 1e-6, "{out:?} vs {want:?}"));
+        // The probabilities, at the head's weight 0.5.
+        let probs = [p0, 1.0 - p0, 0.5, 0.5];
+        mixed[0].iter().zip(probs).for_each(|(m, p)| assert!((m - 0.5 * p).abs() < 1e-6, "{mixed:?}"));
         // Two sequences laid end to end never attend to each other.
-        attention(&qkv, &[1, 1], 1, 2, &mut out);
+        attention(&qkv, &[1, 1], 1, 2, &mut out, &[], &mut [Vec::new(), Vec::new()]);
         assert_eq!(out, [1.0, 2.0, 3.0, 4.0]);
     }
 }

@@ -169,11 +169,12 @@ impl MethodSpec for SproutRagConfig {
                     }
                 };
                 let unit_vectors = ctx.unit_vectors()?;
+                let head_weights = to_vec(aggregator.head_weights());
                 let trees = index_docs(ctx, &trees_dir(model_dir.as_deref())?, "token attention trees", |units| {
-                    let a = train::token_attention(ctx, units, *window_tokens);
-                    let attention = Tensor::from_data(TensorData::new(a.values, [a.layers, a.heads, a.n, a.n]), e.device());
+                    let texts: Vec<&str> = units.iter().map(|&u| ctx.leaves.units.text(ctx.corpus, u)).collect();
+                    let m = e.unit_similarity(&texts, *window_tokens, ctx.encoder_config.batch_size, &head_weights);
                     let leaves: Vec<f32> = units.iter().flat_map(|&u| unit_vectors[u].iter().copied()).collect();
-                    (leaves, e.dim(), to_vec(aggregator.forward(attention)))
+                    (leaves, e.dim(), m)
                 })?;
                 Ok(Built { retriever: Box::new(retriever(trees)), queries: QueryVectors::Encoder, model: model_dir.map(record), details: None })
             }

@@ -25,7 +25,7 @@ use crate::progress::bar;
 use crate::trained::Located;
 
 /// The encoder's token attention between `units` (of one document), pooled into unit blocks.
-pub(super) fn token_attention(ctx: &Context, units: &[usize], window_tokens: usize) -> arbor_models::unit_attention::UnitAttention {
+fn token_attention(ctx: &Context, units: &[usize], window_tokens: usize) -> arbor_models::unit_attention::UnitAttention {
     let texts: Vec<&str> = units.iter().map(|&u| ctx.leaves.units.text(ctx.corpus, u)).collect();
     ctx.encoder.unit_attention(&texts, window_tokens, ctx.encoder_config.batch_size)
 }
