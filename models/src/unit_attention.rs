@@ -62,7 +62,7 @@ impl<B: Backend> SentenceEncoder<B> {
         let n = units.len();
         let mix = |batch: &[&[u32]]| -> Vec<Vec<Vec<f32>>> {
             match &self.kernel {
-                Kernel::Cpu(cpu) => cpu.forward(batch, Some(head_weights)).1.into_iter().map(|m| vec![m]).collect(),
+                Kernel::Cpu(cpu) => cpu.mixed_attention(batch, head_weights).into_iter().map(|m| vec![m]).collect(),
                 Kernel::Burn(_) => self
                     .head_attention(batch)
                     .into_iter()

@@ -118,11 +118,21 @@ impl CpuBert {
         }
     }
 
-    /// The last layer's token states of each sequence, laid end to end: `[sum of lengths, hidden]`; with
-    /// `head_weights` (`[layers * heads]`, row-major), also each sequence's attention probabilities mixed
-    /// over every (layer, head) by those weights, `[len, len]` row-major per sequence (the per-head
-    /// probabilities are never stored: each is added in as soon as it is computed).
-    pub fn forward(&self, batch: &[&[u32]], head_weights: Option<&[f32]>) -> (Vec<f32>, Vec<Vec<f32>>) {
+    /// The last layer's token states of each sequence, laid end to end: `[sum of lengths, hidden]`.
+    pub fn forward(&self, batch: &[&[u32]]) -> Vec<f32> {
+        self.run(batch, None).0
+    }
+
+    /// Each sequence's attention probabilities mixed over every (layer, head) by `head_weights`
+    /// (`[layers * heads]`, row-major), `[len, len]` row-major per sequence. The per-head probabilities
+    /// are never stored (each is added in as soon as it is computed), and the last layer stops after its
+    /// attention, the rest of it being unused.
+    pub fn mixed_attention(&self, batch: &[&[u32]], head_weights: &[f32]) -> Vec<Vec<f32>> {
+        self.run(batch, Some(head_weights)).1
+    }
+
+    /// The forward pass; with `head_weights`, also the mixed attention, stopping after the last attention.
+    fn run(&self, batch: &[&[u32]], head_weights: Option<&[f32]>) -> (Vec<f32>, Vec<Vec<f32>>) {
         let h = self.hidden;
         let lengths: Vec<usize> = batch.iter().map(|s| s.len()).collect();
         let t: usize = lengths.iter().sum();
@@ -149,6 +159,9 @@ impl CpuBert {
             matmul_bias(&x, &layer.qkv, &mut qkv);
             let weights = head_weights.map_or(&[][..], |w| &w[l * self.heads..(l + 1) * self.heads]);
             attention(&qkv, &lengths, self.heads, h, &mut context, weights, &mut mixed);
+            if head_weights.is_some() && l + 1 == self.layers.len() {
+                break;
+            }
             // x <- LayerNorm(context Wo + bo + x)
             matmul_bias_residual(&context, &layer.attention_output, &mut x);
             rows_par(&mut x, h, |rows| layer_norm_rows(rows, &layer.attention_norm));
@@ -165,7 +178,7 @@ impl CpuBert {
     /// `[batch, hidden]` row-major.
     pub fn embed(&self, batch: &[&[u32]]) -> Vec<f32> {
         let h = self.hidden;
-        let (states, _) = self.forward(batch, None);
+        let states = self.forward(batch);
         let mut out = vec![0.0f32; batch.len() * h];
         let mut at = 0;
         for (s, row) in batch.iter().zip(out.chunks_exact_mut(h)) {
