@@ -16,6 +16,8 @@
 //! All of it is deterministic: the same input gives the same clusters. With 1 point there is one cluster;
 //! with 2 or 3 the mixture is fitted in one dimension (RAPTOR's own code fails on fewer than 3 inputs).
 
+use rayon::prelude::*;
+
 /// A fitted Gaussian mixture.
 #[derive(Debug, Clone)]
 pub struct Mixture {
@@ -242,7 +244,10 @@ pub fn soft_clusters(z: &[Vec<f64>], p: &ClusterParams) -> (usize, Vec<Vec<usize
         return (1, vec![vec![0]; n]);
     }
     let max_k = p.max_clusters.min(n).saturating_sub(1).max(1);
-    let best = (1..=max_k).map(|k| Mixture::fit(z, k)).min_by(|a, b| a.bic(n).total_cmp(&b.bic(n))).expect("at least one candidate");
+    // The fits are independent: both cores fit them, and the lowest BIC is taken in order of K (the first
+    // among equals), so the result does not depend on the threads.
+    let fits: Vec<Mixture> = (1..=max_k).into_par_iter().map(|k| Mixture::fit(z, k)).collect();
+    let best = fits.into_iter().min_by(|a, b| a.bic(n).total_cmp(&b.bic(n))).expect("at least one candidate");
     let (_, resp) = best.e_step(z);
     let labels = resp
         .iter()

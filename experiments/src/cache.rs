@@ -4,7 +4,7 @@
 //!
 //! | artefact | key |
 //! |---|---|
-//! | `units-<encoder>/<doc>.vec` | the encoder's fingerprint (weights, tokenizer, config, token limit); the document key |
+//! | `units-<encoder>/<doc>.vec` | the encoder's fingerprint (weights, tokenizer, config, token limit, kernel); the document key |
 //! | `queries-<key>.vec` | the encoder's fingerprint and the query texts |
 //! | `train-<key>/` | the encoder, the method's settings, the training documents' keys and the training queries |
 //! | `trees-<key>/<doc>.tree` | the encoder, the method's index settings, the trained model's key; the document key |

@@ -48,7 +48,7 @@ pub struct SentenceEncoder<B: Backend> {
 pub fn fingerprint(config: &EncoderConfig) -> Result<String, ModelError> {
     let dir = resolve(&config.model)?;
     let bert = read_config(&dir.path)?;
-    dir.fingerprint(max_len(&dir.path, config.max_seq_length, &bert)?)
+    dir.fingerprint(max_len(&dir.path, config.max_seq_length, &bert)?, KERNEL)
 }
 
 fn read_config(dir: &Path) -> Result<BertConfig, ModelError> {
@@ -88,7 +88,7 @@ impl<B: Backend> SentenceEncoder<B> {
         tokenizer.with_padding(None);
         tokenizer.with_truncation(None).map_err(|e| ModelError::weights(&tokenizer_path, e.to_string()))?;
         let max_seq_length = max_len(dir, max_seq_length, &config)?;
-        let fingerprint = model.fingerprint(max_seq_length)?;
+        let fingerprint = model.fingerprint(max_seq_length, KERNEL)?;
         let bert = load_bert(&config, &dir.join("model.safetensors"), device)?;
         let kernel = Kernel::of(&bert, &config);
         Ok(SentenceEncoder { bert, config, fingerprint, kernel, tokenizer, max_seq_length, device: device.clone() })
@@ -193,6 +193,11 @@ impl<B: Backend> SentenceEncoder<B> {
         pad_ids(batch, &self.device)
     }
 }
+
+/// Which kernel computes embeddings in this build, part of the encoder's fingerprint: the kernels agree
+/// to a cosine of 0.99999, not bit for bit, so vectors cached by one are not reused by the other (bump the
+/// version when the CPU kernel's arithmetic changes).
+pub const KERNEL: &str = if cfg!(feature = "cuda") { "burn" } else { "cpu-1" };
 
 /// What runs an encoder's forward pass for embeddings.
 #[derive(Debug, Clone)]

@@ -49,8 +49,9 @@ pub struct ModelDir {
 
 impl ModelDir {
     /// A digest of everything in the directory that changes an embedding: the weights, config.json and
-    /// tokenizer.json, and the token limit the encoder is run with.
-    pub fn fingerprint(&self, max_seq_length: usize) -> Result<String, ModelError> {
+    /// tokenizer.json, the token limit the encoder is run with, and the kernel that runs it
+    /// ([`crate::encoder::KERNEL`]).
+    pub fn fingerprint(&self, max_seq_length: usize, kernel: &str) -> Result<String, ModelError> {
         let mut hasher = Sha256::new();
         hasher.update(self.weights_sha256.as_bytes());
         for file in ["config.json", "tokenizer.json"] {
@@ -58,6 +59,7 @@ impl ModelDir {
             hasher.update(std::fs::read(&path).map_err(|e| ModelError::io(&path, e))?);
         }
         hasher.update(max_seq_length.to_le_bytes());
+        hasher.update(kernel.as_bytes());
         Ok(hex(&hasher.finalize()))
     }
 }
