@@ -44,7 +44,7 @@ fn main() {
         let mut tree = None;
         for _ in 0..3 {
             let start = Instant::now();
-            tree = Some(Tree::build(leaves.clone(), &emb, DIM, &Similarity { n, values: &m }));
+            tree = Some(Tree::build(leaves.clone(), &emb, DIM, &Similarity::Dense { n, values: &m }));
             best = best.min(start.elapsed().as_secs_f64() * 1e3);
         }
         let tree = tree.expect("built");

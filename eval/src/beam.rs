@@ -135,7 +135,7 @@ mod tests {
             0.1, 0.1, 0.8, 0.0,
         ];
         let emb = [1.0, 0.0, 0.8, 0.6, 0.0, 1.0, -0.6, 0.8];
-        Tree::build(leaves, &emb, 2, &Similarity { n: 4, values: &m })
+        Tree::build(leaves, &emb, 2, &Similarity::Dense { n: 4, values: &m })
     }
 
     #[test]
@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn a_single_leaf_tree_returns_its_leaf() {
-        let t = Tree::build(vec![DocSpan { doc: 0, span: Span::new(0, 1) }], &[1.0, 0.0], 2, &Similarity { n: 1, values: &[0.0] });
+        let t = Tree::build(vec![DocSpan { doc: 0, span: Span::new(0, 1) }], &[1.0, 0.0], 2, &Similarity::Dense { n: 1, values: &[0.0] });
         assert_eq!(beam_search(&t, &[1.0, 0.0], &BeamConfig::default(), 5), vec![(0, 1.0)]);
         assert_eq!(collapsed(&t, &[1.0, 0.0], Layers::Upper, 5), vec![(0, 1.0)]);
     }

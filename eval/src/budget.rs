@@ -129,7 +129,7 @@ mod tests {
             0.1, 0.1, 0.8, 0.0,
         ];
         let emb = [1.0, 0.0, 0.8, 0.6, 0.0, 1.0, -0.6, 0.8];
-        let trees = vec![Some(Tree::build(index.units.spans.clone(), &emb, 2, &Similarity { n: 4, values: &m }))];
+        let trees = vec![Some(Tree::build(index.units.spans.clone(), &emb, 2, &Similarity::Dense { n: 4, values: &m }))];
         let ranked = crate::beam::collapsed(trees[0].as_ref().unwrap(), &[1.0, 0.0], Layers::Upper, 1);
         assert_eq!(ranked[0].0, 4, "node 4 (6 tokens) ranks first");
         let tree = TreeRetriever { name: "t".into(), trees, leaves: &index.units, search: TreeSearch::Collapsed, scope: Scope::QueryDocuments };

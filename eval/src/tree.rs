@@ -13,22 +13,35 @@
 //! tree: the merges happen in the order of the spanning tree's edges, heaviest first. So the tree is built
 //! in O(n^2) time and memory (Prim's algorithm on the dense matrix, then a sort and a union-find) instead
 //! of the naive O(n^3). Ties are broken by unit index: Prim takes the lowest-index node among equals, and
-//! edges of equal weight merge in the order of their (lower, higher) unit indices. A tree over n leaves
+//! edges of equal weight merge in the order of their (lower, higher) unit indices.
+//!
+//! Attention from token windows is sparse (units more than a window apart never attend), so `M` may also
+//! come as its stored edges ([`Similarity::Sparse`], every other pair 0). Then Kruskal runs on the stored
+//! edges directly, O(E log E) time and O(E) memory: the heaviest first, which is the maximum spanning forest.
+//! The parts that no stored edge joins are joined at similarity 0 last, left to right: the part holding
+//! unit 0 absorbs the others in the order of their first unit. This is what the dense path does with the
+//! zeros of the same matrix (Prim reaches each unconnected part from unit 0, at its lowest unit), so both
+//! give the same tree (property test). A tree over n leaves
 //! has 2n - 1 nodes: leaves `0..n` in document order, then parents `n..2n-1` in merge order; the root is
 //! the last node.
 
 use arbor_datasets::DocSpan;
 use arbor_datasets::span::merge;
 
-/// A dense similarity matrix over `n` units, row-major; only entries off the diagonal are read.
-pub struct Similarity<'a> {
-    pub n: usize,
-    pub values: &'a [f32],
+/// The similarity M between the `n` units of a document.
+pub enum Similarity<'a> {
+    /// A dense matrix, row-major; only entries off the diagonal are read.
+    Dense { n: usize, values: &'a [f32] },
+    /// The stored pairs `(i, j, M_ij)`, each pair once; every pair not stored is 0. M must not be negative:
+    /// a stored weight that is not above 0 (or NaN) counts as not stored.
+    Sparse { n: usize, edges: &'a [(u32, u32, f32)] },
 }
 
 impl Similarity<'_> {
-    fn at(&self, i: usize, j: usize) -> f32 {
-        self.values[i * self.n + j]
+    pub fn n(&self) -> usize {
+        match self {
+            Similarity::Dense { n, .. } | Similarity::Sparse { n, .. } => *n,
+        }
     }
 }
 
@@ -53,7 +66,7 @@ impl Tree {
     pub fn build(leaves: Vec<DocSpan>, leaf_embeddings: &[f32], dim: usize, m: &Similarity) -> Tree {
         let n = leaves.len();
         assert!(n > 0, "a tree needs at least one leaf");
-        assert_eq!(m.n, n, "one similarity row per leaf");
+        assert_eq!(m.n(), n, "one similarity row per leaf");
         assert_eq!(leaf_embeddings.len(), n * dim, "one embedding per leaf");
         let merges = merge_order(m);
         let mut embeddings = Vec::with_capacity((2 * n - 1) * dim);
@@ -147,19 +160,30 @@ impl Tree {
 
 /// The greedy single-linkage merge sequence, as pairs of node ids (leaves `0..n`, parents from `n`).
 pub fn merge_order(m: &Similarity) -> Vec<(u32, u32)> {
-    let n = m.n;
+    let mut edges = match m {
+        Similarity::Dense { n, values } => prim(*n, values),
+        Similarity::Sparse { edges, .. } => edges.iter().filter(|e| e.2 > 0.0).map(|&(i, j, w)| (w, i.min(j) as usize, i.max(j) as usize)).collect(),
+    };
+    // Heaviest first, ties by unit index; then the parts left apart, joined at 0 from unit 0 (see above).
+    edges.sort_by(|a, b| b.0.total_cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+    let n = m.n();
+    kruskal(n, edges.into_iter().map(|(_, u, v)| (u, v)).chain((1..n).map(|v| (0, v))))
+}
+
+/// Prim's algorithm for the maximum spanning tree of a dense similarity graph: its `n - 1` edges.
+fn prim(n: usize, values: &[f32]) -> Vec<(f32, usize, usize)> {
+    let at = |i: usize, j: usize| sanitize(values[i * n + j]);
+    let mut edges = Vec::with_capacity(n.saturating_sub(1));
     if n < 2 {
-        return Vec::new();
+        return edges;
     }
-    // Prim's algorithm for the maximum spanning tree of the dense similarity graph.
     let mut in_tree = vec![false; n];
     let mut best = vec![f32::NEG_INFINITY; n];
     let mut from = vec![0usize; n];
     in_tree[0] = true;
     for v in 1..n {
-        best[v] = sanitize(m.at(0, v));
+        best[v] = at(0, v);
     }
-    let mut edges: Vec<(f32, usize, usize)> = Vec::with_capacity(n - 1);
     for _ in 1..n {
         let mut pick = usize::MAX;
         for v in 0..n {
@@ -170,24 +194,33 @@ pub fn merge_order(m: &Similarity) -> Vec<(u32, u32)> {
         in_tree[pick] = true;
         edges.push((best[pick], from[pick].min(pick), from[pick].max(pick)));
         for u in 0..n {
-            let w = sanitize(m.at(pick, u));
+            let w = at(pick, u);
             if !in_tree[u] && w > best[u] {
                 best[u] = w;
                 from[u] = pick;
             }
         }
     }
-    // Kruskal on the spanning tree's edges, heaviest first, ties by unit index.
-    edges.sort_by(|a, b| b.0.total_cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+    edges
+}
+
+/// Merges the parts joined by each edge in turn, skipping edges inside one part, until one part is left.
+fn kruskal(n: usize, edges: impl Iterator<Item = (usize, usize)>) -> Vec<(u32, u32)> {
     let mut parent: Vec<usize> = (0..n).collect();
     let mut node_of: Vec<u32> = (0..n as u32).collect();
-    let mut merges = Vec::with_capacity(n - 1);
-    for (i, &(_, u, v)) in edges.iter().enumerate() {
+    let mut merges = Vec::with_capacity(n.saturating_sub(1));
+    for (u, v) in edges {
+        if merges.len() + 1 >= n {
+            break;
+        }
         let (ru, rv) = (find(&mut parent, u), find(&mut parent, v));
+        if ru == rv {
+            continue;
+        }
         let (a, b) = (node_of[ru], node_of[rv]);
         merges.push((a.min(b), a.max(b)));
         parent[rv] = ru;
-        node_of[ru] = (n + i) as u32;
+        node_of[ru] = (n + merges.len() - 1) as u32;
     }
     merges
 }
@@ -247,7 +280,7 @@ mod tests {
 
     fn build(n: usize, m: &[f32]) -> Tree {
         let emb: Vec<f32> = (0..n).flat_map(|i| [i as f32, 1.0]).collect();
-        Tree::build(leaves(n), &emb, 2, &Similarity { n, values: m })
+        Tree::build(leaves(n), &emb, 2, &Similarity::Dense { n, values: m })
     }
 
     fn leaf_sets(tree: &Tree) -> Vec<BTreeSet<usize>> {
@@ -310,6 +343,22 @@ mod tests {
         assert_eq!(t.depths().iter().max(), Some(&(n - 1)));
     }
 
+    #[test]
+    fn sparse_parts_merge_inside_first_then_join_from_unit_zero() {
+        // Parts {0, 2} and {1, 3} and a lone 4: inside each part first, heaviest first; then the part of
+        // unit 0 absorbs {1, 3} (first unit 1), then 4.
+        let edges = [(2, 0, 0.5), (1, 3, 0.4), (0, 2, f32::NAN)];
+        let sparse = merge_order(&Similarity::Sparse { n: 5, edges: &edges });
+        assert_eq!(sparse, vec![(0, 2), (1, 3), (5, 6), (4, 7)]);
+        let mut dense = vec![0.0f32; 25];
+        for &(i, j, w) in &edges[..2] {
+            dense[i as usize * 5 + j as usize] = w;
+            dense[j as usize * 5 + i as usize] = w;
+        }
+        assert_eq!(merge_order(&Similarity::Dense { n: 5, values: &dense }), sparse);
+        assert!(merge_order(&Similarity::Sparse { n: 1, edges: &[] }).is_empty());
+    }
+
     proptest! {
         #[test]
         fn kruskal_order_equals_the_naive_greedy_merges(n in 2usize..12, seed in prop::collection::vec(0.0f32..1.0, 144)) {
@@ -328,6 +377,33 @@ mod tests {
             let mut all: Vec<usize> = tree.leaves_under(tree.root()).collect();
             all.sort();
             prop_assert_eq!(all, (0..n).collect::<Vec<_>>());
+        }
+
+        #[test]
+        fn sparse_and_dense_builders_give_the_same_tree(
+            n in 1usize..16,
+            band in 1usize..5,
+            seed in prop::collection::vec((0.0f32..1.0, 0u8..4), 256),
+        ) {
+            // Pairs closer than `band`, about a quarter of them left out (so parts can fall apart);
+            // positive, distinct weights, as token-window attention gives.
+            let mut dense = vec![0.0f32; n * n];
+            let mut edges = Vec::new();
+            for i in 0..n {
+                for j in i + 1..(i + band).min(n) {
+                    let (w, drop) = seed[i * 16 + j];
+                    if drop > 0 {
+                        let w = 0.01 + w + (i * n + j) as f32 * 1e-4;
+                        dense[i * n + j] = w;
+                        dense[j * n + i] = w;
+                        edges.push((j as u32, i as u32, w));
+                    }
+                }
+            }
+            let emb: Vec<f32> = (0..n).flat_map(|i| [i as f32, 1.0]).collect();
+            let sparse = Tree::build(leaves(n), &emb, 2, &Similarity::Sparse { n, edges: &edges });
+            prop_assert_eq!(&sparse, &build(n, &dense));
+            prop_assert_eq!(sparse.num_nodes(), 2 * n - 1);
         }
     }
 }

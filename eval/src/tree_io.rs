@@ -119,7 +119,7 @@ mod tests {
         let leaves = (0..n).map(|i| DocSpan { doc: 3, span: Span::new(7 * i, 7 * i + 5) }).collect();
         let m: Vec<f32> = (0..n * n).map(|x| ((x * 37 % 11) as f32).sin()).collect();
         let emb: Vec<f32> = (0..n * 3).map(|x| (x as f32 * 0.37).cos() / 3.0).collect();
-        Tree::build(leaves, &emb, 3, &Similarity { n, values: &m })
+        Tree::build(leaves, &emb, 3, &Similarity::Dense { n, values: &m })
     }
 
     #[test]

@@ -85,7 +85,7 @@ mod tests {
 
     fn tree(doc: usize, emb: &[f32]) -> Tree {
         let leaves = (0..2).map(|i| DocSpan { doc, span: Span::new(i * 5, i * 5 + 4) }).collect();
-        Tree::build(leaves, emb, 2, &Similarity { n: 2, values: &[0.0, 1.0, 1.0, 0.0] })
+        Tree::build(leaves, emb, 2, &Similarity::Dense { n: 2, values: &[0.0, 1.0, 1.0, 0.0] })
     }
 
     fn leaves(trees: &[Option<Tree>]) -> Chunks {

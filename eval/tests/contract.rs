@@ -58,7 +58,7 @@ fn tree(index: &LeafIndex, d: usize, embeddings: &[Vec<f32>]) -> Tree {
     let n = units.len();
     let leaves: Vec<f32> = units.iter().flat_map(|&u| embeddings[u].clone()).collect();
     let m: Vec<f32> = (0..n * n).map(|i| ((i * 31 + d) % 17) as f32 / 17.0).collect();
-    Tree::build(units.iter().map(|&u| index.units.spans[u]).collect(), &leaves, 4, &Similarity { n, values: &m })
+    Tree::build(units.iter().map(|&u| index.units.spans[u]).collect(), &leaves, 4, &Similarity::Dense { n, values: &m })
 }
 
 /// Each paragraph of document `d` a section, over its units.

@@ -9,7 +9,9 @@
 //!
 //! Windows advance by half their units, so neighbouring units always share one; a pair seen in several
 //! windows gets the mean over them, and a pair never in one window gets 0. Special tokens are left out of
-//! the blocks. The result is `[layers, heads, n, n]`, ready for [`crate::aggregator::HeadAggregator`].
+//! the blocks. [`SentenceEncoder::unit_attention`] gives `[layers, heads, n, n]`, ready for
+//! [`crate::aggregator::HeadAggregator`] (training); [`SentenceEncoder::unit_similarity`] gives the mixed M
+//! as its pairs that share a window (indexing), never holding more than the pairs within one window's reach.
 
 use burn::tensor::backend::Backend;
 
@@ -48,18 +50,25 @@ impl<B: Backend> SentenceEncoder<B> {
     /// Token-block attention between `units` (texts of one document, in order), every (layer, head).
     pub fn unit_attention(&self, units: &[&str], window_tokens: usize, batch_size: usize) -> UnitAttention {
         let (layers, heads) = (self.config.num_hidden_layers, self.config.num_attention_heads);
-        let values = self.pool_windows(units, window_tokens, batch_size, layers * heads, &|batch| self.head_attention(batch));
-        UnitAttention { layers, heads, n: units.len(), values }
+        let pooled = self.pool_windows(units, window_tokens, batch_size, layers * heads, &|batch| self.head_attention(batch));
+        let n = units.len();
+        let mut values = vec![0.0f32; layers * heads * n * n];
+        for (p, plane) in values.chunks_exact_mut(n * n).enumerate() {
+            for (i, j, v) in pooled.pairs(p) {
+                plane[i * n + j] = v;
+            }
+        }
+        UnitAttention { layers, heads, n, values }
     }
 
     /// SproutRAG's M between `units` straight from the token attention: the (layer, head) attention mixed
     /// by `head_weights` (`[layers * heads]`, summing to 1), then pooled into unit blocks as
-    /// [`Self::unit_attention`] does, made symmetric, diagonal 0; `[n, n]` row-major. Equal to
-    /// [`crate::aggregator::HeadAggregator::forward`] of `unit_attention` (mixing and block means are both
-    /// linear), without ever holding `[layers, heads, n, n]`: on the CPU kernel each head's probabilities
-    /// are added in as they are computed, so memory is one `[n, n]` and one window's `[t, t]`.
-    pub fn unit_similarity(&self, units: &[&str], window_tokens: usize, batch_size: usize, head_weights: &[f32]) -> Vec<f32> {
-        let n = units.len();
+    /// [`Self::unit_attention`] does, made symmetric. Equal to [`crate::aggregator::HeadAggregator::forward`]
+    /// of `unit_attention` (mixing and block means are both linear), without ever holding
+    /// `[layers, heads, n, n]`: on the CPU kernel each head's probabilities are added in as they are
+    /// computed. M is returned sparse, as the pairs `(i, j, M_ij)`, `i < j`, that share a window (every
+    /// other pair is 0): memory is O(n x units per window), not O(n^2).
+    pub fn unit_similarity(&self, units: &[&str], window_tokens: usize, batch_size: usize, head_weights: &[f32]) -> Vec<(u32, u32, f32)> {
         let mix = |batch: &[&[u32]]| -> Vec<Vec<Vec<f32>>> {
             match &self.kernel {
                 Kernel::Cpu(cpu) => cpu.mixed_attention(batch, head_weights).into_iter().map(|m| vec![m]).collect(),
@@ -76,14 +85,8 @@ impl<B: Backend> SentenceEncoder<B> {
                     .collect(),
             }
         };
-        let a = self.pool_windows(units, window_tokens, batch_size, 1, &mix);
-        let mut m = vec![0.0f32; n * n];
-        for i in 0..n {
-            for j in 0..n {
-                m[i * n + j] = if i == j { 0.0 } else { (a[i * n + j] + a[j * n + i]) / 2.0 };
-            }
-        }
-        m
+        let pooled = self.pool_windows(units, window_tokens, batch_size, 1, &mix);
+        pooled.pairs(0).filter(|&(i, j, _)| i < j).map(|(i, j, v)| (i as u32, j as u32, (v + pooled.get(0, j, i).unwrap_or(0.0)) / 2.0)).collect()
     }
 
     /// Each window's attention probabilities per (layer, head), through Burn's module: per window,
@@ -110,7 +113,8 @@ impl<B: Backend> SentenceEncoder<B> {
 
     /// Token attention over windows of `units`, pooled into unit blocks: `attend` gives, for a batch of
     /// windows (token ids), `planes` matrices `[t, t]` per window; each is block-meaned over the window's
-    /// units and added into `[planes, n, n]`, then every pair is divided by the number of windows that saw it.
+    /// units and added into a band of `planes` planes over the pairs that share a window, then every pair is
+    /// divided by the number of windows that saw it.
     fn pool_windows(
         &self,
         units: &[&str],
@@ -118,7 +122,7 @@ impl<B: Backend> SentenceEncoder<B> {
         batch_size: usize,
         planes: usize,
         attend: &dyn Fn(&[&[u32]]) -> Vec<Vec<Vec<f32>>>,
-    ) -> Vec<f32> {
+    ) -> Band {
         let n = units.len();
         let budget = window_tokens.clamp(3, self.config.max_position_embeddings) - 2;
         let mut pieces = self.word_pieces(units);
@@ -127,8 +131,7 @@ impl<B: Backend> SentenceEncoder<B> {
         }
         let (cls, sep) = self.special_ids();
         let wins = windows(&pieces.iter().map(Vec::len).collect::<Vec<_>>(), budget);
-        let mut sums = vec![0.0f32; planes * n * n];
-        let mut counts = vec![0u32; n * n];
+        let mut band = Band::new(planes, n, wins.iter().map(|w| w.1).max().unwrap_or(1));
         for chunk in wins.chunks(batch_size.max(1)) {
             let ids: Vec<Vec<u32>> =
                 chunk.iter().map(|&(s, c)| std::iter::once(cls).chain(pieces[s..s + c].iter().flatten().copied()).chain([sep]).collect()).collect();
@@ -142,27 +145,79 @@ impl<B: Backend> SentenceEncoder<B> {
                     at += pieces[u].len();
                 }
                 for (p, matrix) in window.iter().enumerate() {
-                    let block = block_means(matrix, ids.len(), &ranges);
-                    for (i, row) in block.chunks_exact(count).enumerate() {
-                        for (j, &v) in row.iter().enumerate() {
-                            sums[(p * n + start + i) * n + start + j] += v;
-                        }
-                    }
+                    band.add(p, start, count, &block_means(matrix, ids.len(), &ranges));
                 }
-                for i in start..start + count {
-                    for j in start..start + count {
-                        counts[i * n + j] += 1;
-                    }
-                }
+                band.seen(start, count);
             }
         }
-        for (k, v) in sums.iter_mut().enumerate() {
-            let c = counts[k % (n * n)];
+        band.finish();
+        band
+    }
+}
+
+/// Pairs of units that share a window, per plane: units `i` and `j` are stored when |i - j| < `width`
+/// (the most units in one window), so memory is `planes x n x (2 width - 1)`.
+struct Band {
+    n: usize,
+    width: usize,
+    sums: Vec<f32>,
+    counts: Vec<u32>,
+}
+
+impl Band {
+    fn new(planes: usize, n: usize, width: usize) -> Band {
+        let row = 2 * width - 1;
+        Band { n, width, sums: vec![0.0; planes * n * row], counts: vec![0; n * row] }
+    }
+
+    /// Position of pair (i, j) within a plane, if stored.
+    fn slot(&self, i: usize, j: usize) -> Option<usize> {
+        let d = j + self.width - 1;
+        (i < self.n && j < self.n && d >= i && d - i < 2 * self.width - 1).then(|| i * (2 * self.width - 1) + d - i)
+    }
+
+    /// Adds the `count x count` block means of a window starting at unit `start` to `plane`.
+    fn add(&mut self, plane: usize, start: usize, count: usize, block: &[f32]) {
+        let per_plane = self.n * (2 * self.width - 1);
+        for (i, row) in block.chunks_exact(count).enumerate() {
+            for (j, &v) in row.iter().enumerate() {
+                let at = self.slot(start + i, start + j).expect("a window's pairs are in the band");
+                self.sums[plane * per_plane + at] += v;
+            }
+        }
+    }
+
+    /// Counts the window's pairs once.
+    fn seen(&mut self, start: usize, count: usize) {
+        for i in start..start + count {
+            for j in start..start + count {
+                let at = self.slot(i, j).expect("a window's pairs are in the band");
+                self.counts[at] += 1;
+            }
+        }
+    }
+
+    /// Every pair's sum becomes its mean over the windows that saw it.
+    fn finish(&mut self) {
+        let per_plane = self.counts.len();
+        for (k, v) in self.sums.iter_mut().enumerate() {
+            let c = self.counts[k % per_plane];
             if c > 0 {
                 *v /= c as f32;
             }
         }
-        sums
+    }
+
+    /// The mean for (i, j) on `plane`, if some window saw the pair.
+    fn get(&self, plane: usize, i: usize, j: usize) -> Option<f32> {
+        let at = self.slot(i, j)?;
+        (self.counts[at] > 0).then(|| self.sums[plane * self.counts.len() + at])
+    }
+
+    /// The pairs (the diagonal too) some window saw on `plane`, as (i, j, mean).
+    fn pairs(&self, plane: usize) -> impl Iterator<Item = (usize, usize, f32)> + '_ {
+        let lo = |i: usize| (i + 1).saturating_sub(self.width);
+        (0..self.n).flat_map(move |i| (lo(i)..(i + self.width).min(self.n)).filter_map(move |j| Some((i, j, self.get(plane, i, j)?))))
     }
 }
 
@@ -201,6 +256,23 @@ mod tests {
         // A unit longer than the budget still gets a window of its own.
         assert_eq!(windows(&[20, 2], 9), vec![(0, 1), (1, 1)]);
         assert_eq!(windows(&[1], 9), vec![(0, 1)]);
+    }
+
+    #[test]
+    fn the_band_averages_each_pair_over_the_windows_that_saw_it() {
+        // Units 0..4, windows (0, 3) and (2, 2): pair (2, 2) is seen twice, (0, 3) and (3, 0) never.
+        let mut band = Band::new(1, 4, 3);
+        band.add(0, 0, 3, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+        band.seen(0, 3);
+        band.add(0, 2, 2, &[3.0, 10.0, 20.0, 30.0]);
+        band.seen(2, 2);
+        band.finish();
+        assert_eq!(band.get(0, 2, 2), Some(6.0));
+        assert_eq!((band.get(0, 0, 1), band.get(0, 2, 3), band.get(0, 3, 2)), (Some(2.0), Some(10.0), Some(20.0)));
+        assert_eq!((band.get(0, 0, 3), band.get(0, 3, 0)), (None, None));
+        let pairs: Vec<(usize, usize, f32)> = band.pairs(0).collect();
+        assert_eq!(pairs.len(), 9 + 4 - 1);
+        assert!(pairs.contains(&(1, 2, 6.0)) && pairs.contains(&(3, 3, 30.0)));
     }
 
     #[test]

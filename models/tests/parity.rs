@@ -96,8 +96,13 @@ fn unit_similarity_equals_the_head_aggregator_over_unit_attention() {
         let weights: Vec<f32> = aggregator.head_weights().into_data().to_vec().unwrap();
         let dense = Tensor::<DefaultBackend, 4>::from_data(TensorData::new(a.values.clone(), [l, h, a.n, a.n]), &default_device());
         let want: Vec<f32> = aggregator.forward(dense).into_data().to_vec().unwrap();
-        let got = encoder.unit_similarity(&units, 64, 4, &weights);
-        assert_eq!(got.len(), want.len());
+        let n = units.len();
+        let mut got = vec![0.0f32; n * n];
+        for (i, j, m) in encoder.unit_similarity(&units, 64, 4, &weights) {
+            assert!(i < j && m > 0.0, "each pair once, above 0: ({i}, {j}, {m})");
+            got[i as usize * n + j as usize] = m;
+            got[j as usize * n + i as usize] = m;
+        }
         for (g, w) in got.iter().zip(&want) {
             assert!((g - w).abs() < 1e-5, "{g} vs {w}");
         }

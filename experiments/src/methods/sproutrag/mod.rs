@@ -174,7 +174,7 @@ impl MethodSpec for SproutRagConfig {
                     let texts: Vec<&str> = units.iter().map(|&u| ctx.leaves.units.text(ctx.corpus, u)).collect();
                     let m = e.unit_similarity(&texts, *window_tokens, ctx.encoder_config.batch_size, &head_weights);
                     let leaves: Vec<f32> = units.iter().flat_map(|&u| unit_vectors[u].iter().copied()).collect();
-                    (leaves, e.dim(), m)
+                    (leaves, e.dim(), M::Sparse(m))
                 })?;
                 Ok(Built { retriever: Box::new(retriever(trees)), queries: QueryVectors::Encoder, model: model_dir.map(record), details: None })
             }
@@ -198,7 +198,7 @@ impl MethodSpec for SproutRagConfig {
                     };
                     let out = model.document(pooled, false);
                     let dim = out.embeddings.dims()[1];
-                    (to_vec(out.embeddings), dim, to_vec(out.m))
+                    (to_vec(out.embeddings), dim, M::Dense(to_vec(out.m)))
                 })?;
                 let pooled = match model.encoder {
                     Some(_) => own(ctx.queries.iter().map(|q| q.input.text.as_str()).collect()),
@@ -219,13 +219,19 @@ impl MethodSpec for SproutRagConfig {
     }
 }
 
+/// M between a document's units: dense from the SLLM, the pairs sharing a window from token attention.
+enum M {
+    Dense(Vec<f32>),
+    Sparse(Vec<(u32, u32, f32)>),
+}
+
 /// One tree per document, read back from `trees_dir` if it is there; else `leaf_inputs` gives the leaf
 /// embeddings, their width and M for the document's units, and the tree is built and saved.
 fn index_docs(
     ctx: &Context,
     trees_dir: &Path,
     what: &str,
-    mut leaf_inputs: impl FnMut(&[usize]) -> (Vec<f32>, usize, Vec<f32>),
+    mut leaf_inputs: impl FnMut(&[usize]) -> (Vec<f32>, usize, M),
 ) -> anyhow::Result<Vec<Option<Tree>>> {
     let mut trees = vec![None; ctx.corpus.documents.len()];
     let pb = bar(ctx.docs.len(), what);
@@ -244,7 +250,12 @@ fn index_docs(
             }
             false => {
                 let (leaves, dim, m) = leaf_inputs(&units);
-                let tree = Tree::build(spans, &leaves, dim, &Similarity { n: units.len(), values: &m });
+                let n = units.len();
+                let m = match &m {
+                    M::Dense(values) => Similarity::Dense { n, values },
+                    M::Sparse(edges) => Similarity::Sparse { n, edges },
+                };
+                let tree = Tree::build(spans, &leaves, dim, &m);
                 arbor_eval::tree_io::save(&tree, &path)?;
                 tree
             }
