@@ -1,5 +1,6 @@
 //! Indexing time and peak memory per document against document length, for flat dense retrieval, BM25
-//! and untrained SproutRAG over token attention (issue 9's scale benchmark). Long documents are the
+//! and untrained SproutRAG over token attention, its leaves encoded alone or in context (issue 9's scale
+//! benchmark). Long documents are the
 //! committed 10-K excerpt (experiments/fixtures/filing-mini) repeated paragraph by paragraph up to 1k,
 //! 10k, 50k and 200k words. Each (length, method) runs the real pipeline (`run_in`: units cut to the
 //! encoder, embeddings, the method's index) in a process of its own, so its peak memory (VmHWM, which
@@ -19,10 +20,14 @@ use arbor_experiments::trained::Training;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const METHODS: [(&str, &str); 3] = [
+const METHODS: [(&str, &str); 4] = [
     ("flat", "Flat"),
     ("BM25", "Bm25"),
     ("SproutRAG token attention", "SproutRag((attention: TokenBlocks(window_tokens: 256), search: Beam((beam_width: 5))))"),
+    (
+        "SproutRAG token attention, leaves in context",
+        "SproutRag((attention: TokenBlocks(window_tokens: 256, leaf_vectors: InContext), search: Beam((beam_width: 5))))",
+    ),
 ];
 
 fn main() -> anyhow::Result<()> {

@@ -26,6 +26,21 @@ pub struct UnitAttention {
     pub values: Vec<f32>,
 }
 
+/// M between the units of a document as the pairs `(i, j, M_ij)`, `i < j`, that share a window, and, when
+/// asked for, each unit's embedding in context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitLinks {
+    pub edges: Vec<(u32, u32, f32)>,
+    pub vectors: Option<Vec<Vec<f32>>>,
+}
+
+/// What one pass gives for one window: `[t, t]` matrices, and its last-layer token states `[t, hidden]`
+/// (empty when not asked for).
+struct WindowPass {
+    planes: Vec<Vec<f32>>,
+    states: Vec<f32>,
+}
+
 /// The windows over units: `(first unit, units in window)`, each fitting `budget` tokens.
 pub fn windows(lengths: &[usize], budget: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
@@ -50,7 +65,7 @@ impl<B: Backend> SentenceEncoder<B> {
     /// Token-block attention between `units` (texts of one document, in order), every (layer, head).
     pub fn unit_attention(&self, units: &[&str], window_tokens: usize, batch_size: usize) -> UnitAttention {
         let (layers, heads) = (self.config.num_hidden_layers, self.config.num_attention_heads);
-        let pooled = self.pool_windows(units, window_tokens, batch_size, layers * heads, &|batch| self.head_attention(batch));
+        let (pooled, _) = self.pool_windows(units, window_tokens, batch_size, layers * heads, &|batch| self.head_attention(batch, false));
         let n = units.len();
         let mut values = vec![0.0f32; layers * heads * n * n];
         for (p, plane) in values.chunks_exact_mut(n * n).enumerate() {
@@ -68,35 +83,64 @@ impl<B: Backend> SentenceEncoder<B> {
     /// `[layers, heads, n, n]`: on the CPU kernel each head's probabilities are added in as they are
     /// computed. M is returned sparse, as the pairs `(i, j, M_ij)`, `i < j`, that share a window (every
     /// other pair is 0): memory is O(n x units per window), not O(n^2).
-    pub fn unit_similarity(&self, units: &[&str], window_tokens: usize, batch_size: usize, head_weights: &[f32]) -> Vec<(u32, u32, f32)> {
-        let mix = |batch: &[&[u32]]| -> Vec<Vec<Vec<f32>>> {
+    ///
+    /// With `in_context`, the same pass also gives each unit's embedding in context: the mean of its
+    /// last-layer token states over every window that holds it (special tokens left out), L2-normalised,
+    /// so the document is encoded once instead of twice (once in windows, once unit by unit).
+    pub fn unit_similarity(&self, units: &[&str], window_tokens: usize, batch_size: usize, head_weights: &[f32], in_context: bool) -> UnitLinks {
+        let mix = |batch: &[&[u32]]| -> Vec<WindowPass> {
             match &self.kernel {
-                Kernel::Cpu(cpu) => cpu.mixed_attention(batch, head_weights).into_iter().map(|m| vec![m]).collect(),
+                Kernel::Cpu(cpu) => {
+                    let (states, mixed) = match in_context {
+                        true => cpu.states_and_mixed_attention(batch, head_weights),
+                        false => (Vec::new(), cpu.mixed_attention(batch, head_weights)),
+                    };
+                    // Token states come laid end to end, window after window.
+                    let h = self.config.hidden_size;
+                    let starts = batch.iter().scan(0, |at, ids| {
+                        *at += ids.len();
+                        Some((*at - ids.len()) * h..*at * h)
+                    });
+                    mixed
+                        .into_iter()
+                        .zip(starts)
+                        .map(|(m, rows)| WindowPass { planes: vec![m], states: states.get(rows).map_or(Vec::new(), <[f32]>::to_vec) })
+                        .collect()
+                }
                 Kernel::Burn(_) => self
-                    .head_attention(batch)
+                    .head_attention(batch, in_context)
                     .into_iter()
-                    .map(|planes| {
-                        let mut m = vec![0.0f32; planes[0].len()];
-                        for (plane, &w) in planes.iter().zip(head_weights) {
+                    .map(|window| {
+                        let mut m = vec![0.0f32; window.planes[0].len()];
+                        for (plane, &w) in window.planes.iter().zip(head_weights) {
                             m.iter_mut().zip(plane).for_each(|(m, p)| *m += w * p);
                         }
-                        vec![m]
+                        WindowPass { planes: vec![m], states: window.states }
                     })
                     .collect(),
             }
         };
-        let pooled = self.pool_windows(units, window_tokens, batch_size, 1, &mix);
-        pooled.pairs(0).filter(|&(i, j, _)| i < j).map(|(i, j, v)| (i as u32, j as u32, (v + pooled.get(0, j, i).unwrap_or(0.0)) / 2.0)).collect()
+        let (pooled, vectors) = self.pool_windows(units, window_tokens, batch_size, 1, &mix);
+        let edges = pooled
+            .pairs(0)
+            .filter(|&(i, j, _)| i < j)
+            .map(|(i, j, v)| (i as u32, j as u32, (v + pooled.get(0, j, i).unwrap_or(0.0)) / 2.0))
+            .collect();
+        UnitLinks { edges, vectors }
     }
 
     /// Each window's attention probabilities per (layer, head), through Burn's module: per window,
-    /// `layers * heads` matrices `[t, t]` over its own `t` tokens.
-    fn head_attention(&self, batch: &[&[u32]]) -> Vec<Vec<Vec<f32>>> {
+    /// `layers * heads` matrices `[t, t]` over its own `t` tokens, and with `states` its last-layer token states.
+    fn head_attention(&self, batch: &[&[u32]], states: bool) -> Vec<WindowPass> {
         let (input, mask) = self.pad(batch);
         let t = input.dims()[1];
         let out = self.bert.forward(input, mask, true);
         let probs: Vec<Vec<f32>> = out.attentions.into_iter().map(|a| a.into_data().to_vec::<f32>().expect("f32")).collect();
-        let heads = self.config.num_attention_heads;
+        let hidden: Vec<f32> = match states {
+            true => out.hidden.into_data().to_vec::<f32>().expect("f32"),
+            false => Vec::new(),
+        };
+        let (heads, h) = (self.config.num_attention_heads, self.config.hidden_size);
         batch
             .iter()
             .enumerate()
@@ -106,7 +150,9 @@ impl<B: Backend> SentenceEncoder<B> {
                     let head = &layer[(w * heads + h) * t * t..][..t * t];
                     (0..len).flat_map(|r| head[r * t..r * t + len].iter().copied()).collect()
                 };
-                probs.iter().flat_map(|layer| (0..heads).map(move |h| plane(layer, h))).collect()
+                let planes = probs.iter().flat_map(|layer| (0..heads).map(move |h| plane(layer, h))).collect();
+                let states = hidden.get(w * t * h..(w * t + len) * h).map_or(Vec::new(), <[f32]>::to_vec);
+                WindowPass { planes, states }
             })
             .collect()
     }
@@ -114,15 +160,16 @@ impl<B: Backend> SentenceEncoder<B> {
     /// Token attention over windows of `units`, pooled into unit blocks: `attend` gives, for a batch of
     /// windows (token ids), `planes` matrices `[t, t]` per window; each is block-meaned over the window's
     /// units and added into a band of `planes` planes over the pairs that share a window, then every pair is
-    /// divided by the number of windows that saw it.
+    /// divided by the number of windows that saw it. Where `attend` gives token states, each unit's are
+    /// mean-pooled over every window that holds it into its in-context embedding (L2-normalised).
     fn pool_windows(
         &self,
         units: &[&str],
         window_tokens: usize,
         batch_size: usize,
         planes: usize,
-        attend: &dyn Fn(&[&[u32]]) -> Vec<Vec<Vec<f32>>>,
-    ) -> Band {
+        attend: &dyn Fn(&[&[u32]]) -> Vec<WindowPass>,
+    ) -> (Band, Option<Vec<Vec<f32>>>) {
         let n = units.len();
         let budget = window_tokens.clamp(3, self.config.max_position_embeddings) - 2;
         let mut pieces = self.word_pieces(units);
@@ -132,6 +179,8 @@ impl<B: Backend> SentenceEncoder<B> {
         let (cls, sep) = self.special_ids();
         let wins = windows(&pieces.iter().map(Vec::len).collect::<Vec<_>>(), budget);
         let mut band = Band::new(planes, n, wins.iter().map(|w| w.1).max().unwrap_or(1));
+        let h = self.config.hidden_size;
+        let (mut state_sums, mut state_counts) = (Vec::new(), vec![0usize; n]);
         for chunk in wins.chunks(batch_size.max(1)) {
             let ids: Vec<Vec<u32>> =
                 chunk.iter().map(|&(s, c)| std::iter::once(cls).chain(pieces[s..s + c].iter().flatten().copied()).chain([sep]).collect()).collect();
@@ -144,14 +193,35 @@ impl<B: Backend> SentenceEncoder<B> {
                     ranges.push((at, at + pieces[u].len()));
                     at += pieces[u].len();
                 }
-                for (p, matrix) in window.iter().enumerate() {
+                for (p, matrix) in window.planes.iter().enumerate() {
                     band.add(p, start, count, &block_means(matrix, ids.len(), &ranges));
                 }
                 band.seen(start, count);
+                if !window.states.is_empty() {
+                    state_sums.resize(n * h, 0.0);
+                    for (u, &(a, b)) in (start..start + count).zip(&ranges) {
+                        let sum = &mut state_sums[u * h..(u + 1) * h];
+                        for token in window.states[a * h..b * h].chunks_exact(h) {
+                            sum.iter_mut().zip(token).for_each(|(s, v)| *s += v);
+                        }
+                        state_counts[u] += b - a;
+                    }
+                }
             }
         }
         band.finish();
-        band
+        let vectors = (!state_sums.is_empty()).then(|| {
+            state_sums
+                .chunks_exact(h)
+                .zip(&state_counts)
+                .map(|(sum, &c)| {
+                    let mean: Vec<f32> = sum.iter().map(|v| v / c.max(1) as f32).collect();
+                    let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+                    mean.iter().map(|v| v / norm).collect()
+                })
+                .collect()
+        });
+        (band, vectors)
     }
 }
 

@@ -98,7 +98,7 @@ fn unit_similarity_equals_the_head_aggregator_over_unit_attention() {
         let want: Vec<f32> = aggregator.forward(dense).into_data().to_vec().unwrap();
         let n = units.len();
         let mut got = vec![0.0f32; n * n];
-        for (i, j, m) in encoder.unit_similarity(&units, 64, 4, &weights) {
+        for (i, j, m) in encoder.unit_similarity(&units, 64, 4, &weights, false).edges {
             assert!(i < j && m > 0.0, "each pair once, above 0: ({i}, {j}, {m})");
             got[i as usize * n + j as usize] = m;
             got[j as usize * n + i as usize] = m;
@@ -107,5 +107,38 @@ fn unit_similarity_equals_the_head_aggregator_over_unit_attention() {
             assert!((g - w).abs() < 1e-5, "{g} vs {w}");
         }
         assert!(got[8] == 0.0 && got[1] > 0.0, "units 0 and 8 share no window, 0 and 1 do");
+    }
+}
+
+#[test]
+fn in_context_unit_vectors_come_from_the_same_pass_without_changing_m() {
+    use arbor_models::bert::CpuBert;
+    let encoder = encoder();
+    let units: Vec<String> = (0..6).map(|i| format!("Clause {i} sets out the duty of party {} to give notice.", i % 2)).collect();
+    let units: Vec<&str> = units.iter().map(String::as_str).collect();
+    let weights = vec![1.0 / 72.0; 72];
+    let alone = encoder.unit_similarity(&units, 64, 4, &weights, false);
+    let links = encoder.unit_similarity(&units, 64, 4, &weights, true);
+    assert_eq!(links.edges, alone.edges, "the full pass gives the same M");
+    let vectors = links.vectors.expect("asked for");
+    // Windows of 16 tokens hold one unit each: its vector is the mean of its own token states in
+    // [CLS] unit [SEP], specials left out, normalised.
+    let single = encoder.unit_similarity(&units, 16, 4, &weights, true).vectors.unwrap();
+    let cpu = CpuBert::from_bert(&encoder.bert, encoder.config.layer_norm_eps);
+    let (cls, sep) = encoder.special_ids();
+    for (u, pieces) in encoder.word_pieces(&units).iter().enumerate() {
+        let ids: Vec<u32> = std::iter::once(cls).chain(pieces.iter().copied().take(14)).chain([sep]).collect();
+        let states = cpu.forward(&[&ids]);
+        let h = encoder.config.hidden_size;
+        let mut mean = vec![0.0f32; h];
+        for token in states[h..(ids.len() - 1) * h].chunks_exact(h) {
+            mean.iter_mut().zip(token).for_each(|(m, v)| *m += v);
+        }
+        assert!(cosine(&mean, &single[u]) > 0.99999, "unit {u}");
+        let norm: f32 = vectors[u].iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4);
+        // In context is not alone: the neighbours change the states, a little.
+        let c = cosine(&vectors[u], &encoder.embed(&[units[u]], 1, &mut |_| {})[0]);
+        assert!(c > 0.5 && c < 0.99999, "unit {u}: cosine {c} to the unit encoded alone");
     }
 }

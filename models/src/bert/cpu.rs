@@ -120,7 +120,7 @@ impl CpuBert {
 
     /// The last layer's token states of each sequence, laid end to end: `[sum of lengths, hidden]`.
     pub fn forward(&self, batch: &[&[u32]]) -> Vec<f32> {
-        self.run(batch, None).0
+        self.run(batch, None, true).0
     }
 
     /// Each sequence's attention probabilities mixed over every (layer, head) by `head_weights`
@@ -128,11 +128,17 @@ impl CpuBert {
     /// are never stored (each is added in as soon as it is computed), and the last layer stops after its
     /// attention, the rest of it being unused.
     pub fn mixed_attention(&self, batch: &[&[u32]], head_weights: &[f32]) -> Vec<Vec<f32>> {
-        self.run(batch, Some(head_weights)).1
+        self.run(batch, Some(head_weights), false).1
     }
 
-    /// The forward pass; with `head_weights`, also the mixed attention, stopping after the last attention.
-    fn run(&self, batch: &[&[u32]], head_weights: Option<&[f32]>) -> (Vec<f32>, Vec<Vec<f32>>) {
+    /// [`Self::forward`] and [`Self::mixed_attention`] from one pass.
+    pub fn states_and_mixed_attention(&self, batch: &[&[u32]], head_weights: &[f32]) -> (Vec<f32>, Vec<Vec<f32>>) {
+        self.run(batch, Some(head_weights), true)
+    }
+
+    /// The forward pass; with `head_weights`, also the mixed attention. Without `states` the last layer
+    /// stops after its attention (the token states are then not the last layer's).
+    fn run(&self, batch: &[&[u32]], head_weights: Option<&[f32]>, states: bool) -> (Vec<f32>, Vec<Vec<f32>>) {
         let h = self.hidden;
         let lengths: Vec<usize> = batch.iter().map(|s| s.len()).collect();
         let t: usize = lengths.iter().sum();
@@ -159,7 +165,7 @@ impl CpuBert {
             matmul_bias(&x, &layer.qkv, &mut qkv);
             let weights = head_weights.map_or(&[][..], |w| &w[l * self.heads..(l + 1) * self.heads]);
             attention(&qkv, &lengths, self.heads, h, &mut context, weights, &mut mixed);
-            if head_weights.is_some() && l + 1 == self.layers.len() {
+            if !states && l + 1 == self.layers.len() {
                 break;
             }
             // x <- LayerNorm(context Wo + bo + x)

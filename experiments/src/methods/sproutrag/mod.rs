@@ -1,8 +1,9 @@
 //! SproutRAG (Sections 2.1-2.3 and 3): unit attention -> HeadAggregator -> M -> greedy tree with
 //! progressive embeddings, one tree per document, searched by hierarchical beam search (or collapsed).
 //! Two attention sources:
-//! - `TokenBlocks`: the frozen encoder's token attention pooled into unit blocks; leaves and queries keep
-//!   the encoder's embeddings; the head weights stay at their initial values, or, with `training`, are
+//! - `TokenBlocks`: the frozen encoder's token attention pooled into unit blocks; queries keep the
+//!   encoder's embeddings, leaves too (`leaf_vectors: Alone`) or take them from the attention windows'
+//!   own pass (`InContext`, one pass per document instead of two); the head weights stay at their initial values, or, with `training`, are
 //!   learned on L_attn over the training split's documents ([`train`]);
 //! - `Sllm`: the trained SLLM ([`train`]); leaves are its unit embeddings, queries its query embeddings.
 //!
@@ -50,7 +51,7 @@ pub struct SproutRagConfig {
 impl Default for SproutRagConfig {
     fn default() -> Self {
         SproutRagConfig {
-            attention: AttentionSource::TokenBlocks { window_tokens: 256 },
+            attention: AttentionSource::TokenBlocks { window_tokens: 256, leaf_vectors: LeafVectors::Alone },
             aggregation: AggregationInit::Uniform,
             search: TreeSearch::Beam(BeamConfig::default()),
             model: SproutRagModelConfig::default(),
@@ -63,9 +64,31 @@ impl Default for SproutRagConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum AttentionSource {
     /// The encoder's token attention mean-pooled into unit blocks over sliding windows of this many tokens.
-    TokenBlocks { window_tokens: usize },
+    TokenBlocks {
+        window_tokens: usize,
+        /// The leaves' embeddings: each unit encoded alone (as flat's), or from the windows' own pass.
+        #[serde(default, skip_serializing_if = "LeafVectors::is_alone")]
+        leaf_vectors: LeafVectors,
+    },
     /// The trained sentence-level transformer's attention between units (needs `training`).
     Sllm,
+}
+
+/// Where a token-attention tree's leaf embeddings come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LeafVectors {
+    /// Each unit encoded on its own, the vectors flat retrieval uses (the reference code's choice).
+    #[default]
+    Alone,
+    /// Each unit's token states in the attention windows, mean-pooled (special tokens left out) over the
+    /// windows that hold it: one encoder pass per document instead of two, and each unit read in context.
+    InContext,
+}
+
+impl LeafVectors {
+    fn is_alone(&self) -> bool {
+        *self == LeafVectors::Alone
+    }
 }
 
 impl SproutRagConfig {
@@ -96,12 +119,15 @@ impl MethodSpec for SproutRagConfig {
             TreeSearch::UpperOnly => "upper nodes only".into(),
         };
         match (&self.attention, &self.training) {
-            (AttentionSource::TokenBlocks { window_tokens }, None) => {
-                format!("SproutRAG untrained ({:?} weights, token attention w={window_tokens}, {search})", self.aggregation)
+            (AttentionSource::TokenBlocks { window_tokens, leaf_vectors }, None) => {
+                format!("SproutRAG untrained ({:?} weights, token attention w={window_tokens}{}, {search})", self.aggregation, leaves(*leaf_vectors))
             }
-            (AttentionSource::TokenBlocks { window_tokens }, Some(t)) => format!(
-                "SproutRAG learned weights (from {:?}, token attention w={window_tokens}, lr {}, {} epochs, {search})",
-                self.aggregation, t.lr_aggregation, t.epochs
+            (AttentionSource::TokenBlocks { window_tokens, leaf_vectors }, Some(t)) => format!(
+                "SproutRAG learned weights (from {:?}, token attention w={window_tokens}{}, lr {}, {} epochs, {search})",
+                self.aggregation,
+                leaves(*leaf_vectors),
+                t.lr_aggregation,
+                t.epochs
             ),
             (AttentionSource::Sllm, Some(t)) => {
                 format!(
@@ -125,7 +151,7 @@ impl MethodSpec for SproutRagConfig {
 
     fn check(&self) -> anyhow::Result<()> {
         match (&self.attention, &self.training) {
-            (AttentionSource::TokenBlocks { window_tokens }, _) if *window_tokens < 8 => {
+            (AttentionSource::TokenBlocks { window_tokens, .. }, _) if *window_tokens < 8 => {
                 bail!("SproutRag attention window_tokens must be at least 8, got {window_tokens}")
             }
             (AttentionSource::TokenBlocks { .. }, Some(t)) if !t.freeze_encoder => {
@@ -158,7 +184,7 @@ impl MethodSpec for SproutRagConfig {
         let record = |dir: PathBuf| TrainedModel { method: label.clone(), settings: self.index_settings(), encoder: ctx.keys.encoder.clone(), dir };
         let retriever = |trees| TreeRetriever { name: label.clone(), trees, leaves: &ctx.leaves.units, search: self.search, scope: ctx.scope };
         match (&self.attention, &self.training) {
-            (AttentionSource::TokenBlocks { window_tokens }, training) => {
+            (AttentionSource::TokenBlocks { window_tokens, leaf_vectors }, training) => {
                 let e = ctx.encoder;
                 let shape = (e.config.num_hidden_layers, e.config.num_attention_heads);
                 let (aggregator, model_dir) = match training {
@@ -168,13 +194,20 @@ impl MethodSpec for SproutRagConfig {
                         (aggregator, Some(dir))
                     }
                 };
-                let unit_vectors = ctx.unit_vectors()?;
+                let in_context = *leaf_vectors == LeafVectors::InContext;
+                let unit_vectors = match in_context {
+                    true => None,
+                    false => Some(ctx.unit_vectors()?),
+                };
                 let head_weights = to_vec(aggregator.head_weights());
                 let trees = index_docs(ctx, &trees_dir(model_dir.as_deref())?, "token attention trees", |units| {
                     let texts: Vec<&str> = units.iter().map(|&u| ctx.leaves.units.text(ctx.corpus, u)).collect();
-                    let m = e.unit_similarity(&texts, *window_tokens, ctx.encoder_config.batch_size, &head_weights);
-                    let leaves: Vec<f32> = units.iter().flat_map(|&u| unit_vectors[u].iter().copied()).collect();
-                    (leaves, e.dim(), M::Sparse(m))
+                    let links = e.unit_similarity(&texts, *window_tokens, ctx.encoder_config.batch_size, &head_weights, in_context);
+                    let leaves: Vec<f32> = match unit_vectors {
+                        Some(unit_vectors) => units.iter().flat_map(|&u| unit_vectors[u].iter().copied()).collect(),
+                        None => links.vectors.expect("in_context asks the pass for the vectors").concat(),
+                    };
+                    (leaves, e.dim(), M::Sparse(links.edges))
                 })?;
                 Ok(Built { retriever: Box::new(retriever(trees)), queries: QueryVectors::Encoder, model: model_dir.map(record), details: None })
             }
@@ -216,6 +249,14 @@ impl MethodSpec for SproutRagConfig {
             }
             (AttentionSource::Sllm, None) => bail!("attention: Sllm needs training (the experiment check rejects this)"),
         }
+    }
+}
+
+/// How a label names the leaf embeddings (nothing for the default).
+fn leaves(v: LeafVectors) -> &'static str {
+    match v {
+        LeafVectors::Alone => "",
+        LeafVectors::InContext => ", leaves in context",
     }
 }
 
