@@ -13,6 +13,6 @@ mod attention;
 mod info_nce;
 mod vae;
 
-pub use attention::attention_structure;
+pub use attention::{attention_structure, attention_structure_at_pairs};
 pub use info_nce::info_nce;
 pub use vae::vae_loss;

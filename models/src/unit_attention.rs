@@ -9,22 +9,13 @@
 //!
 //! Windows advance by half their units, so neighbouring units always share one; a pair seen in several
 //! windows gets the mean over them, and a pair never in one window gets 0. Special tokens are left out of
-//! the blocks. [`SentenceEncoder::unit_attention`] gives `[layers, heads, n, n]`, ready for
-//! [`crate::aggregator::HeadAggregator`] (training); [`SentenceEncoder::unit_similarity`] gives the mixed M
-//! as its pairs that share a window (indexing), never holding more than the pairs within one window's reach.
+//! the blocks. Nothing here holds `[layers, heads, n, n]`: the pairs within one window's reach are kept
+//! (a band), [`SentenceEncoder::pair_attention`] gives every head's attention at given pairs (training the
+//! head weights on L_attn), [`SentenceEncoder::unit_similarity`] the mixed M as its pairs (indexing).
 
 use burn::tensor::backend::Backend;
 
 use crate::encoder::{Kernel, SentenceEncoder};
-
-/// Per-head attention between the `n` units of one document, `[layers, heads, n, n]` row-major.
-#[derive(Debug, Clone, PartialEq)]
-pub struct UnitAttention {
-    pub layers: usize,
-    pub heads: usize,
-    pub n: usize,
-    pub values: Vec<f32>,
-}
 
 /// M between the units of a document as the pairs `(i, j, M_ij)`, `i < j`, that share a window, and, when
 /// asked for, each unit's embedding in context.
@@ -62,24 +53,21 @@ pub fn windows(lengths: &[usize], budget: usize) -> Vec<(usize, usize)> {
 }
 
 impl<B: Backend> SentenceEncoder<B> {
-    /// Token-block attention between `units` (texts of one document, in order), every (layer, head).
-    pub fn unit_attention(&self, units: &[&str], window_tokens: usize, batch_size: usize) -> UnitAttention {
-        let (layers, heads) = (self.config.num_hidden_layers, self.config.num_attention_heads);
-        let (pooled, _) = self.pool_windows(units, window_tokens, batch_size, layers * heads, &|batch| self.head_attention(batch, false));
-        let n = units.len();
-        let mut values = vec![0.0f32; layers * heads * n * n];
-        for (p, plane) in values.chunks_exact_mut(n * n).enumerate() {
-            for (i, j, v) in pooled.pairs(p) {
-                plane[i * n + j] = v;
-            }
-        }
-        UnitAttention { layers, heads, n, values }
+    /// The token-block attention between given pairs of `units` (texts of one document, in order), every
+    /// (layer, head), made symmetric: `[pairs, layers * heads]` row-major, (A_ij + A_ji) / 2 with A averaged
+    /// over the windows that hold both units (0 for a pair that no window holds). What L_attn reads of
+    /// M = sym(sum w A) (`arbor_losses::attention_structure_at_pairs`), without holding `[layers, heads, n, n]`.
+    pub fn pair_attention(&self, units: &[&str], window_tokens: usize, batch_size: usize, pairs: &[(usize, usize)]) -> Vec<f32> {
+        let planes = self.config.num_hidden_layers * self.config.num_attention_heads;
+        let (band, _) = self.pool_windows(units, window_tokens, batch_size, planes, &|batch| self.head_attention(batch, false));
+        let at = |p: usize, i: usize, j: usize| band.get(p, i, j).unwrap_or(0.0);
+        pairs.iter().flat_map(|&(i, j)| (0..planes).map(move |p| (at(p, i, j) + at(p, j, i)) / 2.0)).collect()
     }
 
     /// SproutRAG's M between `units` straight from the token attention: the (layer, head) attention mixed
     /// by `head_weights` (`[layers * heads]`, summing to 1), then pooled into unit blocks as
-    /// [`Self::unit_attention`] does, made symmetric. Equal to [`crate::aggregator::HeadAggregator::forward`]
-    /// of `unit_attention` (mixing and block means are both linear), without ever holding
+    /// [`Self::pair_attention`] does, made symmetric: M_ij = sum_lh w_lh pair_attention_ij,lh (mixing and block
+    /// means are both linear; [`crate::aggregator::HeadAggregator::forward`] on the dense A), without ever holding
     /// `[layers, heads, n, n]`: on the CPU kernel each head's probabilities are added in as they are
     /// computed. M is returned sparse, as the pairs `(i, j, M_ij)`, `i < j`, that share a window (every
     /// other pair is 0): memory is O(n x units per window), not O(n^2).

@@ -82,31 +82,27 @@ fn attention_probabilities_are_returned_per_layer_and_ignore_padding() {
 }
 
 #[test]
-fn unit_similarity_equals_the_head_aggregator_over_unit_attention() {
+fn unit_similarity_is_the_head_weighted_pair_attention() {
     use arbor_models::aggregator::{AggregationInit, HeadAggregator};
-    use burn::tensor::{Tensor, TensorData};
     let encoder = encoder();
     let units: Vec<String> = (0..9).map(|i| format!("Sentence {i} talks about topic {} at some length, with a few more words.", i % 3)).collect();
     let units: Vec<&str> = units.iter().map(String::as_str).collect();
-    let (l, h) = (encoder.config.num_hidden_layers, encoder.config.num_attention_heads);
+    let (l, h, n) = (encoder.config.num_hidden_layers, encoder.config.num_attention_heads, units.len());
     // Windows of 64 tokens hold about three units: several windows, pairs never in one window stay 0.
-    let a = encoder.unit_attention(&units, 64, 4);
+    let pairs: Vec<(usize, usize)> = (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j))).collect();
+    let s = encoder.pair_attention(&units, 64, 4, &pairs);
+    assert_eq!(s.len(), pairs.len() * l * h);
     for init in [AggregationInit::Uniform, AggregationInit::Normal] {
         let aggregator = HeadAggregator::<DefaultBackend>::new(l, h, init, &default_device());
         let weights: Vec<f32> = aggregator.head_weights().into_data().to_vec().unwrap();
-        let dense = Tensor::<DefaultBackend, 4>::from_data(TensorData::new(a.values.clone(), [l, h, a.n, a.n]), &default_device());
-        let want: Vec<f32> = aggregator.forward(dense).into_data().to_vec().unwrap();
-        let n = units.len();
-        let mut got = vec![0.0f32; n * n];
-        for (i, j, m) in encoder.unit_similarity(&units, 64, 4, &weights, false).edges {
-            assert!(i < j && m > 0.0, "each pair once, above 0: ({i}, {j}, {m})");
-            got[i as usize * n + j as usize] = m;
-            got[j as usize * n + i as usize] = m;
+        let edges = encoder.unit_similarity(&units, 64, 4, &weights, false).edges;
+        for (g, &(i, j)) in pairs.iter().enumerate() {
+            let want: f32 = s[g * l * h..(g + 1) * l * h].iter().zip(&weights).map(|(a, w)| a * w).sum();
+            let got = edges.iter().find(|e| (e.0 as usize, e.1 as usize) == (i, j)).map_or(0.0, |e| e.2);
+            assert!((got - want).abs() < 1e-5, "({i}, {j}): {got} vs {want}");
         }
-        for (g, w) in got.iter().zip(&want) {
-            assert!((g - w).abs() < 1e-5, "{g} vs {w}");
-        }
-        assert!(got[8] == 0.0 && got[1] > 0.0, "units 0 and 8 share no window, 0 and 1 do");
+        assert!(edges.iter().all(|e| e.0 < e.1 && e.2 > 0.0), "each pair once, above 0");
+        assert!(edges.iter().any(|e| (e.0, e.1) == (0, 1)) && !edges.iter().any(|e| (e.0, e.1) == (0, 8)), "0 and 8 share no window");
     }
 }
 

@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use anyhow::bail;
-use arbor_losses::attention_structure;
+use arbor_losses::attention_structure_at_pairs;
 use arbor_models::DefaultBackend;
 use arbor_models::aggregator::{AggregationInit, HeadAggregator};
 use burn::backend::Autodiff;
@@ -33,12 +33,12 @@ use crate::logger::Logger;
 
 type A = Autodiff<DefaultBackend>;
 
-/// One document's per-head unit attention and its gold merge pairs.
+/// One document's gold merge pairs and, at each, the symmetrised attention of every (layer, head):
+/// `[pairs, layers * heads]` row-major (`SentenceEncoder::pair_attention`). L_attn reads nothing else of
+/// the document's attention (`arbor_losses::attention_structure_at_pairs`).
 pub struct AttentionDoc {
-    /// `[layers, heads, n, n]`, row-major.
-    pub attention: Vec<f32>,
-    pub n: usize,
-    pub pairs: Vec<(usize, usize)>,
+    pub pair_attention: Vec<f32>,
+    pub pairs: usize,
 }
 
 /// Trains alpha over `train` (documents without gold pairs are skipped); returns the trained aggregator.
@@ -53,7 +53,7 @@ pub fn train(
     progress: &mut dyn FnMut(usize, usize),
 ) -> anyhow::Result<HeadAggregator<DefaultBackend>> {
     config.check().map_err(anyhow::Error::msg)?;
-    let docs: Vec<&AttentionDoc> = train.iter().filter(|d| !d.pairs.is_empty()).collect();
+    let docs: Vec<&AttentionDoc> = train.iter().filter(|d| d.pairs > 0).collect();
     anyhow::ensure!(!docs.is_empty(), "no training document has a gold merge pair: check training.split and merge_pairs");
     let device = Default::default();
     let mut model = HeadAggregator::<A>::new(layers, heads, init, &device);
@@ -73,7 +73,7 @@ pub fn train(
     for step in start..total {
         let (epoch, at) = (step / docs.len(), step % docs.len());
         let doc = docs[epoch_order(docs.len(), config.seed, epoch)[at]];
-        let loss = attention_structure(model.forward(attention(doc, layers, heads, &device)), &doc.pairs, config.eps);
+        let loss = loss(&model, doc, layers * heads, config.eps, &device);
         let value: f32 = loss.clone().into_scalar();
         if !value.is_finite() {
             bail!("step {}: loss term loss/attn is {value}", step + 1);
@@ -126,18 +126,17 @@ fn epoch_order(n: usize, seed: u64, epoch: usize) -> Vec<usize> {
     order
 }
 
-fn attention<B: Backend>(doc: &AttentionDoc, layers: usize, heads: usize, device: &B::Device) -> Tensor<B, 4> {
-    Tensor::from_data(TensorData::new(doc.attention.clone(), [layers, heads, doc.n, doc.n]), device)
+/// L_attn of one document under the model's head weights.
+fn loss<B: Backend>(model: &HeadAggregator<B>, doc: &AttentionDoc, planes: usize, eps: f64, device: &B::Device) -> Tensor<B, 1> {
+    let s = Tensor::from_data(TensorData::new(doc.pair_attention.clone(), [doc.pairs, planes]), device);
+    attention_structure_at_pairs(model.head_weights().reshape([planes]), s, eps)
 }
 
 /// Mean L_attn over the held-back documents that have gold pairs.
 fn holdout_loss(model: &HeadAggregator<DefaultBackend>, config: &TrainConfig, docs: &[AttentionDoc], (layers, heads): (usize, usize)) -> f64 {
     let device = Default::default();
-    let losses: Vec<f64> = docs
-        .iter()
-        .filter(|d| !d.pairs.is_empty())
-        .map(|d| f64::from(attention_structure(model.forward(attention(d, layers, heads, &device)), &d.pairs, config.eps).into_scalar()))
-        .collect();
+    let losses: Vec<f64> =
+        docs.iter().filter(|d| d.pairs > 0).map(|d| f64::from(loss(model, d, layers * heads, config.eps, &device).into_scalar())).collect();
     losses.iter().sum::<f64>() / losses.len().max(1) as f64
 }
 
@@ -151,14 +150,9 @@ pub fn entropy(model: &HeadAggregator<DefaultBackend>) -> f64 {
 mod tests {
     use super::*;
 
-    /// Two heads over n = 3 units: head 0 links units 0-1 (the gold pair), head 1 links 0-2.
+    /// Two heads; at the one gold pair, head 0 attends 0.9 and head 1 0.1.
     fn doc() -> AttentionDoc {
-        #[rustfmt::skip]
-        let attention = vec![
-            0.0, 0.9, 0.1,  0.9, 0.0, 0.1,  0.5, 0.5, 0.0,
-            0.0, 0.1, 0.9,  0.1, 0.0, 0.9,  0.9, 0.1, 0.0,
-        ];
-        AttentionDoc { attention, n: 3, pairs: vec![(0, 1)] }
+        AttentionDoc { pair_attention: vec![0.9, 0.1], pairs: 1 }
     }
 
     #[test]
@@ -177,7 +171,7 @@ mod tests {
         let back = finished((1, 2), dir.path()).unwrap().expect("finished");
         assert_eq!(back.head_weights().into_data(), model.head_weights().into_data());
         // Without gold pairs there is nothing to learn from.
-        let none = [AttentionDoc { pairs: vec![], ..doc() }];
+        let none = [AttentionDoc { pair_attention: vec![], pairs: 0 }];
         assert!(train(&config, (1, 2), AggregationInit::Uniform, &none, &[], tempfile::tempdir().unwrap().path(), &mut |_, _| {}).is_err());
     }
 }

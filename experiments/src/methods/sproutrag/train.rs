@@ -24,10 +24,10 @@ use crate::methods::Context;
 use crate::progress::bar;
 use crate::trained::Located;
 
-/// The encoder's token attention between `units` (of one document), pooled into unit blocks.
-fn token_attention(ctx: &Context, units: &[usize], window_tokens: usize) -> arbor_models::unit_attention::UnitAttention {
+/// The encoder's token attention at the gold pairs of `units` (of one document), every head.
+fn token_attention(ctx: &Context, units: &[usize], window_tokens: usize, pairs: &[(usize, usize)]) -> Vec<f32> {
     let texts: Vec<&str> = units.iter().map(|&u| ctx.leaves.units.text(ctx.corpus, u)).collect();
-    ctx.encoder.unit_attention(&texts, window_tokens, ctx.encoder_config.batch_size)
+    ctx.encoder.pair_attention(&texts, window_tokens, ctx.encoder_config.batch_size, pairs)
 }
 
 /// Learns the head weights over token attention on the documents of `training.split` (the last
@@ -60,9 +60,11 @@ pub(super) fn train_head_weights(
         .iter()
         .map(|&d| {
             let units: Vec<usize> = ctx.leaves.units.by_doc[d].clone().collect();
-            let a = token_attention(ctx, &units, window_tokens);
+            let pairs = merge_pairs(&ctx.leaves.segments[d], training.merge_pairs);
+            // A document without gold pairs teaches nothing: its attention is not computed.
+            let pair_attention = if pairs.is_empty() { Vec::new() } else { token_attention(ctx, &units, window_tokens, &pairs) };
             pb.inc(1);
-            AttentionDoc { attention: a.values, n: a.n, pairs: merge_pairs(&ctx.leaves.segments[d], training.merge_pairs) }
+            AttentionDoc { pair_attention, pairs: pairs.len() }
         })
         .collect();
     pb.finish_and_clear();
