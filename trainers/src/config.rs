@@ -36,6 +36,8 @@ pub struct TrainConfig {
     pub beta: f64,
     /// Clamp inside L_attn's log.
     pub eps: f64,
+    /// The pairs L_attn pulls together: `SameParagraph` or `SameSection` (adjacent units), or `Evidence`
+    /// (consecutive units sharing a gold snippet of a training query).
     pub merge_pairs: MergePairs,
     /// Other units of the query's document are InfoNCE negatives besides the in-batch ones.
     pub hard_negatives: bool,

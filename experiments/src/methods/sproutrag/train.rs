@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use arbor_datasets::DocSpan;
 use arbor_datasets::merge_pairs::merge_pairs;
+use arbor_datasets::{Corpus, DocSpan, Span};
 use arbor_models::DefaultBackend;
 use arbor_models::aggregator::HeadAggregator;
 use arbor_models::bert::{Bert, load_bert};
@@ -23,6 +23,17 @@ use crate::cache::key;
 use crate::methods::Context;
 use crate::progress::bar;
 use crate::trained::Located;
+
+/// The gold snippets of the queries of `split`, by document: what `MergePairs::Evidence` pairs units by.
+fn evidence_by_doc(corpus: &Corpus, split: &str) -> BTreeMap<usize, Vec<Span>> {
+    let mut out: BTreeMap<usize, Vec<Span>> = BTreeMap::new();
+    for q in corpus.eval_queries(Some(split)) {
+        for g in corpus.gold(q) {
+            out.entry(g.doc).or_default().push(g.span);
+        }
+    }
+    out
+}
 
 /// The encoder's token attention at the gold pairs of `units` (of one document), every head.
 fn token_attention(ctx: &Context, units: &[usize], window_tokens: usize, pairs: &[(usize, usize)]) -> Vec<f32> {
@@ -45,9 +56,11 @@ pub(super) fn train_head_weights(
     let corpus = ctx.corpus;
     let doc_ids: Vec<usize> =
         (0..corpus.documents.len()).filter(|&d| corpus.documents[d].split.as_deref() == Some(training.split.as_str())).collect();
+    let evidence = evidence_by_doc(corpus, &training.split);
     let Located { dir: train_dir, may_train } = ctx.training.locate(label, config, &ctx.keys.encoder, || {
         let data = ctx.keys.of_docs(&doc_ids);
-        ctx.cache.dir("train", &key(&(&ctx.keys.encoder, "head-weights", window_tokens, config.aggregation, training, data)))
+        let gold: Vec<_> = evidence.iter().map(|(&d, spans)| (&ctx.keys.docs[d], spans)).collect();
+        ctx.cache.dir("train", &key(&(&ctx.keys.encoder, "head-weights", window_tokens, config.aggregation, training, data, gold)))
     })?;
     if let Some(aggregator) = arbor_trainers::head_weights::finished(shape, &train_dir)? {
         eprintln!("using the head weights learned in {}", train_dir.display());
@@ -60,7 +73,7 @@ pub(super) fn train_head_weights(
         .iter()
         .map(|&d| {
             let units: Vec<usize> = ctx.leaves.units.by_doc[d].clone().collect();
-            let pairs = merge_pairs(&ctx.leaves.segments[d], training.merge_pairs);
+            let pairs = merge_pairs(&ctx.leaves.segments[d], training.merge_pairs, evidence.get(&d).map_or(&[], Vec::as_slice));
             // A document without gold pairs teaches nothing: its attention is not computed.
             let pair_attention = if pairs.is_empty() { Vec::new() } else { token_attention(ctx, &units, window_tokens, &pairs) };
             pb.inc(1);
@@ -115,6 +128,7 @@ pub(super) fn train_model(
     anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", train_dir.display());
     anyhow::ensure!(!by_doc.is_empty(), "no query with evidence in training split {:?}", training.split);
     let doc_ids: Vec<usize> = by_doc.keys().copied().collect();
+    let evidence = evidence_by_doc(corpus, &training.split);
     let batch = ctx.encoder_config.batch_size;
     let unit_vectors = ctx.cache.unit_embeddings(encoder, corpus, index, keys, &doc_ids, batch)?;
     let query_list: Vec<&arbor_datasets::Query> = by_doc.values().flatten().copied().collect();
@@ -147,7 +161,7 @@ pub(super) fn train_model(
             units: spans,
             pooled: unit_vectors[range].to_vec(),
             ids: if training.freeze_encoder { Vec::new() } else { encoder.tokenize(&texts) },
-            pairs: merge_pairs(&index.segments[d], training.merge_pairs),
+            pairs: merge_pairs(&index.segments[d], training.merge_pairs, evidence.get(&d).map_or(&[], Vec::as_slice)),
             tokens,
             queries,
         });
