@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use arbor_datasets::DocSpan;
+use arbor_datasets::merge_pairs::MergePairs;
 use arbor_eval::beam::BeamConfig;
 use arbor_eval::tree::{Similarity, Tree};
 use arbor_eval::tree_retrieval::{TreeRetriever, TreeSearch};
@@ -123,11 +124,15 @@ impl MethodSpec for SproutRagConfig {
                 format!("SproutRAG untrained ({:?} weights, token attention w={window_tokens}{}, {search})", self.aggregation, leaves(*leaf_vectors))
             }
             (AttentionSource::TokenBlocks { window_tokens, leaf_vectors }, Some(t)) => format!(
-                "SproutRAG learned weights (from {:?}, token attention w={window_tokens}{}, lr {}, {} epochs, {search})",
+                "SproutRAG learned weights (from {:?}, token attention w={window_tokens}{}, lr {}, {} epochs{}, {search})",
                 self.aggregation,
                 leaves(*leaf_vectors),
                 t.lr_aggregation,
-                t.epochs
+                t.epochs,
+                match t.merge_pairs {
+                    MergePairs::SameParagraph => String::new(),
+                    other => format!(", G {other:?}"),
+                }
             ),
             (AttentionSource::Sllm, Some(t)) => {
                 format!(
