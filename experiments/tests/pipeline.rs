@@ -260,3 +260,16 @@ fn every_baseline_runs_on_the_fixture_with_its_own_chunks() {
     assert!(row("RSE + AutoContext").tokens_per_query > row("Flat").tokens_per_query);
     assert!(row("RSE + AutoContext").metrics.recall[2] > row("Flat").metrics.recall[2]);
 }
+
+#[test]
+fn every_shipped_experiment_loads() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir(env!("CARGO_MANIFEST_DIR")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "ron") {
+            Experiment::load(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            seen += 1;
+        }
+    }
+    assert!(seen >= 10, "{seen} experiment files");
+}
