@@ -50,6 +50,10 @@ pub struct DataConfig {
     /// Evaluate at most this many queries (in file order), for quick runs.
     #[serde(default)]
     pub max_queries: Option<usize>,
+    /// Keep only the documents of these collections (a document id `<collection>/<name>`, as
+    /// legalbench-rag-mini's `contractnli/...`) and the queries asked against them; `None`: every document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collections: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -50,7 +50,25 @@ pub fn current_inputs(exp: &Experiment) -> anyhow::Result<Inputs> {
 
 fn load_corpus(exp: &Experiment) -> anyhow::Result<Corpus> {
     let data_path = exp.data.resolved_path()?;
-    arbor_datasets::loaders::load(&exp.data.format, &data_path).with_context(|| format!("cannot load the corpus of experiment {:?}", exp.name))
+    let corpus = arbor_datasets::loaders::load(&exp.data.format, &data_path)
+        .with_context(|| format!("cannot load the corpus of experiment {:?}", exp.name))?;
+    match &exp.data.collections {
+        None => Ok(corpus),
+        Some(collections) => keep_collections(corpus, collections, &data_path),
+    }
+}
+
+/// The documents of `collections` (ids `<collection>/...`) and the queries asked only against them.
+fn keep_collections(corpus: Corpus, collections: &[String], source: &Path) -> anyhow::Result<Corpus> {
+    let keep = |id: &str| id.split_once('/').is_some_and(|(c, _)| collections.iter().any(|k| k == c));
+    let documents: Vec<_> = corpus.documents.into_iter().filter(|d| keep(&d.id)).collect();
+    anyhow::ensure!(
+        !documents.is_empty(),
+        "data.collections {collections:?} keeps no document of {} (a document id names its collection before a '/')",
+        source.display()
+    );
+    let queries = corpus.queries.into_iter().filter(|q| q.doc_ids.iter().all(|d| keep(d))).collect();
+    Ok(Corpus::new(documents, queries, source)?)
 }
 
 /// Runs an experiment into the folder `dir`, keeping (and reusing) embeddings, trained models and trees
@@ -241,5 +259,29 @@ mod tests {
         assert_eq!(at(0), "19700101-000000");
         assert_eq!(at(951_782_400), "20000229-000000");
         assert_eq!(at(1_795_315_414), "20261122-024334");
+    }
+
+    #[test]
+    fn collections_keep_their_documents_and_the_queries_asked_against_them() {
+        use arbor_datasets::{Document, Evidence, Query};
+        let doc = |id: &str| Document { id: id.into(), title: String::new(), text: "Some text.".into(), sections: vec![], split: None };
+        let query = |id: &str, docs: &[&str]| Query {
+            id: id.into(),
+            text: "q".into(),
+            doc_ids: docs.iter().map(|d| d.to_string()).collect(),
+            evidence: vec![Evidence { doc_id: docs[0].into(), start: 0, end: 4 }],
+            answers: vec![],
+            split: None,
+        };
+        let corpus = || {
+            let docs = vec![doc("nda/a"), doc("maud/b"), doc("nda/c"), doc("plain")];
+            let queries = vec![query("1", &["nda/a"]), query("2", &["maud/b"]), query("3", &["nda/c", "maud/b"]), query("4", &["nda/c"])];
+            Corpus::new(docs, queries, Path::new("t")).unwrap()
+        };
+        let kept = keep_collections(corpus(), &["nda".into()], Path::new("t")).unwrap();
+        assert_eq!(kept.documents.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(), ["nda/a", "nda/c"]);
+        assert_eq!(kept.queries.iter().map(|q| q.id.as_str()).collect::<Vec<_>>(), ["1", "4"]);
+        let err = keep_collections(corpus(), &["cuad".into()], Path::new("t")).unwrap_err().to_string();
+        assert!(err.contains("keeps no document"), "{err}");
     }
 }
