@@ -59,6 +59,9 @@ impl<B: Backend> SentenceEncoder<B> {
     /// M = sym(sum w A) (`arbor_losses::attention_structure_at_pairs`), without holding `[layers, heads, n, n]`.
     pub fn pair_attention(&self, units: &[&str], window_tokens: usize, batch_size: usize, pairs: &[(usize, usize)]) -> Vec<f32> {
         let planes = self.config.num_hidden_layers * self.config.num_attention_heads;
+        // Every head's probabilities of a batch are held at once (layers x batch x heads x t x t): at most
+        // 8 windows per batch keeps that near 150 MB at 256 tokens (32 took the peak to 1.5 GB).
+        let batch_size = batch_size.min(8);
         let (band, _) = self.pool_windows(units, window_tokens, batch_size, planes, &|batch| self.head_attention(batch, false));
         let at = |p: usize, i: usize, j: usize| band.get(p, i, j).unwrap_or(0.0);
         pairs.iter().flat_map(|&(i, j)| (0..planes).map(move |p| (at(p, i, j) + at(p, j, i)) / 2.0)).collect()
