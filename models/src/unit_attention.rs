@@ -15,6 +15,7 @@
 
 use burn::tensor::backend::Backend;
 
+use crate::bert::cpu::mean_normalise;
 use crate::encoder::{Kernel, SentenceEncoder};
 
 /// M between the units of a document as the pairs `(i, j, M_ij)`, `i < j`, that share a window, and, when
@@ -203,12 +204,11 @@ impl<B: Backend> SentenceEncoder<B> {
         band.finish();
         let vectors = (!state_sums.is_empty()).then(|| {
             state_sums
-                .chunks_exact(h)
+                .chunks_exact_mut(h)
                 .zip(&state_counts)
                 .map(|(sum, &c)| {
-                    let mean: Vec<f32> = sum.iter().map(|v| v / c.max(1) as f32).collect();
-                    let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
-                    mean.iter().map(|v| v / norm).collect()
+                    mean_normalise(sum, c);
+                    sum.to_vec()
                 })
                 .collect()
         });

@@ -192,13 +192,18 @@ impl CpuBert {
                 row.iter_mut().zip(token).for_each(|(o, v)| *o += v);
             }
             at += s.len();
-            let n = s.len().max(1) as f32;
-            row.iter_mut().for_each(|v| *v /= n);
-            let norm = row.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
-            row.iter_mut().for_each(|v| *v /= norm);
+            mean_normalise(row, s.len());
         }
         out
     }
+}
+
+/// sentence-transformers' pooling of a sum of `count` token states, in place: their mean, L2-normalised.
+pub(crate) fn mean_normalise(sum: &mut [f32], count: usize) {
+    let n = count.max(1) as f32;
+    sum.iter_mut().for_each(|v| *v /= n);
+    let norm = sum.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+    sum.iter_mut().for_each(|v| *v /= norm);
 }
 
 /// Runs `f` on blocks of whole `width`-long rows of `x`, spread over the thread pool.
