@@ -6,13 +6,19 @@
 //!   (SproutRAG, Section 4.1).
 //! - [`attention_structure`]: L_attn, pulls aggregated attention toward gold merge pairs (Section 4.2).
 //! - [`vae_loss`]: the SentenceVAE's token cross-entropy and KL terms.
+//! - [`grpo_loss`], [`group_advantages`]: the planner's GRPO objective (SmartChunk, eqs. 3-5).
+//! - [`planner_reward`]: the planner's reward R = R_QA + R_Cost + R_Format + R_Length (+ R_PlanningAcc).
 //!
 //! The joint objective is L = L_ret + lambda * L_attn (+ the SentenceVAE term), combined by the trainer.
 
 mod attention;
+mod grpo;
 mod info_nce;
+mod reward;
 mod vae;
 
 pub use attention::{attention_structure, attention_structure_at_pairs};
+pub use grpo::{Grpo, group_advantages, grpo_loss};
 pub use info_nce::info_nce;
+pub use reward::{PlanOutcome, Reward, RewardWeights, planner_reward};
 pub use vae::vae_loss;

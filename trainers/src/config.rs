@@ -5,6 +5,8 @@
 use arbor_datasets::merge_pairs::MergePairs;
 use serde::{Deserialize, Serialize};
 
+use crate::skeleton::Settings;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrainConfig {
@@ -82,24 +84,14 @@ impl TrainConfig {
         Ok(())
     }
 
-    /// The learning-rate factor at `step` of `total`: linear warmup, then linear decay to 0.
-    pub fn schedule(&self, step: usize, total: usize) -> f64 {
-        let warmup = ((self.warmup_fraction * total as f64).ceil() as usize).max(1);
-        if step < warmup { (step + 1) as f64 / warmup as f64 } else { ((total - step) as f64 / (total - warmup).max(1) as f64).clamp(0.0, 1.0) }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn warmup_then_linear_decay() {
-        let c = TrainConfig { warmup_fraction: 0.1, ..Default::default() };
-        let f: Vec<f64> = (0..100).map(|s| c.schedule(s, 100)).collect();
-        assert_eq!(f[0], 0.1);
-        assert_eq!(f[9], 1.0);
-        assert!(f[10] <= 1.0 && f[10] > f[50] && f[50] > f[99]);
-        assert!(f.iter().all(|&x| (0.0..=1.0).contains(&x)));
+    /// The skeleton's settings of these.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            epochs: self.epochs,
+            checkpoint_every: self.checkpoint_every,
+            warmup_fraction: self.warmup_fraction,
+            weight_decay: self.weight_decay,
+            grad_clip: self.grad_clip,
+        }
     }
 }

@@ -8,30 +8,23 @@
 //! on the attention source the public reference code uses: the frozen encoder's token attention pooled
 //! into unit blocks. M never feeds the embeddings, so L_attn is the only term of the joint objective that
 //! reaches alpha; with a frozen encoder, training alpha on L_attn alone is that objective's alpha part.
-//! One document per step, documents shuffled each epoch; AdamW at `lr_aggregation` with warmup, decay
-//! and clipping; checkpoints, `--resume`, log.jsonl and TensorBoard as in the joint trainer; the held-back
-//! documents' L_attn is logged every epoch.
+//! One document per step, documents shuffled each epoch, on the trainer skeleton ([`crate::skeleton`]:
+//! AdamW at `lr_aggregation`, warmup, decay, clipping, checkpoints and resume, log.jsonl and TensorBoard);
+//! the held-back documents' L_attn is logged every epoch.
 
 use std::path::Path;
 
-use anyhow::bail;
 use arbor_losses::attention_structure_at_pairs;
-use arbor_models::DefaultBackend;
 use arbor_models::aggregator::{AggregationInit, HeadAggregator};
-use burn::backend::Autodiff;
-use burn::module::{AutodiffModule, Module};
-use burn::optim::grad_clipping::GradientClippingConfig;
-use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
-use burn::tensor::backend::Backend;
-use burn::tensor::{Tensor, TensorData};
+use burn::module::AutodiffModule;
+use burn::optim::GradientsParams;
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{ElementConversion, Tensor, TensorData};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 
-use crate::checkpoint;
 use crate::config::TrainConfig;
-use crate::logger::Logger;
-
-type A = Autodiff<DefaultBackend>;
+use crate::skeleton::{self, Group, Step, Task};
 
 /// One document's gold merge pairs and, at each, the symmetrised attention of every (layer, head):
 /// `[pairs, layers * heads]` row-major (`SentenceEncoder::pair_attention`). L_attn reads nothing else of
@@ -42,8 +35,7 @@ pub struct AttentionDoc {
 }
 
 /// Trains alpha over `train` (documents without gold pairs are skipped); returns the trained aggregator.
-#[allow(clippy::too_many_arguments)]
-pub fn train(
+pub fn train<B: AutodiffBackend>(
     config: &TrainConfig,
     (layers, heads): (usize, usize),
     init: AggregationInit,
@@ -51,71 +43,60 @@ pub fn train(
     holdout: &[AttentionDoc],
     run_dir: &Path,
     progress: &mut dyn FnMut(usize, usize),
-) -> anyhow::Result<HeadAggregator<DefaultBackend>> {
+) -> anyhow::Result<HeadAggregator<B::InnerBackend>> {
     config.check().map_err(anyhow::Error::msg)?;
     let docs: Vec<&AttentionDoc> = train.iter().filter(|d| d.pairs > 0).collect();
     anyhow::ensure!(!docs.is_empty(), "no training document has a gold merge pair: check training.split and merge_pairs");
-    let device = Default::default();
-    let mut model = HeadAggregator::<A>::new(layers, heads, init, &device);
-    let mut optim = AdamWConfig::new()
-        .with_weight_decay(config.weight_decay)
-        .with_grad_clipping(Some(GradientClippingConfig::Norm(config.grad_clip)))
-        .init::<A, HeadAggregator<A>>();
-    let ckpt_dir = run_dir.join("checkpoints");
-    let mut start = 0;
-    if let Some(state) = checkpoint::state(&ckpt_dir)? {
-        model = model.load_record(checkpoint::load(&ckpt_dir, &state, "model", &device)?);
-        optim = optim.load_record(checkpoint::load(&ckpt_dir, &state, "optim-aggregation", &device)?);
-        start = state.step;
+    let model = HeadAggregator::<B>::new(layers, heads, init, &Default::default());
+    let groups = [Group { name: "aggregation", lr: config.lr_aggregation, params: |grads, model| GradientsParams::from_module(grads, model) }];
+    let mut task = HeadWeights { docs, holdout, planes: layers * heads, eps: config.eps, seed: config.seed };
+    Ok(skeleton::train(&mut task, model, &groups, &config.settings(), run_dir, progress)?.valid())
+}
+
+struct HeadWeights<'a> {
+    docs: Vec<&'a AttentionDoc>,
+    holdout: &'a [AttentionDoc],
+    planes: usize,
+    eps: f64,
+    seed: u64,
+}
+
+impl<B: AutodiffBackend> Task<B> for HeadWeights<'_> {
+    type Model = HeadAggregator<B>;
+
+    fn steps_per_epoch(&self) -> usize {
+        self.docs.len()
     }
-    let total = docs.len() * config.epochs;
-    let mut logger = Logger::open(run_dir, Some(start))?;
-    for step in start..total {
-        let (epoch, at) = (step / docs.len(), step % docs.len());
-        let doc = docs[epoch_order(docs.len(), config.seed, epoch)[at]];
-        let loss = loss(&model, doc, layers * heads, config.eps, &device);
-        let value: f32 = loss.clone().into_scalar();
-        if !value.is_finite() {
-            bail!("step {}: loss term loss/attn is {value}", step + 1);
-        }
-        let factor = config.schedule(step, total);
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        model = optim.step(config.lr_aggregation * factor, model, grads);
-        let done = step + 1;
-        let entropy = entropy(&model.valid());
-        logger.log(
-            done,
-            &[
-                ("loss/attn", f64::from(value)),
-                ("lr/aggregation", config.lr_aggregation * factor),
-                ("head_weight_entropy", entropy),
-                ("epoch", epoch as f64),
-            ],
-        )?;
-        if done % docs.len() == 0 && !holdout.is_empty() {
-            logger.log(done, &[("eval/attn", holdout_loss(&model.valid(), config, holdout, (layers, heads)))])?;
-        }
-        if done % config.checkpoint_every == 0 || done == total {
-            logger.flush()?;
-            let files = vec![
-                checkpoint::write_item::<A, _>(&ckpt_dir, "model", done, model.clone().into_record())?,
-                checkpoint::write_item::<A, _>(&ckpt_dir, "optim-aggregation", done, optim.to_record())?,
-            ];
-            checkpoint::commit(&ckpt_dir, done, files, done == total)?;
-        }
-        progress(done, total);
+
+    fn step(&mut self, model: &HeadAggregator<B>, step: usize) -> anyhow::Result<Step<B>> {
+        let (epoch, at) = (step / self.docs.len(), step % self.docs.len());
+        let doc = self.docs[epoch_order(self.docs.len(), self.seed, epoch)[at]];
+        let terms = vec![("loss/attn", loss(model, doc, self.planes, self.eps))];
+        Ok(Step { terms, scalars: Vec::new(), context: format!("{} gold pairs", doc.pairs) })
     }
-    logger.flush()?;
-    Ok(model.valid())
+
+    fn monitor(&self, model: &HeadAggregator<B>) -> Vec<(&'static str, f64)> {
+        vec![("head_weight_entropy", entropy(model))]
+    }
+
+    /// Mean L_attn over the held-back documents that have gold pairs.
+    fn evaluate(&self, model: &HeadAggregator<B::InnerBackend>) -> Vec<(&'static str, f64)> {
+        let losses: Vec<f64> = self
+            .holdout
+            .iter()
+            .filter(|d| d.pairs > 0)
+            .map(|d| f64::from(loss(model, d, self.planes, self.eps).into_scalar().elem::<f32>()))
+            .collect();
+        if losses.is_empty() {
+            return Vec::new();
+        }
+        vec![("eval/attn", losses.iter().sum::<f64>() / losses.len() as f64)]
+    }
 }
 
 /// The aggregator of a finished run in `run_dir`, if it has finished.
-pub fn finished((layers, heads): (usize, usize), run_dir: &Path) -> anyhow::Result<Option<HeadAggregator<DefaultBackend>>> {
-    let ckpt_dir = run_dir.join("checkpoints");
-    let Some(state) = checkpoint::state(&ckpt_dir)?.filter(|s| s.complete) else { return Ok(None) };
-    let device = Default::default();
-    let model = HeadAggregator::<DefaultBackend>::new(layers, heads, AggregationInit::Uniform, &device);
-    Ok(Some(model.load_record(checkpoint::load(&ckpt_dir, &state, "model", &device)?)))
+pub fn finished<B: Backend>((layers, heads): (usize, usize), run_dir: &Path) -> anyhow::Result<Option<HeadAggregator<B>>> {
+    skeleton::finished(HeadAggregator::<B>::new(layers, heads, AggregationInit::Uniform, &Default::default()), run_dir)
 }
 
 /// The order documents are visited in during `epoch` (a function of the seed and the epoch only, so a
@@ -127,28 +108,25 @@ fn epoch_order(n: usize, seed: u64, epoch: usize) -> Vec<usize> {
 }
 
 /// L_attn of one document under the model's head weights.
-fn loss<B: Backend>(model: &HeadAggregator<B>, doc: &AttentionDoc, planes: usize, eps: f64, device: &B::Device) -> Tensor<B, 1> {
-    let s = Tensor::from_data(TensorData::new(doc.pair_attention.clone(), [doc.pairs, planes]), device);
-    attention_structure_at_pairs(model.head_weights().reshape([planes]), s, eps)
-}
-
-/// Mean L_attn over the held-back documents that have gold pairs.
-fn holdout_loss(model: &HeadAggregator<DefaultBackend>, config: &TrainConfig, docs: &[AttentionDoc], (layers, heads): (usize, usize)) -> f64 {
-    let device = Default::default();
-    let losses: Vec<f64> =
-        docs.iter().filter(|d| d.pairs > 0).map(|d| f64::from(loss(model, d, layers * heads, config.eps, &device).into_scalar())).collect();
-    losses.iter().sum::<f64>() / losses.len().max(1) as f64
+fn loss<B: Backend>(model: &HeadAggregator<B>, doc: &AttentionDoc, planes: usize, eps: f64) -> Tensor<B, 1> {
+    let w = model.head_weights();
+    let s = Tensor::from_data(TensorData::new(doc.pair_attention.clone(), [doc.pairs, planes]), &w.device());
+    attention_structure_at_pairs(w.reshape([planes]), s, eps)
 }
 
 /// Entropy of the (layer, head) weights, in nats: log(L H) when uniform, 0 when one head has all.
-pub fn entropy(model: &HeadAggregator<DefaultBackend>) -> f64 {
-    let w = model.head_weights().into_data().to_vec::<f32>().expect("f32");
+pub fn entropy<B: Backend>(model: &HeadAggregator<B>) -> f64 {
+    let w = model.head_weights().into_data().convert::<f32>().to_vec::<f32>().expect("f32");
     -w.iter().filter(|&&x| x > 0.0).map(|&x| f64::from(x) * f64::from(x).ln()).sum::<f64>()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arbor_models::DefaultBackend;
+    use burn::backend::Autodiff;
+
+    type A = Autodiff<DefaultBackend>;
 
     /// Two heads; at the one gold pair, head 0 attends 0.9 and head 1 0.1.
     fn doc() -> AttentionDoc {
@@ -160,7 +138,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = TrainConfig { epochs: 40, lr_aggregation: 0.1, checkpoint_every: 7, warmup_fraction: 0.0, ..TrainConfig::default() };
         let docs = [doc(), doc()];
-        let model = train(&config, (1, 2), AggregationInit::Uniform, &docs, &[doc()], dir.path(), &mut |_, _| {}).unwrap();
+        let model = train::<A>(&config, (1, 2), AggregationInit::Uniform, &docs, &[doc()], dir.path(), &mut |_, _| {}).unwrap();
         let w = model.head_weights().into_data().to_vec::<f32>().unwrap();
         assert!(w[0] > 0.8, "{w:?}");
         assert!(entropy(&model) < 2f64.ln());
@@ -168,10 +146,10 @@ mod tests {
         assert_eq!(log.lines().filter(|l| l.contains("loss/attn")).count(), 80);
         assert_eq!(log.lines().filter(|l| l.contains("eval/attn")).count(), 40);
         // A finished run is read back as it was.
-        let back = finished((1, 2), dir.path()).unwrap().expect("finished");
+        let back = finished::<DefaultBackend>((1, 2), dir.path()).unwrap().expect("finished");
         assert_eq!(back.head_weights().into_data(), model.head_weights().into_data());
         // Without gold pairs there is nothing to learn from.
         let none = [AttentionDoc { pair_attention: vec![], pairs: 0 }];
-        assert!(train(&config, (1, 2), AggregationInit::Uniform, &none, &[], tempfile::tempdir().unwrap().path(), &mut |_, _| {}).is_err());
+        assert!(train::<A>(&config, (1, 2), AggregationInit::Uniform, &none, &[], tempfile::tempdir().unwrap().path(), &mut |_, _| {}).is_err());
     }
 }

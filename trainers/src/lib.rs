@@ -1,7 +1,9 @@
 //! arbor-trainers: training loops, with the bookkeeping a research run needs (DESIGN.md, "trainers").
 //!
+//! - [`skeleton::train`]: the one training loop every trainer runs on (a [`skeleton::Task`] per trainer).
 //! - [`sproutrag::train`]: SproutRAG's joint training (InfoNCE + lambda L_attn + VAE) on a frozen encoder.
 //! - [`head_weights::train`]: the (layer, head) weights alone, on L_attn over fixed (token) attention.
+//! - [`stitch::Stitch`]: STITCH's routing of a query (vanilla, hinted, imitation; SmartChunk, Algorithm 2).
 //! - [`checkpoint`]: model and optimizer states written atomically, committed by `state.json`.
 //! - [`logger::Logger`]: `log.jsonl` and TensorBoard event files.
 //! - [`config::TrainConfig`], [`data`]: settings and the per-document batches.
@@ -11,4 +13,6 @@ pub mod config;
 pub mod data;
 pub mod head_weights;
 pub mod logger;
+pub mod skeleton;
 pub mod sproutrag;
+pub mod stitch;

@@ -8,178 +8,154 @@
 //! document's other units as hard negatives), and L_attn on the aggregated attention M of the document's
 //! gold merge pairs. The encoder is frozen (units and queries arrive as pooled vectors), or fine-tuned: it
 //! is then part of the model and runs over the document's units and the batch's queries every step.
-//! AdamW with separate learning rates for the aggregation weights, the new modules and the fine-tuned
-//! encoder, linear warmup and decay, gradient
-//! clipping; a checkpoint every N steps; `resume` continues from the last one with the same batches. A
-//! NaN or infinite term stops the run, naming the step and the term.
+//! On the trainer skeleton ([`crate::skeleton`]): AdamW groups with separate learning rates for the
+//! aggregation weights, the fine-tuned encoder and the new modules, linear warmup and decay, gradient
+//! clipping, checkpoints and resume with the same batches, a NaN stop naming the step and the term.
 
 use std::path::Path;
 
-use anyhow::bail;
 use arbor_datasets::{Corpus, DocSpan};
 use arbor_eval::Item;
 use arbor_eval::index::top_k;
 use arbor_eval::metrics::{Metrics, score_query};
 use arbor_losses::{attention_structure, info_nce, vae_loss};
-use arbor_models::DefaultBackend;
 use arbor_models::aggregator::AggregationInit;
 use arbor_models::bert::Bert;
 use arbor_models::sproutrag::{SproutRagModel, SproutRagModelConfig};
-use burn::backend::Autodiff;
-use burn::module::{AutodiffModule, Module};
-use burn::optim::grad_clipping::GradientClippingConfig;
-use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
-use burn::tensor::backend::Backend;
+use burn::module::AutodiffModule;
+use burn::optim::GradientsParams;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Bool, Int, Tensor, TensorData};
 
-use crate::checkpoint;
 use crate::config::TrainConfig;
 use crate::data::{Batch, TrainDoc, TrainQuery, epoch_batches};
-use crate::logger::Logger;
-
-type A = Autodiff<DefaultBackend>;
+use crate::skeleton::{self, Group, Step, Task};
 
 /// Trains SproutRAG's modules; returns the trained model (without autodiff) for indexing. `encoder`: the
 /// pretrained encoder when it is fine-tuned (`training.freeze_encoder: false`), else `None`.
 #[allow(clippy::too_many_arguments)]
-pub fn train(
+pub fn train<B: AutodiffBackend>(
     config: &TrainConfig,
     model_config: &SproutRagModelConfig,
     aggregation: AggregationInit,
     dims: (usize, usize),
-    encoder: Option<Bert<A>>,
+    encoder: Option<Bert<B>>,
     corpus: &Corpus,
     train: &[TrainDoc],
     holdout: &[TrainDoc],
     run_dir: &Path,
-    resume: bool,
     progress: &mut dyn FnMut(usize, usize),
-) -> anyhow::Result<SproutRagModel<DefaultBackend>> {
+) -> anyhow::Result<SproutRagModel<B::InnerBackend>> {
     config.check().map_err(anyhow::Error::msg)?;
     anyhow::ensure!(train.iter().any(|d| !d.queries.is_empty()), "no training query: check training.split");
     let device = Default::default();
-    <A as Backend>::seed(&device, config.seed);
-    let (d_input, vocab) = dims;
+    B::seed(&device, config.seed);
     anyhow::ensure!(
         encoder.is_some() != config.freeze_encoder,
         "training.freeze_encoder is {} but the encoder was {}given",
         config.freeze_encoder,
         if encoder.is_some() { "" } else { "not " }
     );
-    let mut model: SproutRagModel<A> = model_config.init(d_input, vocab, aggregation, &device);
-    if let Some(encoder) = encoder {
-        model = model.with_encoder(encoder);
+    let fine_tune = encoder.is_some();
+    let model = init(model_config, aggregation, dims, encoder, &device);
+    // The encoder's and the aggregation weights' gradients are taken first; the new modules get the rest.
+    let mut groups = vec![Group {
+        name: "aggregation",
+        lr: config.lr_aggregation,
+        params: |g, m: &SproutRagModel<B>| GradientsParams::from_module(g, &m.aggregator),
+    }];
+    if fine_tune {
+        groups.push(Group {
+            name: "encoder",
+            lr: config.lr_encoder,
+            params: |g, m| GradientsParams::from_module(g, m.encoder.as_ref().expect("fine-tuned")),
+        });
     }
-    let adamw = AdamWConfig::new().with_weight_decay(config.weight_decay).with_grad_clipping(Some(GradientClippingConfig::Norm(config.grad_clip)));
-    let mut optim_agg = adamw.init::<A, SproutRagModel<A>>();
-    let mut optim_new = adamw.init::<A, SproutRagModel<A>>();
-    let mut optim_enc = adamw.init::<A, SproutRagModel<A>>();
-    let ckpt_dir = run_dir.join("checkpoints");
-    let mut start = 0;
-    if resume {
-        if let Some(state) = checkpoint::state(&ckpt_dir)? {
-            model = model.load_record(checkpoint::load(&ckpt_dir, &state, "model", &device)?);
-            optim_agg = optim_agg.load_record(checkpoint::load(&ckpt_dir, &state, "optim-aggregation", &device)?);
-            optim_new = optim_new.load_record(checkpoint::load(&ckpt_dir, &state, "optim-new", &device)?);
-            if model.encoder.is_some() {
-                optim_enc = optim_enc.load_record(checkpoint::load(&ckpt_dir, &state, "optim-encoder", &device)?);
-            }
-            start = state.step;
-            eprintln!("resuming from step {start}");
-        }
-    }
-    let mut logger = Logger::open(run_dir, resume.then_some(start))?;
+    groups.push(Group { name: "new", lr: config.lr_new, params: |g, m| GradientsParams::from_module(g, m) });
     let per_epoch = epoch_batches(train, config.batch_size, config.seed, 0).len();
-    let total = per_epoch * config.epochs;
     let max_tokens = model_config.vae.map_or(0, |v| v.max_tokens);
-    // The current epoch's batches, made when the epoch changes (they depend only on seed and epoch).
-    let mut batches: (usize, Vec<Batch>) = (usize::MAX, Vec::new());
-    for step in start..total {
-        let (epoch, at) = (step / per_epoch, step % per_epoch);
-        if batches.0 != epoch {
-            batches = (epoch, epoch_batches(train, config.batch_size, config.seed, epoch));
-        }
-        let batch = &batches.1[at];
-        let terms = losses(&model, config, &train[batch.doc], &batch.queries, max_tokens, &device);
-        let mut logged = Vec::with_capacity(terms.len() + 5);
-        for (name, term) in &terms {
-            let v: f32 = term.clone().into_scalar();
-            if !v.is_finite() {
-                bail!("step {}: loss term {name} is {v} (document {}, {} queries)", step + 1, batch.doc, batch.queries.len());
-            }
-            logged.push((*name, f64::from(v)));
-        }
-        let loss = terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b).expect("InfoNCE is always there");
-        logged.push(("loss/total", logged.iter().map(|(_, v)| v).sum()));
-        let factor = config.schedule(step, total);
-        let mut grads = loss.backward();
-        let agg_grads = GradientsParams::from_module(&mut grads, &model.aggregator);
-        let enc_grads = model.encoder.as_ref().map(|e| GradientsParams::from_module(&mut grads, e));
-        let new_grads = GradientsParams::from_grads(grads, &model);
-        model = optim_agg.step(config.lr_aggregation * factor, model, agg_grads);
-        model = optim_new.step(config.lr_new * factor, model, new_grads);
-        if let Some(enc_grads) = enc_grads {
-            model = optim_enc.step(config.lr_encoder * factor, model, enc_grads);
-            logged.push(("lr/encoder", config.lr_encoder * factor));
-        }
-        logged.extend([
-            ("lr/aggregation", config.lr_aggregation * factor),
-            ("lr/new", config.lr_new * factor),
-            ("head_weight_entropy", crate::head_weights::entropy(&model.aggregator.valid())),
-            ("epoch", epoch as f64),
-        ]);
-        let done = step + 1;
-        logger.log(done, &logged)?;
-        if done % per_epoch == 0 && !holdout.is_empty() {
-            let m = evaluate(&model.valid(), corpus, holdout);
-            logger.log(done, &[("eval/ie_mean", m.ie_mean), ("eval/hit@1", m.hit[0]), ("eval/hit@5", m.hit[2])])?;
-        }
-        if done % config.checkpoint_every == 0 || done == total {
-            logger.flush()?;
-            let mut files = vec![
-                checkpoint::write_item::<A, _>(&ckpt_dir, "model", done, model.clone().into_record())?,
-                checkpoint::write_item::<A, _>(&ckpt_dir, "optim-aggregation", done, optim_agg.to_record())?,
-                checkpoint::write_item::<A, _>(&ckpt_dir, "optim-new", done, optim_new.to_record())?,
-            ];
-            if model.encoder.is_some() {
-                files.push(checkpoint::write_item::<A, _>(&ckpt_dir, "optim-encoder", done, optim_enc.to_record())?);
-            }
-            checkpoint::commit(&ckpt_dir, done, files, done == total)?;
-        }
-        progress(done, total);
-    }
-    logger.flush()?;
-    Ok(model.valid())
+    let mut task = Joint { config, corpus, train, holdout, per_epoch, max_tokens, batches: (usize::MAX, Vec::new()) };
+    Ok(skeleton::train(&mut task, model, &groups, &config.settings(), run_dir, progress)?.valid())
 }
 
 /// The model of a training run in `run_dir` that has finished, if it has (nothing is recomputed).
 /// `encoder`: the pretrained encoder when it was fine-tuned (its trained weights are then read back).
-pub fn finished(
+pub fn finished<B: AutodiffBackend>(
     model_config: &SproutRagModelConfig,
     aggregation: AggregationInit,
     dims: (usize, usize),
-    encoder: Option<Bert<A>>,
+    encoder: Option<Bert<B>>,
     run_dir: &Path,
-) -> anyhow::Result<Option<SproutRagModel<DefaultBackend>>> {
-    let ckpt_dir = run_dir.join("checkpoints");
-    let Some(state) = checkpoint::state(&ckpt_dir)?.filter(|s| s.complete) else { return Ok(None) };
-    let device = Default::default();
-    let mut model: SproutRagModel<A> = model_config.init(dims.0, dims.1, aggregation, &device);
-    if let Some(encoder) = encoder {
-        model = model.with_encoder(encoder);
+) -> anyhow::Result<Option<SproutRagModel<B::InnerBackend>>> {
+    let model = init(model_config, aggregation, dims, encoder, &Default::default());
+    Ok(skeleton::finished(model, run_dir)?.map(|m| m.valid()))
+}
+
+fn init<B: Backend>(
+    model_config: &SproutRagModelConfig,
+    aggregation: AggregationInit,
+    (d_input, vocab): (usize, usize),
+    encoder: Option<Bert<B>>,
+    device: &B::Device,
+) -> SproutRagModel<B> {
+    let model = model_config.init(d_input, vocab, aggregation, device);
+    match encoder {
+        Some(encoder) => model.with_encoder(encoder),
+        None => model,
     }
-    Ok(Some(model.load_record(checkpoint::load(&ckpt_dir, &state, "model", &device)?).valid()))
+}
+
+/// The joint objective over one document's batch of queries per step.
+struct Joint<'a> {
+    config: &'a TrainConfig,
+    corpus: &'a Corpus,
+    train: &'a [TrainDoc],
+    holdout: &'a [TrainDoc],
+    per_epoch: usize,
+    max_tokens: usize,
+    /// The current epoch's batches, made when the epoch changes (they depend only on seed and epoch).
+    batches: (usize, Vec<Batch>),
+}
+
+impl<B: AutodiffBackend> Task<B> for Joint<'_> {
+    type Model = SproutRagModel<B>;
+
+    fn steps_per_epoch(&self) -> usize {
+        self.per_epoch
+    }
+
+    fn step(&mut self, model: &SproutRagModel<B>, step: usize) -> anyhow::Result<Step<B>> {
+        let epoch = step / self.per_epoch;
+        if self.batches.0 != epoch {
+            self.batches = (epoch, epoch_batches(self.train, self.config.batch_size, self.config.seed, epoch));
+        }
+        let batch = &self.batches.1[step % self.per_epoch];
+        let terms = losses(model, self.config, &self.train[batch.doc], &batch.queries, self.max_tokens);
+        Ok(Step { terms, scalars: Vec::new(), context: format!("document {}, {} queries", batch.doc, batch.queries.len()) })
+    }
+
+    fn monitor(&self, model: &SproutRagModel<B>) -> Vec<(&'static str, f64)> {
+        vec![("head_weight_entropy", crate::head_weights::entropy(&model.aggregator))]
+    }
+
+    fn evaluate(&self, model: &SproutRagModel<B::InnerBackend>) -> Vec<(&'static str, f64)> {
+        if self.holdout.is_empty() {
+            return Vec::new();
+        }
+        let m = evaluate(model, self.corpus, self.holdout);
+        vec![("eval/ie_mean", m.ie_mean), ("eval/hit@1", m.hit[0]), ("eval/hit@5", m.hit[2])]
+    }
 }
 
 /// The loss terms of one batch, by name: InfoNCE, lambda * L_attn, and the VAE's CE and beta * KL.
-fn losses(
-    model: &SproutRagModel<A>,
+fn losses<B: AutodiffBackend>(
+    model: &SproutRagModel<B>,
     config: &TrainConfig,
     doc: &TrainDoc,
     queries: &[usize],
     max_tokens: usize,
-    device: &burn::tensor::Device<A>,
-) -> Vec<(&'static str, Tensor<A, 1>)> {
+) -> Vec<(&'static str, Tensor<B, 1>)> {
+    let device = &model.aggregator.head_weights().device();
     let n = doc.units.len();
     let out = model.document(unit_vectors(model, doc, device), model.vae.is_some());
     let batch: Vec<&TrainQuery> = queries.iter().map(|&q| &doc.queries[q]).collect();
@@ -205,7 +181,7 @@ fn losses(
                 mask[r * t + k] = true;
             }
         }
-        let mask = Tensor::<A, 2, Bool>::from_data(TensorData::new(mask, [b, t]), device);
+        let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(mask, [b, t]), device);
         let pick = ids(&positives, device);
         let logits = vae.decode(latents.z.select(0, pick.clone()), Tensor::from_data(TensorData::new(inputs, [b, t]), device), mask.clone());
         let targets = Tensor::from_data(TensorData::new(targets, [b, t]), device);
@@ -235,21 +211,21 @@ fn query_vectors<B: Backend>(model: &SproutRagModel<B>, queries: &[&TrainQuery],
     }
 }
 
-fn ids(values: &[usize], device: &burn::tensor::Device<A>) -> Tensor<A, 1, Int> {
+fn ids<B: Backend>(values: &[usize], device: &B::Device) -> Tensor<B, 1, Int> {
     Tensor::from_data(TensorData::new(values.iter().map(|&i| i as i64).collect::<Vec<_>>(), [values.len()]), device)
 }
 
 /// Flat retrieval over the SLLM's unit embeddings of held-back documents, scored on their gold spans.
-pub fn evaluate(model: &SproutRagModel<DefaultBackend>, corpus: &Corpus, docs: &[TrainDoc]) -> Metrics {
-    let device = Default::default();
+pub fn evaluate<B: Backend>(model: &SproutRagModel<B>, corpus: &Corpus, docs: &[TrainDoc]) -> Metrics {
+    let device = model.aggregator.head_weights().device();
     let mut per_query = Vec::new();
     for doc in docs.iter().filter(|d| !d.queries.is_empty()) {
         let n = doc.units.len();
         let out = model.document(unit_vectors(model, doc, &device), false);
-        let units = out.embeddings.into_data().to_vec::<f32>().expect("f32");
+        let units = out.embeddings.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
         let eq = model.queries(query_vectors(model, &doc.queries.iter().collect::<Vec<_>>(), &device));
         let dm = eq.dims()[1];
-        let eq = eq.into_data().to_vec::<f32>().expect("f32");
+        let eq = eq.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
         for (qi, q) in doc.queries.iter().enumerate() {
             let qv = &eq[qi * dm..(qi + 1) * dm];
             let scores = (0..n).map(|u| (u, arbor_eval::beam::cosine(qv, &units[u * dm..(u + 1) * dm])));

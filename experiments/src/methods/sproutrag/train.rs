@@ -62,7 +62,7 @@ pub(super) fn train_head_weights(
         let gold: Vec<_> = evidence.iter().map(|(&d, spans)| (&ctx.keys.docs[d], spans)).collect();
         ctx.cache.dir("train", &key(&(&ctx.keys.encoder, "head-weights", window_tokens, config.aggregation, training, data, gold)))
     })?;
-    if let Some(aggregator) = arbor_trainers::head_weights::finished(shape, &train_dir)? {
+    if let Some(aggregator) = arbor_trainers::head_weights::finished::<DefaultBackend>(shape, &train_dir)? {
         eprintln!("using the head weights learned in {}", train_dir.display());
         return Ok((aggregator, train_dir));
     }
@@ -83,10 +83,18 @@ pub(super) fn train_head_weights(
     pb.finish_and_clear();
     let holdout = docs.split_off(docs.len().saturating_sub(training.holdout_docs).max(1));
     let pb = bar(0, "learning head weights");
-    let aggregator = arbor_trainers::head_weights::train(training, shape, config.aggregation, &docs, &holdout, &train_dir, &mut |done, total| {
-        pb.set_length(total as u64);
-        pb.set_position(done as u64);
-    })?;
+    let aggregator = arbor_trainers::head_weights::train::<Autodiff<DefaultBackend>>(
+        training,
+        shape,
+        config.aggregation,
+        &docs,
+        &holdout,
+        &train_dir,
+        &mut |done, total| {
+            pb.set_length(total as u64);
+            pb.set_position(done as u64);
+        },
+    )?;
     pb.finish_and_clear();
     Ok((aggregator, train_dir))
 }
@@ -182,7 +190,6 @@ pub(super) fn train_model(
         &docs,
         &holdout,
         &train_dir,
-        true,
         &mut |done, total| {
             pb.set_length(total as u64);
             pb.set_position(done as u64);

@@ -1,0 +1,158 @@
+//! STITCH, "Solve with RL, Then Imitate To Close Holes" (SmartChunk, Section 4.2 and Algorithm 2): the
+//! route one training query takes in a step.
+//!
+//! 1. Vanilla rollouts: G samples of the policy on (q, metadata). If any solves the query, the group goes
+//!    to the GRPO update (Algorithm 2, lines 8-11).
+//! 2. Hinted rollouts: otherwise G samples conditioned on a hint, the first tokens of the expert trace
+//!    (the pseudo-label's tokens). The hint's length is estimated from the running success rate, the
+//!    strategy the paper adopts (Appendix, "Hint Extraction in STITCH", Figure 8): the share of all
+//!    vanilla rollouts so far that solved their query, p, gives a hint of `round((1 - p) * |trace|)`
+//!    tokens, at least 1 and at most `|trace| - 1` (the policy always writes the end itself). A solved
+//!    hinted group goes to the GRPO update (lines 16-20).
+//! 3. Imitation: a query unsolved even with the hint goes to the imitation buffer; when the buffer holds
+//!    `buffer_size` queries, the trainer takes them for one SFT step on their full expert traces and the
+//!    buffer is emptied (lines 21-22, 29-33).
+
+use serde::{Deserialize, Serialize};
+
+/// One group of rollouts of a prompt: each rollout's output, reward, and whether it solved the query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rollouts<O> {
+    pub outputs: Vec<O>,
+    pub rewards: Vec<f32>,
+    pub solved: Vec<bool>,
+}
+
+impl<O> Rollouts<O> {
+    /// ISSOLVABLE of Algorithm 2: some rollout solved the query.
+    pub fn solvable(&self) -> bool {
+        self.solved.iter().any(|&s| s)
+    }
+}
+
+/// Where a query went this step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Route<O> {
+    /// Solved by the vanilla rollouts: GRPO on them.
+    Vanilla(Rollouts<O>),
+    /// Solved only with the first `hint_tokens` tokens of the expert trace given: GRPO on these rollouts.
+    Hinted { hint_tokens: usize, rollouts: Rollouts<O> },
+    /// Unsolved even with the hint: in the imitation buffer now.
+    Imitation,
+}
+
+/// STITCH's state across steps: the running success rate and the imitation buffer (saved with the
+/// checkpoint, so a resumed run routes as the uninterrupted one would).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stitch {
+    /// T of Algorithm 2: an SFT step whenever the imitation buffer holds this many queries.
+    pub buffer_size: usize,
+    /// Vanilla rollouts so far, and how many of them solved their query.
+    pub rollouts: u64,
+    pub solved: u64,
+    /// The queries (training example ids) waiting for imitation.
+    pub buffer: Vec<usize>,
+}
+
+impl Stitch {
+    pub fn new(buffer_size: usize) -> Self {
+        Stitch { buffer_size: buffer_size.max(1), rollouts: 0, solved: 0, buffer: Vec::new() }
+    }
+
+    /// The running success rate p of vanilla rollouts (0 before any).
+    pub fn success_rate(&self) -> f64 {
+        if self.rollouts == 0 { 0.0 } else { self.solved as f64 / self.rollouts as f64 }
+    }
+
+    /// The hint's length for an expert trace of `trace_tokens` tokens: `round((1 - p) * |trace|)`, in
+    /// `[1, |trace| - 1]` (0 for a trace of one token: there is nothing to hint).
+    pub fn hint_tokens(&self, trace_tokens: usize) -> usize {
+        if trace_tokens < 2 {
+            return 0;
+        }
+        (((1.0 - self.success_rate()) * trace_tokens as f64).round() as usize).clamp(1, trace_tokens - 1)
+    }
+
+    /// Routes query `example`, whose expert trace has `trace_tokens` tokens: `rollout(hint_tokens)`
+    /// samples a group (0: vanilla). The vanilla group counts toward the success rate.
+    pub fn route<O>(&mut self, example: usize, trace_tokens: usize, mut rollout: impl FnMut(usize) -> Rollouts<O>) -> Route<O> {
+        let vanilla = rollout(0);
+        self.rollouts += vanilla.solved.len() as u64;
+        self.solved += vanilla.solved.iter().filter(|&&s| s).count() as u64;
+        if vanilla.solvable() {
+            return Route::Vanilla(vanilla);
+        }
+        let hint_tokens = self.hint_tokens(trace_tokens);
+        if hint_tokens > 0 {
+            let hinted = rollout(hint_tokens);
+            if hinted.solvable() {
+                return Route::Hinted { hint_tokens, rollouts: hinted };
+            }
+        }
+        self.buffer.push(example);
+        Route::Imitation
+    }
+
+    /// The buffered queries for one imitation (SFT) step, when there are `buffer_size` of them; the buffer
+    /// is then empty.
+    pub fn imitation_batch(&mut self) -> Option<Vec<usize>> {
+        (self.buffer.len() >= self.buffer_size).then(|| std::mem::take(&mut self.buffer))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// G = 2 rollouts that solve the query when the hint has at least `needs` tokens (`None`: never).
+    fn policy(needs: Option<usize>, calls: &mut Vec<usize>) -> impl FnMut(usize) -> Rollouts<usize> + '_ {
+        move |hint| {
+            calls.push(hint);
+            let ok = needs.is_some_and(|n| hint >= n);
+            Rollouts { outputs: vec![hint; 2], rewards: vec![if ok { 1.0 } else { 0.0 }, 0.0], solved: vec![ok, false] }
+        }
+    }
+
+    #[test]
+    fn a_query_moves_vanilla_then_hinted_then_to_the_buffer() {
+        let mut s = Stitch::new(2);
+        let mut calls = Vec::new();
+        // Solved without a hint: one group, GRPO on it.
+        assert!(matches!(s.route(0, 5, policy(Some(0), &mut calls)), Route::Vanilla(_)));
+        assert_eq!(calls, [0]);
+        assert_eq!(s.success_rate(), 0.5, "one of two rollouts solved");
+        // Needs a hint of 3 tokens. After its vanilla group p = 1 / 4, so the hint is round(0.75 * 5) = 4.
+        calls.clear();
+        match s.route(1, 5, policy(Some(3), &mut calls)) {
+            Route::Hinted { hint_tokens, rollouts } => {
+                assert_eq!(hint_tokens, 4);
+                assert_eq!(rollouts.outputs, [4, 4], "GRPO gets the hinted group");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(calls, [0, 4]);
+        // Never solved: buffered; no SFT step until the buffer holds 2.
+        calls.clear();
+        assert_eq!(s.route(2, 5, policy(None, &mut calls)), Route::Imitation);
+        assert_eq!(calls.len(), 2);
+        assert_eq!(s.imitation_batch(), None);
+        assert_eq!(s.route(3, 5, policy(None, &mut calls)), Route::Imitation);
+        assert_eq!(s.imitation_batch(), Some(vec![2, 3]));
+        assert!(s.buffer.is_empty() && s.imitation_batch().is_none(), "the buffer is cleared after the SFT step");
+    }
+
+    #[test]
+    fn hints_shorten_as_the_success_rate_rises_and_never_give_the_whole_trace() {
+        let mut s = Stitch::new(4);
+        assert_eq!(s.hint_tokens(6), 5, "p = 0: all but the last token");
+        (s.rollouts, s.solved) = (10, 5);
+        assert_eq!(s.hint_tokens(6), 3);
+        (s.rollouts, s.solved) = (10, 10);
+        assert_eq!(s.hint_tokens(6), 1, "at least one token");
+        assert_eq!(s.hint_tokens(1), 0, "a one-token trace has nothing to hint");
+        // With no hint possible, an unsolved query goes straight to the buffer after one group.
+        let mut calls = Vec::new();
+        assert_eq!(s.route(7, 1, policy(None, &mut calls)), Route::Imitation);
+        assert_eq!(calls, [0]);
+    }
+}
