@@ -7,6 +7,7 @@
 //! - [`metrics`]: character precision / recall / IE@k, hit@k, nDCG@10, evidence recall, the reference
 //!   code's id-based reading in a generous and a strict form (DESIGN.md, "Metrics").
 //! - [`budget`]: a token budget on what a method hands on, the same for every method.
+//! - [`levels::Levels`]: SmartChunk's multi-level chunk hierarchy (unit to document).
 //! - [`runner::evaluate`]: one method over the queries; [`report`]: a run's report.md + report.json,
 //!   written atomically.
 
@@ -19,6 +20,7 @@ pub mod fusion;
 pub mod gmm;
 pub mod hierarchy;
 pub mod index;
+pub mod levels;
 pub mod metrics;
 pub mod raptor;
 pub mod raptor_io;
