@@ -6,18 +6,21 @@
 //!   (SproutRAG, Section 4.1).
 //! - [`attention_structure`]: L_attn, pulls aggregated attention toward gold merge pairs (Section 4.2).
 //! - [`vae_loss`]: the SentenceVAE's token cross-entropy and KL terms.
+//! - [`compression_mse`]: L_comp, the chunk compressor to its summary's embedding (SmartChunk, 4.3).
 //! - [`grpo_loss`], [`group_advantages`]: the planner's GRPO objective (SmartChunk, eqs. 3-5).
 //! - [`planner_reward`]: the planner's reward R = R_QA + R_Cost + R_Format + R_Length (+ R_PlanningAcc).
 //!
 //! The joint objective is L = L_ret + lambda * L_attn (+ the SentenceVAE term), combined by the trainer.
 
 mod attention;
+mod compression;
 mod grpo;
 mod info_nce;
 mod reward;
 mod vae;
 
 pub use attention::{attention_structure, attention_structure_at_pairs};
+pub use compression::compression_mse;
 pub use grpo::{Grpo, group_advantages, grpo_loss};
 pub use info_nce::info_nce;
 pub use reward::{PlanOutcome, Reward, RewardWeights, planner_reward};

@@ -4,6 +4,7 @@
 //!   the attention probabilities of every layer and head.
 //! - [`encoder::SentenceEncoder`]: sentence-transformers' embedding (mean pooling, L2 norm, truncation),
 //!   batched by length.
+//! - [`compressor::Compressor`]: SmartChunk's Chunk Compression Encoder (a chunk's embedding from its parts').
 //! - [`hub`]: where model files come from (a local directory, or the default all-MiniLM-L6-v2 fetched into
 //!   `$ARBOR_HOME`).
 //! - [`backend`]: the default backend (CPU) and the `cuda` feature.
@@ -11,6 +12,7 @@
 pub mod aggregator;
 pub mod backend;
 pub mod bert;
+pub mod compressor;
 pub mod encoder;
 pub mod error;
 pub mod hub;

@@ -52,6 +52,14 @@ pub fn epoch_batches(docs: &[TrainDoc], batch_size: usize, seed: u64, epoch: usi
     batches
 }
 
+/// The order `n` items are visited in during `epoch`: a function of the seed and the epoch only, so a
+/// resumed run replays it.
+pub fn epoch_order(n: usize, seed: u64, epoch: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(seed.wrapping_mul(1_000_003).wrapping_add(epoch as u64)));
+    order
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

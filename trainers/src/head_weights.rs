@@ -20,10 +20,9 @@ use burn::module::AutodiffModule;
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{ElementConversion, Tensor, TensorData};
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
 
 use crate::config::TrainConfig;
+use crate::data::epoch_order;
 use crate::skeleton::{self, Group, Step, Task};
 
 /// One document's gold merge pairs and, at each, the symmetrised attention of every (layer, head):
@@ -97,14 +96,6 @@ impl<B: AutodiffBackend> Task<B> for HeadWeights<'_> {
 /// The aggregator of a finished run in `run_dir`, if it has finished.
 pub fn finished<B: Backend>((layers, heads): (usize, usize), run_dir: &Path) -> anyhow::Result<Option<HeadAggregator<B>>> {
     skeleton::finished(HeadAggregator::<B>::new(layers, heads, AggregationInit::Uniform, &Default::default()), run_dir)
-}
-
-/// The order documents are visited in during `epoch` (a function of the seed and the epoch only, so a
-/// resumed run replays it).
-fn epoch_order(n: usize, seed: u64, epoch: usize) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n).collect();
-    order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(seed.wrapping_mul(1_000_003).wrapping_add(epoch as u64)));
-    order
 }
 
 /// L_attn of one document under the model's head weights.

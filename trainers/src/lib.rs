@@ -3,12 +3,14 @@
 //! - [`skeleton::train`]: the one training loop every trainer runs on (a [`skeleton::Task`] per trainer).
 //! - [`sproutrag::train`]: SproutRAG's joint training (InfoNCE + lambda L_attn + VAE) on a frozen encoder.
 //! - [`head_weights::train`]: the (layer, head) weights alone, on L_attn over fixed (token) attention.
+//! - [`compressor::train`]: SmartChunk's Chunk Compression Encoder on L_comp.
 //! - [`stitch::Stitch`]: STITCH's routing of a query (vanilla, hinted, imitation; SmartChunk, Algorithm 2).
 //! - [`checkpoint`]: model and optimizer states written atomically, committed by `state.json`.
 //! - [`logger::Logger`]: `log.jsonl` and TensorBoard event files.
 //! - [`config::TrainConfig`], [`data`]: settings and the per-document batches.
 
 pub mod checkpoint;
+pub mod compressor;
 pub mod config;
 pub mod data;
 pub mod head_weights;
