@@ -7,7 +7,8 @@
 //! - [`metrics`]: character precision / recall / IE@k, hit@k, nDCG@10, evidence recall, the reference
 //!   code's id-based reading in a generous and a strict form (DESIGN.md, "Metrics").
 //! - [`budget`]: a token budget on what a method hands on, the same for every method.
-//! - [`levels::Levels`]: SmartChunk's multi-level chunk hierarchy (unit to document).
+//! - [`levels::Levels`]: SmartChunk's multi-level chunk hierarchy (unit to document), searched within a
+//!   query's planned levels by [`level_retrieval::LevelRetriever`].
 //! - [`runner::evaluate`]: one method over the queries; [`report`]: a run's report.md + report.json,
 //!   written atomically.
 
@@ -20,6 +21,7 @@ pub mod fusion;
 pub mod gmm;
 pub mod hierarchy;
 pub mod index;
+pub mod level_retrieval;
 pub mod levels;
 pub mod metrics;
 pub mod raptor;
