@@ -14,6 +14,8 @@ use arbor_eval::budget::spend;
 use arbor_eval::flat::FlatDense;
 use arbor_eval::fusion::Fusion;
 use arbor_eval::hierarchy::{AutoMerging, Hierarchy};
+use arbor_eval::level_retrieval::LevelRetriever;
+use arbor_eval::levels::Levels;
 use arbor_eval::raptor::{RaptorParams, RaptorRetriever, RaptorSearch, RaptorTree, Summary};
 use arbor_eval::rse::{Rse, RsePreset};
 use arbor_eval::tree::{Similarity, Tree};
@@ -95,6 +97,7 @@ proptest! {
         beam_width in 1usize..4,
         max_leaves in prop::option::of(1usize..3),
         budget in 1usize..40,
+        plan in (0usize..4, 0usize..4),
     ) {
         let corpus = corpus(&docs);
         let tokens: Vec<TokenStarts> = corpus.documents.iter().map(|d| TokenStarts::words(&d.text)).collect();
@@ -127,6 +130,16 @@ proptest! {
                 let trees = (0..corpus.documents.len()).map(|d| Some(raptor(&index, d, &embeddings))).collect();
                 retrievers.push(Box::new(RaptorRetriever { name: format!("{search:?}"), trees, leaves: Cow::Borrowed(&index.units), search, scope }));
             }
+            let levels: Vec<Option<Levels>> = (0..corpus.documents.len())
+                .map(|d| {
+                    let leaves: Vec<(Span, usize)> = index.units.by_doc[d].clone().map(|u| (index.units.spans[u].span, index.tokens.count(index.units.spans[u]))).collect();
+                    Some(Levels::by_tokens(&leaves, &[6, 12]))
+                })
+                .collect();
+            let level_vectors = levels.iter().map(|l| (0..l.as_ref().unwrap().chunks.len()).map(|c| vector(c + 77)).collect()).collect();
+            let (lo, hi) = (plan.0.min(plan.1), plan.0.max(plan.1));
+            let plan = Box::new(move |_: &QueryInput| (lo, hi));
+            retrievers.push(Box::new(LevelRetriever { name: "levels".into(), levels, embeddings: level_vectors, leaves: Cow::Borrowed(&index.units), plan, scope }));
             for r in &retrievers {
                 let items = r.retrieve(&query, k);
                 let held: Vec<DocSpan> = merge(items.iter().flat_map(|i| i.spans.clone()).collect());
