@@ -18,6 +18,7 @@ use crate::methods::hierarchy::HierarchyConfig;
 use crate::methods::hybrid::HybridConfig;
 use crate::methods::raptor::RaptorConfig;
 use crate::methods::rse::RseConfig;
+pub use crate::methods::smartchunk::SmartChunkConfig;
 pub use crate::methods::sproutrag::{AttentionSource, SproutRagConfig};
 use crate::methods::{MethodKind, MethodSpec};
 
@@ -97,6 +98,8 @@ pub enum Method {
     Raptor(RaptorConfig),
     /// A SproutRAG tree per document, searched with beam search (or collapsed).
     SproutRag(SproutRagConfig),
+    /// SmartChunk's multi-level chunks, searched within a plan's levels.
+    SmartChunk(SmartChunkConfig),
 }
 
 impl Method {
@@ -111,6 +114,7 @@ impl Method {
             Method::Rse(c) => c,
             Method::Raptor(c) => c,
             Method::SproutRag(c) => c,
+            Method::SmartChunk(c) => c,
         }
     }
 

@@ -2,8 +2,9 @@
 //! `evaluate EXP.ron --from RUN_DIR` scores the models an earlier run trained, on any corpus, without
 //! training (SmartChunk's out-of-domain rows are made this way).
 //!
-//! A trained model is found by the method settings it was trained for ([`SproutRagConfig::index_settings`]:
-//! everything but the search) and must have been trained with the same encoder.
+//! A trained model is found by the method settings it was trained for (for SproutRAG
+//! `SproutRagConfig::index_settings`, everything but the search; for SmartChunk its compressor's settings)
+//! and must have been trained with the same encoder.
 
 use std::path::{Path, PathBuf};
 
@@ -11,15 +12,13 @@ use anyhow::Context;
 use arbor_eval::report::atomic_write;
 use serde::{Deserialize, Serialize};
 
-use crate::experiment::SproutRagConfig;
-
 /// One trained model a run used.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainedModel {
     /// The method's row name in the report.
     pub method: String,
-    /// The settings it was trained for.
-    pub settings: SproutRagConfig,
+    /// The settings it was trained for (the method's own config type, as JSON).
+    pub settings: serde_json::Value,
     /// The fingerprint of the encoder it was trained with.
     pub encoder: String,
     /// Its training folder (checkpoints/, log.jsonl, tb/).
@@ -72,7 +71,7 @@ impl Training {
     pub fn locate(
         &self,
         label: &str,
-        settings: &SproutRagConfig,
+        settings: &impl Serialize,
         encoder: &str,
         cache_dir: impl FnOnce() -> anyhow::Result<PathBuf>,
     ) -> anyhow::Result<Located> {
@@ -83,7 +82,8 @@ impl Training {
                  or pass --from RUN_DIR (a run folder that trained it)"
             ),
             Training::Never(Some(run)) => {
-                let found = run.models.iter().find(|m| m.settings == settings.index_settings()).with_context(|| {
+                let settings = serde_json::to_value(settings)?;
+                let found = run.models.iter().find(|m| m.settings == settings).with_context(|| {
                     let there: Vec<&str> = run.models.iter().map(|m| m.method.as_str()).collect();
                     format!("--from {}: no model trained for method {label:?} there (it holds: {there:?})", run.dir.display())
                 })?;

@@ -273,3 +273,27 @@ fn every_shipped_experiment_loads() {
     }
     assert!(seen >= 10, "{seen} experiment files");
 }
+
+#[test]
+fn smartchunk_builds_levels_and_its_three_embeddings_on_the_fixture() {
+    std::env::set_current_dir(workspace()).unwrap();
+    let exp = Experiment::load(Path::new("experiments/smartchunk-mini.ron")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (dir, report) = run(&exp, out.path(), false, None).unwrap();
+    let row = |i: usize| &report.methods[i];
+    // The units alone are flat retrieval, to the last digit.
+    assert_eq!(row(1).metrics, row(0).metrics);
+    for i in 2..5 {
+        let m = row(i);
+        assert!(m.details.contains("chunks per document by level (unit first): 64.5 / 36.5 / 17.5 / 9.0 / 4.5 / 1.0"), "{}", m.details);
+        assert!(m.details.contains("116.6 chunks scored per query"), "{}", m.details);
+        // Larger chunks come back: more text handed on, more of the gold found (the fixture's questions
+        // are answered in single sentences, so character IE falls).
+        assert!(m.tokens_per_query > row(0).tokens_per_query && m.metrics.recall[2] > row(0).metrics.recall[2], "{}", m.name);
+    }
+    // The compressor trained once in the cache (the run folder here) and is recorded in models.json.
+    let trained: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("train-")).collect();
+    assert_eq!(trained.len(), 1);
+    let models = std::fs::read_to_string(dir.join("models.json")).unwrap();
+    assert!(models.contains("compressor") && models.contains(&*trained[0].file_name().to_string_lossy()), "{models}");
+}

@@ -97,14 +97,20 @@ pub fn finished<B: Backend>(model_config: &CompressorConfig, d_input: usize, run
     skeleton::finished(model_config.init::<B>(d_input, &Default::default()), run_dir)
 }
 
-/// The compressed embeddings of chunks given by their parts, `batch` chunks at a time.
+/// The compressed embeddings of chunks given by their parts, in order; `batch` chunks of similar part
+/// counts at a time (little padding).
 pub fn compress<B: Backend>(model: &Compressor<B>, chunks: &[&[Vec<f32>]], batch: usize) -> Vec<Vec<f32>> {
-    let mut out = Vec::with_capacity(chunks.len());
-    for group in chunks.chunks(batch.max(1)) {
-        let (parts, mask) = padded::<B>(group, &model.input.weight.device());
+    let mut order: Vec<usize> = (0..chunks.len()).collect();
+    order.sort_by_key(|&c| chunks[c].len());
+    let mut out = vec![Vec::new(); chunks.len()];
+    for group in order.chunks(batch.max(1)) {
+        let parts: Vec<&[Vec<f32>]> = group.iter().map(|&c| chunks[c]).collect();
+        let (parts, mask) = padded::<B>(&parts, &model.input.weight.device());
         let e = model.forward(parts, mask);
         let d = e.dims()[1];
-        out.extend(e.into_data().convert::<f32>().to_vec::<f32>().expect("f32").chunks(d).map(<[f32]>::to_vec));
+        for (&c, v) in group.iter().zip(e.into_data().convert::<f32>().to_vec::<f32>().expect("f32").chunks(d)) {
+            out[c] = v.to_vec();
+        }
     }
     out
 }

@@ -15,6 +15,7 @@
 //! | RSE + AutoContext | [`rse`] | spRAG / dsRAG (seed 003) |
 //! | RAPTOR (collapsed tree, tree traversal) | [`raptor`] | RAPTOR (seed 001) |
 //! | SproutRAG | [`sproutrag`] | SproutRAG, Sections 2-4 |
+//! | SmartChunk (multi-level chunks, compressor, plan) | [`smartchunk`] | SmartChunk, Section 4 |
 //!
 //! Methods that summarise use [`crate::summaries`].
 
@@ -25,6 +26,7 @@ pub mod hierarchy;
 pub mod hybrid;
 pub mod raptor;
 pub mod rse;
+pub mod smartchunk;
 pub mod sproutrag;
 
 use std::cell::{Cell, OnceCell};
@@ -53,6 +55,7 @@ pub enum MethodKind {
     Rse,
     Raptor { traversal: bool },
     SproutRag { attention: SproutAttention, search: SearchKind },
+    SmartChunk,
 }
 
 /// Where a SproutRAG tree's attention comes from.
@@ -87,6 +90,7 @@ impl fmt::Display for MethodKind {
             MethodKind::Rse => write!(f, "RSE"),
             MethodKind::Raptor { traversal: false } => write!(f, "RAPTOR, collapsed"),
             MethodKind::Raptor { traversal: true } => write!(f, "RAPTOR, traversal"),
+            MethodKind::SmartChunk => write!(f, "SmartChunk"),
             MethodKind::SproutRag { attention, search } => {
                 let attention = match attention {
                     SproutAttention::Untrained => "untrained",

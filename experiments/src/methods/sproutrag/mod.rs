@@ -186,7 +186,8 @@ impl MethodSpec for SproutRagConfig {
             let model_key = model.and_then(|m| m.file_name()).map(|n| n.to_string_lossy().into_owned());
             ctx.cache.dir("trees", &key(&(&ctx.keys.encoder, self.index_settings(), model_key)))
         };
-        let record = |dir: PathBuf| TrainedModel { method: label.clone(), settings: self.index_settings(), encoder: ctx.keys.encoder.clone(), dir };
+        let settings = serde_json::to_value(self.index_settings())?;
+        let record = |dir: PathBuf| TrainedModel { method: label.clone(), settings: settings.clone(), encoder: ctx.keys.encoder.clone(), dir };
         let retriever = |trees| TreeRetriever { name: label.clone(), trees, leaves: &ctx.leaves.units, search: self.search, scope: ctx.scope };
         match (&self.attention, &self.training) {
             (AttentionSource::TokenBlocks { window_tokens, leaf_vectors }, training) => {

@@ -1,0 +1,244 @@
+//! SmartChunk (seed 002): a multi-level chunk hierarchy per document (arbor_eval::levels), the embeddings
+//! of its higher-level chunks from the Chunk Compression Encoder (or, for the paper's ablations, by
+//! encoding their raw text or their summary), and retrieval within the levels a plan gives
+//! (arbor_eval::level_retrieval).
+//!
+//! | `embed` | the paper's row |
+//! |---|---|
+//! | `Compress(..)` | SmartChunk (the trained compressor over the chunk's leaf-unit vectors) |
+//! | `DirectlyEncode` | "w/o E (directly encode)": the encoder over the chunk's text, truncated where it stops reading |
+//! | `Summarize` | "w/o E (summarize)": the encoder over the chunk's summary (extractive here) |
+//!
+//! `plan: AllLevels` is the paper's "w/o P" row; `Levels(lo, hi)` a fixed range. Level-0 chunks are the
+//! run's leaf units with their encoder vectors in every row.
+
+mod train;
+
+use std::borrow::Cow;
+
+use arbor_datasets::Span;
+use arbor_datasets::headings::derive_sections;
+use arbor_eval::QueryInput;
+use arbor_eval::index::Chunks;
+use arbor_eval::level_retrieval::LevelRetriever;
+use arbor_eval::levels::{Levels, structure_keys};
+use arbor_models::compressor::CompressorConfig;
+use arbor_trainers::compressor::CompressorTraining;
+use serde::{Deserialize, Serialize};
+
+use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+use crate::cache::key;
+use crate::summaries::SummariserConfig;
+
+/// `SmartChunk((levels: Tokens([128, 256, 512, 1024]), embed: Compress(()), plan: AllLevels))`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SmartChunkConfig {
+    pub levels: LevelScheme,
+    pub embed: ChunkEmbedding,
+    pub plan: PlanConfig,
+    /// The summaries' length in tokens (the "summarize" row, and the compressor's targets).
+    pub summary_tokens: usize,
+    pub summariser: SummariserConfig,
+}
+
+impl Default for SmartChunkConfig {
+    fn default() -> Self {
+        SmartChunkConfig {
+            levels: LevelScheme::default(),
+            embed: ChunkEmbedding::Compress(CompressSettings::default()),
+            plan: PlanConfig::AllLevels,
+            summary_tokens: 128,
+            summariser: SummariserConfig::Extractive,
+        }
+    }
+}
+
+/// How a document's levels above its units are formed (arbor_eval::levels).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum LevelScheme {
+    /// Paragraph, subsection, section, document (sections given, or derived from heading lines).
+    Structure,
+    /// Chunks of at most these many tokens (ascending), then the document.
+    Tokens(Vec<usize>),
+}
+
+impl Default for LevelScheme {
+    fn default() -> Self {
+        LevelScheme::Tokens(vec![128, 256, 512, 1024])
+    }
+}
+
+/// Where the embeddings of chunks above the units come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ChunkEmbedding {
+    Compress(CompressSettings),
+    DirectlyEncode,
+    Summarize,
+}
+
+/// The compressor and its training (on the chunks of the `split` documents, targets: their summaries'
+/// embeddings).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompressSettings {
+    pub model: CompressorConfig,
+    pub training: CompressorTraining,
+    pub split: String,
+    /// Training chunks with more leaf units than this are left out (the document level of a long
+    /// document: its attention would not fit a batch); every chunk is compressed at indexing.
+    pub max_parts: usize,
+}
+
+impl Default for CompressSettings {
+    fn default() -> Self {
+        CompressSettings { model: CompressorConfig::default(), training: CompressorTraining::default(), split: "train".into(), max_parts: 128 }
+    }
+}
+
+/// The levels retrieval searches for a query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum PlanConfig {
+    /// Every level ("w/o P").
+    AllLevels,
+    /// Levels `lo..=hi` for every query.
+    Levels(usize, usize),
+}
+
+impl SmartChunkConfig {
+    /// The number of levels of the scheme, the same in every document.
+    fn level_count(&self) -> usize {
+        match &self.levels {
+            LevelScheme::Structure => 5,
+            LevelScheme::Tokens(sizes) => sizes.len() + 2,
+        }
+    }
+}
+
+impl MethodSpec for SmartChunkConfig {
+    fn label(&self) -> String {
+        let levels = match &self.levels {
+            LevelScheme::Structure => "structure levels".to_owned(),
+            LevelScheme::Tokens(sizes) => format!("token levels {sizes:?}"),
+        };
+        let embed = match &self.embed {
+            ChunkEmbedding::Compress(c) if *c == CompressSettings::default() => "compressor".to_owned(),
+            // Two compressors differ in the row name; the settings are in the run's config.ron.
+            ChunkEmbedding::Compress(c) => format!("compressor {}", &key(c)[..6]),
+            ChunkEmbedding::DirectlyEncode => "w/o E, directly encode".to_owned(),
+            ChunkEmbedding::Summarize => "w/o E, summarize".to_owned(),
+        };
+        let plan = match self.plan {
+            PlanConfig::AllLevels => "w/o P, all levels".to_owned(),
+            PlanConfig::Levels(lo, hi) => format!("levels {lo}-{hi}"),
+        };
+        format!("SmartChunk ({levels}, {embed}, {plan})")
+    }
+
+    fn kind(&self) -> MethodKind {
+        MethodKind::SmartChunk
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        if let LevelScheme::Tokens(sizes) = &self.levels {
+            anyhow::ensure!(!sizes.is_empty() && sizes[0] > 0, "SmartChunk: levels Tokens needs at least one size, all positive");
+            anyhow::ensure!(sizes.windows(2).all(|w| w[0] < w[1]), "SmartChunk: level sizes {sizes:?} must ascend");
+        }
+        if let PlanConfig::Levels(lo, hi) = self.plan {
+            let n = self.level_count();
+            anyhow::ensure!(lo <= hi && hi < n, "SmartChunk: plan Levels({lo}, {hi}) must satisfy lo <= hi < {n} (the scheme's levels)");
+        }
+        anyhow::ensure!(self.summary_tokens > 0, "SmartChunk: summary_tokens must be at least 1");
+        Ok(())
+    }
+
+    fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
+        let docs = &ctx.corpus.documents;
+        let mut levels: Vec<Option<Levels>> = vec![None; docs.len()];
+        for &d in ctx.docs {
+            levels[d] = Some(hierarchy(ctx, &self.levels, d));
+        }
+        let uppers = upper_chunks(&levels);
+        let (upper_vectors, model) = match &self.embed {
+            ChunkEmbedding::DirectlyEncode => {
+                let text = |c: usize| uppers.text(ctx.corpus, c).to_owned();
+                (ctx.chunk_vectors(&("smartchunk direct", &self.levels), &uppers, &text)?, None)
+            }
+            ChunkEmbedding::Summarize => {
+                let summariser = self.summariser.open(ctx.corpus, ctx.leaves, ctx.unit_vectors()?, ctx.cache.root.join("summaries-needed.jsonl"))?;
+                let vectors = train::summary_vectors(ctx, &*summariser, &uppers, ctx.docs, self.summary_tokens, &self.levels)?;
+                (vectors, None)
+            }
+            ChunkEmbedding::Compress(settings) => {
+                let (compressor, record) = train::compressor(ctx, self, settings)?;
+                let unit_vectors = ctx.unit_vectors()?;
+                (train::compressed(ctx, &compressor, &levels, &uppers, unit_vectors, settings.training.batch_size), Some(record))
+            }
+        };
+        let unit_vectors = ctx.unit_vectors()?;
+        let embeddings: Vec<Vec<Vec<f32>>> = (0..docs.len())
+            .map(|d| match &levels[d] {
+                None => Vec::new(),
+                Some(_) => {
+                    let units = ctx.leaves.units.by_doc[d].clone();
+                    units.map(|u| unit_vectors[u].clone()).chain(uppers.by_doc[d].clone().map(|c| upper_vectors[c].clone())).collect::<Vec<_>>()
+                }
+            })
+            .collect();
+        debug_assert!(levels.iter().zip(&embeddings).all(|(l, e)| l.as_ref().is_none_or(|l| l.chunks.len() == e.len())));
+        let top = self.level_count() - 1;
+        let (lo, hi) = match self.plan {
+            PlanConfig::AllLevels => (0, top),
+            PlanConfig::Levels(lo, hi) => (lo, hi),
+        };
+        let retriever = LevelRetriever {
+            name: self.label(),
+            levels,
+            embeddings,
+            leaves: Cow::Borrowed(&ctx.leaves.units),
+            plan: Box::new(move |_: &QueryInput| (lo, hi)),
+            scope: ctx.scope,
+        };
+        let details = describe(&retriever, ctx);
+        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, model, details: Some(details) })
+    }
+}
+
+/// Document `d`'s hierarchy under `scheme`, over the run's leaf units.
+pub(crate) fn hierarchy(ctx: &Context, scheme: &LevelScheme, d: usize) -> Levels {
+    let seg = &ctx.leaves.segments[d];
+    let tokens = &ctx.leaves.tokens.0[d];
+    let leaves: Vec<(Span, usize)> = seg.units.iter().map(|u| (u.span, tokens.count(u.span))).collect();
+    match scheme {
+        LevelScheme::Tokens(sizes) => Levels::by_tokens(&leaves, sizes),
+        LevelScheme::Structure => {
+            let doc = &ctx.corpus.documents[d];
+            let sections: Vec<Span> = match doc.sections.is_empty() {
+                false => doc.sections.iter().map(|s| s.span()).collect(),
+                true => derive_sections(&doc.text).iter().map(|s| s.span()).collect(),
+            };
+            let with_paragraphs: Vec<(Span, usize)> = seg.units.iter().map(|u| (u.span, u.paragraph)).collect();
+            Levels::by_structure(&leaves, &structure_keys(&with_paragraphs, &sections))
+        }
+    }
+}
+
+/// The chunks above level 0 of every hierarchy, as chunks per document (in the hierarchy's chunk order,
+/// so chunk `c` of document `d`'s hierarchy is `uppers.by_doc[d].start + c - units of d`).
+fn upper_chunks(levels: &[Option<Levels>]) -> Chunks {
+    Chunks::from_docs(levels.iter().map(|l| match l {
+        None => Vec::new(),
+        Some(l) => l.chunks[l.by_level[0].end..].iter().map(|c| c.span).collect(),
+    }))
+}
+
+/// The report's sentence: chunks per level and the chunks a query's plan scores (SmartChunk's cost).
+fn describe(retriever: &LevelRetriever, ctx: &Context) -> String {
+    let indexed: Vec<&Levels> = retriever.levels.iter().flatten().collect();
+    let n = indexed.len().max(1) as f64;
+    let per_level: Vec<String> = (0..indexed.first().map_or(0, |l| l.levels()))
+        .map(|level| format!("{:.1}", indexed.iter().map(|l| l.by_level[level].len()).sum::<usize>() as f64 / n))
+        .collect();
+    let cost: f64 = ctx.queries.iter().map(|q| retriever.candidates(&q.input).len() as f64).sum::<f64>() / ctx.queries.len().max(1) as f64;
+    format!("chunks per document by level (unit first): {}; {cost:.1} chunks scored per query", per_level.join(" / "))
+}
