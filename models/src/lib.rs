@@ -5,6 +5,7 @@
 //! - [`encoder::SentenceEncoder`]: sentence-transformers' embedding (mean pooling, L2 norm, truncation),
 //!   batched by length.
 //! - [`compressor::Compressor`]: SmartChunk's Chunk Compression Encoder (a chunk's embedding from its parts').
+//! - [`planner::Planner`]: SmartChunk's planner, a small autoregressive policy that writes a level plan.
 //! - [`hub`]: where model files come from (a local directory, or the default all-MiniLM-L6-v2 fetched into
 //!   `$ARBOR_HOME`).
 //! - [`backend`]: the default backend (CPU) and the `cuda` feature.
@@ -16,6 +17,7 @@ pub mod compressor;
 pub mod encoder;
 pub mod error;
 pub mod hub;
+pub mod planner;
 pub mod sentence_vae;
 pub mod sllm;
 pub mod sproutrag;

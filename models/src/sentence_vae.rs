@@ -17,7 +17,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Distribution, Int, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::bert::model::BertLayer;
+use crate::bert::model::{BertLayer, causal_bias};
 use crate::sllm::sinusoidal;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,16 +90,11 @@ impl<B: Backend> SentenceVae<B> {
     ///   start token); `mask`: `[batch, tokens]`, true on real tokens
     /// - returns `[batch, tokens, vocab]`
     pub fn decode(&self, z: Tensor<B, 2>, inputs: Tensor<B, 2, Int>, mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
-        let [batch, t] = inputs.dims();
+        let [_, t] = inputs.dims();
         let device = inputs.device();
         let d = self.latent.weight.dims()[1];
         let x = self.tokens.forward(inputs) + self.latent.forward(z).unsqueeze_dim::<3>(1) + sinusoidal::<B>(t, d, &device).unsqueeze::<3>();
-        // Padding keys and future positions are masked.
-        let future = Tensor::<B, 2, Bool>::tril_mask([t, t], 0, &device).unsqueeze::<4>(); // true above the diagonal
-        let padding = mask.bool_not().unsqueeze_dims::<4>(&[1, 2]); // [batch, 1, 1, t]
-        let blocked = padding.bool_or(future); // [batch, 1, t, t]
-        let bias = Tensor::<B, 4>::zeros([batch, 1, t, t], &device).mask_fill(blocked, -1.0e9);
-        let (h, _) = self.decoder.forward(x, bias); // [batch, t, d]
+        let (h, _) = self.decoder.forward(x, causal_bias(mask)); // [batch, t, d]
         let vocab = self.tokens.weight.val(); // [vocab, d]
         h.matmul(vocab.transpose().unsqueeze::<3>())
     }

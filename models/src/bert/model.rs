@@ -89,6 +89,16 @@ pub fn padding_bias<B: Backend>(mask: Tensor<B, 2, Bool>) -> Tensor<B, 4> {
     Tensor::<B, 2>::zeros([batch, tokens], &mask.device()).mask_fill(mask.bool_not(), -1.0e9).unsqueeze_dims::<4>(&[1, 2])
 }
 
+/// The additive attention bias of a causal decoder, `[batch, 1, tokens, tokens]`: padding keys (`mask`
+/// false) and future positions get -1e9.
+pub fn causal_bias<B: Backend>(mask: Tensor<B, 2, Bool>) -> Tensor<B, 4> {
+    let [batch, t] = mask.dims();
+    let device = mask.device();
+    let future = Tensor::<B, 2, Bool>::tril_mask([t, t], 0, &device).unsqueeze::<4>(); // true above the diagonal
+    let padding = mask.bool_not().unsqueeze_dims::<4>(&[1, 2]); // [batch, 1, 1, t]
+    Tensor::<B, 4>::zeros([batch, 1, t, t], &device).mask_fill(padding.bool_or(future), -1.0e9)
+}
+
 impl<B: Backend> BertLayer<B> {
     /// A freshly initialised block (for models trained from scratch, such as the sentence-level transformer).
     pub fn init(hidden: usize, heads: usize, intermediate: usize, eps: f64, device: &B::Device) -> Self {
