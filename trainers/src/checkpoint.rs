@@ -40,7 +40,8 @@ pub fn commit(dir: &Path, step: usize, files: Vec<String>, complete: bool) -> an
     atomic_write(&dir.join("state.json"), serde_json::to_string_pretty(&state)?.as_bytes())?;
     for entry in std::fs::read_dir(dir)? {
         let name = entry?.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".bin") && !state.files.contains(&name) {
+        let item = name.ends_with(".bin") || (name.starts_with("task-") && name.ends_with(".json"));
+        if item && !state.files.contains(&name) {
             let _ = std::fs::remove_file(dir.join(&name));
         }
     }

@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use burn::module::{AutodiffModule, Module};
 use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::grad_clipping::GradientClippingConfig;
@@ -73,6 +73,14 @@ pub trait Task<B: AutodiffBackend> {
     fn monitor(&self, _model: &Self::Model) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
+    /// What a resumed run needs of the task besides the model and optimizers (STITCH's buffer), saved with
+    /// every checkpoint.
+    fn state(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+    fn restore(&mut self, _state: serde_json::Value) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// The held-out evaluation logged at the end of each epoch.
     fn evaluate(&self, _model: &<Self::Model as AutodiffModule<B>>::InnerModule) -> Vec<(&'static str, f64)> {
         Vec::new()
@@ -102,6 +110,11 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
         model = model.load_record(checkpoint::load::<B, _>(&ckpt_dir, &state, "model", &device)?);
         for (group, optim) in groups.iter().zip(&mut optims) {
             *optim = optim.clone().load_record(checkpoint::load::<B, _>(&ckpt_dir, &state, &format!("optim-{}", group.name), &device)?);
+        }
+        if let Some(file) = state.files.iter().find(|f| f.starts_with("task-")) {
+            let path = ckpt_dir.join(file);
+            let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            task.restore(serde_json::from_str(&text).with_context(|| format!("{} is damaged", path.display()))?)?;
         }
         start = state.step;
         eprintln!("resuming from step {start}");
@@ -148,6 +161,12 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
             for (group, optim) in groups.iter().zip(&optims) {
                 files.push(checkpoint::write_item::<B, _>(&ckpt_dir, &format!("optim-{}", group.name), done, optim.to_record())?);
             }
+            let state = task.state();
+            if !state.is_null() {
+                let name = format!("task-{done}.json");
+                arbor_eval::report::atomic_write(&ckpt_dir.join(&name), serde_json::to_string(&state)?.as_bytes())?;
+                files.push(name);
+            }
             checkpoint::commit(&ckpt_dir, done, files, done == total)?;
         }
         progress(done, total);
@@ -173,10 +192,12 @@ mod tests {
     type A = Autodiff<DefaultBackend>;
 
     /// -log w_0 over two heads: each step pulls the weight to head 0. `fail_at` stops the run there (a
-    /// kill); `nan_at` gives a NaN term.
+    /// kill); `nan_at` gives a NaN term. `seen` counts the steps taken: task state a resume must restore.
+    #[derive(Default)]
     struct PullToHeadZero {
         fail_at: Option<usize>,
         nan_at: Option<usize>,
+        seen: u64,
     }
 
     impl Task<A> for PullToHeadZero {
@@ -188,7 +209,15 @@ mod tests {
             anyhow::ensure!(self.fail_at != Some(step), "killed at step {step}");
             let w = model.head_weights().reshape([2]).slice([0..1]);
             let term = if self.nan_at == Some(step) { w.log() * f32::NAN } else { -w.log() };
-            Ok(Step { terms: vec![("loss/pull", term)], scalars: vec![("data", step as f64)], context: format!("batch {step}") })
+            self.seen += 1;
+            Ok(Step { terms: vec![("loss/pull", term)], scalars: vec![("seen", self.seen as f64)], context: format!("batch {step}") })
+        }
+        fn state(&self) -> serde_json::Value {
+            self.seen.into()
+        }
+        fn restore(&mut self, state: serde_json::Value) -> anyhow::Result<()> {
+            self.seen = state.as_u64().unwrap();
+            Ok(())
         }
     }
 
@@ -216,17 +245,17 @@ mod tests {
     #[test]
     fn a_killed_run_resumes_to_the_same_weights_and_logs() {
         let straight = tempfile::tempdir().unwrap();
-        let w = run(&mut PullToHeadZero { fail_at: None, nan_at: None }, straight.path()).unwrap();
+        let w = run(&mut PullToHeadZero::default(), straight.path()).unwrap();
         assert!(w[0] > 0.6, "{w:?}");
         // Killed at step 8: the checkpoint of step 5 is the last; steps 6 and 7 are redone.
         let killed = tempfile::tempdir().unwrap();
-        let err = run(&mut PullToHeadZero { fail_at: Some(7), nan_at: None }, killed.path()).unwrap_err();
+        let err = run(&mut PullToHeadZero { fail_at: Some(7), ..Default::default() }, killed.path()).unwrap_err();
         assert!(err.to_string().contains("killed at step 7"));
         assert_eq!(checkpoint::state(&killed.path().join("checkpoints")).unwrap().unwrap().step, 5);
-        let resumed = run(&mut PullToHeadZero { fail_at: None, nan_at: None }, killed.path()).unwrap();
+        let resumed = run(&mut PullToHeadZero::default(), killed.path()).unwrap();
         assert_eq!(resumed, w);
         let log = |d: &Path| std::fs::read_to_string(d.join("log.jsonl")).unwrap();
-        assert_eq!(log(killed.path()), log(straight.path()), "the log holds each step once");
+        assert_eq!(log(killed.path()), log(straight.path()), "the log holds each step once, and the task's state was restored");
         assert_eq!(log(straight.path()).lines().count(), 12);
         assert!(log(straight.path()).lines().last().unwrap().contains("\"lr/aggregation\":0.0"));
         let model = HeadAggregator::<DefaultBackend>::new(1, 2, AggregationInit::Uniform, &Default::default());
@@ -237,7 +266,7 @@ mod tests {
     #[test]
     fn a_non_finite_term_stops_the_run_naming_step_term_and_context() {
         let dir = tempfile::tempdir().unwrap();
-        let err = run(&mut PullToHeadZero { fail_at: None, nan_at: Some(6) }, dir.path()).unwrap_err().to_string();
+        let err = run(&mut PullToHeadZero { nan_at: Some(6), ..Default::default() }, dir.path()).unwrap_err().to_string();
         assert_eq!(err, "step 7: loss term loss/pull is NaN (batch 6)");
         let model = HeadAggregator::<DefaultBackend>::new(1, 2, AggregationInit::Uniform, &Default::default());
         assert!(finished(model, dir.path()).unwrap().is_none(), "an unfinished run is not read back as trained");
