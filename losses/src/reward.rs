@@ -14,8 +14,9 @@
 //! one level off still earns part. An output that does not parse earns no R_QA and no R_PlanningAcc, and
 //! pays the cost of the fallback, retrieval over every level.
 
-/// The reward's weights (experiment file: `planner.reward`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// The reward's weights (experiment file: `planner.training.reward`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RewardWeights {
     pub alpha: f64,
     pub gamma: f64,

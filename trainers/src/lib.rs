@@ -4,6 +4,7 @@
 //! - [`sproutrag::train`]: SproutRAG's joint training (InfoNCE + lambda L_attn + VAE) on a frozen encoder.
 //! - [`head_weights::train`]: the (layer, head) weights alone, on L_attn over fixed (token) attention.
 //! - [`compressor::train`]: SmartChunk's Chunk Compression Encoder on L_comp.
+//! - [`planner::train`]: SmartChunk's planner by SFT, GRPO, SFT + GRPO or STITCH (Table 5).
 //! - [`stitch::Stitch`]: STITCH's routing of a query (vanilla, hinted, imitation; SmartChunk, Algorithm 2).
 //! - [`checkpoint`]: model and optimizer states written atomically, committed by `state.json`.
 //! - [`logger::Logger`]: `log.jsonl` and TensorBoard event files.
@@ -15,6 +16,7 @@ pub mod config;
 pub mod data;
 pub mod head_weights;
 pub mod logger;
+pub mod planner;
 pub mod skeleton;
 pub mod sproutrag;
 pub mod stitch;

@@ -103,6 +103,7 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
     let adamw =
         AdamWConfig::new().with_weight_decay(settings.weight_decay).with_grad_clipping(Some(GradientClippingConfig::Norm(settings.grad_clip)));
     let mut optims: Vec<OptimizerAdaptor<AdamW, T::Model, B>> = groups.iter().map(|_| adamw.init()).collect();
+    std::fs::create_dir_all(run_dir).with_context(|| format!("cannot create {}", run_dir.display()))?;
     let ckpt_dir = run_dir.join("checkpoints");
     let device = Default::default();
     let mut start = 0;

@@ -4,11 +4,15 @@
 //! 1. Vanilla rollouts: G samples of the policy on (q, metadata). If any solves the query, the group goes
 //!    to the GRPO update (Algorithm 2, lines 8-11).
 //! 2. Hinted rollouts: otherwise G samples conditioned on a hint, the first tokens of the expert trace
-//!    (the pseudo-label's tokens). The hint's length is estimated from the running success rate, the
-//!    strategy the paper adopts (Appendix, "Hint Extraction in STITCH", Figure 8): the share of all
-//!    vanilla rollouts so far that solved their query, p, gives a hint of `round((1 - p) * |trace|)`
-//!    tokens, at least 1 and at most `|trace| - 1` (the policy always writes the end itself). A solved
-//!    hinted group goes to the GRPO update (lines 16-20).
+//!    (the pseudo-label's tokens). The hint's length is estimated from the success rate, the strategy the
+//!    paper adopts (Appendix, "Hint Extraction in STITCH", Figure 8; it gives no formula). Ours keeps a
+//!    hint fraction h, starting at 1: a hint is `round(h * |trace|)` tokens, at least 1 and at most
+//!    `|trace| - 1` (the policy always writes the end itself), and after each hinted group
+//!    `h <- clamp(h - step * (s - target), 0, 1)` with s the share of its rollouts that solved: hints
+//!    shorten while hinted rollouts mostly succeed and lengthen while they mostly fail, so they track what
+//!    the policy can complete. (A rule on the vanilla success rate alone never shortens them while vanilla
+//!    rollouts all fail, which is where training starts.) A solved hinted group goes to the GRPO update
+//!    (lines 16-20).
 //! 3. Imitation: a query unsolved even with the hint goes to the imitation buffer; when the buffer holds
 //!    `buffer_size` queries, the trainer takes them for one SFT step on their full expert traces and the
 //!    buffer is emptied (lines 21-22, 29-33).
@@ -50,27 +54,33 @@ pub struct Stitch {
     /// Vanilla rollouts so far, and how many of them solved their query.
     pub rollouts: u64,
     pub solved: u64,
+    /// h: the share of the expert trace a hint gives.
+    pub hint_fraction: f64,
     /// The queries (training example ids) waiting for imitation.
     pub buffer: Vec<usize>,
 }
 
 impl Stitch {
     pub fn new(buffer_size: usize) -> Self {
-        Stitch { buffer_size: buffer_size.max(1), rollouts: 0, solved: 0, buffer: Vec::new() }
+        Stitch { buffer_size: buffer_size.max(1), rollouts: 0, solved: 0, hint_fraction: 1.0, buffer: Vec::new() }
     }
+
+    /// The hinted groups' target success share, and how fast h follows it.
+    const TARGET: f64 = 0.5;
+    const STEP: f64 = 0.1;
 
     /// The running success rate p of vanilla rollouts (0 before any).
     pub fn success_rate(&self) -> f64 {
         if self.rollouts == 0 { 0.0 } else { self.solved as f64 / self.rollouts as f64 }
     }
 
-    /// The hint's length for an expert trace of `trace_tokens` tokens: `round((1 - p) * |trace|)`, in
+    /// The hint's length for an expert trace of `trace_tokens` tokens: `round(h * |trace|)`, in
     /// `[1, |trace| - 1]` (0 for a trace of one token: there is nothing to hint).
     pub fn hint_tokens(&self, trace_tokens: usize) -> usize {
         if trace_tokens < 2 {
             return 0;
         }
-        (((1.0 - self.success_rate()) * trace_tokens as f64).round() as usize).clamp(1, trace_tokens - 1)
+        ((self.hint_fraction * trace_tokens as f64).round() as usize).clamp(1, trace_tokens - 1)
     }
 
     /// Routes query `example`, whose expert trace has `trace_tokens` tokens: `rollout(hint_tokens)`
@@ -85,6 +95,8 @@ impl Stitch {
         let hint_tokens = self.hint_tokens(trace_tokens);
         if hint_tokens > 0 {
             let hinted = rollout(hint_tokens);
+            let share = hinted.solved.iter().filter(|&&s| s).count() as f64 / hinted.solved.len().max(1) as f64;
+            self.hint_fraction = (self.hint_fraction - Self::STEP * (share - Self::TARGET)).clamp(0.0, 1.0);
             if hinted.solvable() {
                 return Route::Hinted { hint_tokens, rollouts: hinted };
             }
@@ -121,7 +133,7 @@ mod tests {
         assert!(matches!(s.route(0, 5, policy(Some(0), &mut calls)), Route::Vanilla(_)));
         assert_eq!(calls, [0]);
         assert_eq!(s.success_rate(), 0.5, "one of two rollouts solved");
-        // Needs a hint of 3 tokens. After its vanilla group p = 1 / 4, so the hint is round(0.75 * 5) = 4.
+        // Needs a hint of 3 tokens; h = 1 gives all but the last of 5.
         calls.clear();
         match s.route(1, 5, policy(Some(3), &mut calls)) {
             Route::Hinted { hint_tokens, rollouts } => {
@@ -131,6 +143,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(calls, [0, 4]);
+        assert_eq!(s.hint_fraction, 1.0, "half the hinted rollouts solved: the target, h stays");
         // Never solved: buffered; no SFT step until the buffer holds 2.
         calls.clear();
         assert_eq!(s.route(2, 5, policy(None, &mut calls)), Route::Imitation);
@@ -142,12 +155,25 @@ mod tests {
     }
 
     #[test]
-    fn hints_shorten_as_the_success_rate_rises_and_never_give_the_whole_trace() {
-        let mut s = Stitch::new(4);
-        assert_eq!(s.hint_tokens(6), 5, "p = 0: all but the last token");
-        (s.rollouts, s.solved) = (10, 5);
+    fn hints_shorten_while_hinted_rollouts_succeed_and_lengthen_while_they_fail() {
+        let mut s = Stitch::new(100);
+        assert_eq!(s.hint_tokens(6), 5, "h = 1: all but the last token");
+        // Hinted groups that all solve: each lowers h by 0.1 * (1 - 0.5) = 0.05.
+        let mut calls = Vec::new();
+        for q in 0..10 {
+            assert!(matches!(
+                s.route(q, 6, |hint| Rollouts { outputs: vec![hint; 2], rewards: vec![0.0; 2], solved: vec![hint > 0; 2] }),
+                Route::Hinted { .. }
+            ));
+        }
+        assert!((s.hint_fraction - 0.5).abs() < 1e-9, "{}", s.hint_fraction);
         assert_eq!(s.hint_tokens(6), 3);
-        (s.rollouts, s.solved) = (10, 10);
+        // Hinted groups that all fail raise it again (and go to the buffer).
+        for q in 0..4 {
+            assert_eq!(s.route(q, 6, policy(None, &mut calls)), Route::Imitation);
+        }
+        assert!((s.hint_fraction - 0.7).abs() < 1e-9, "{}", s.hint_fraction);
+        s.hint_fraction = 0.0;
         assert_eq!(s.hint_tokens(6), 1, "at least one token");
         assert_eq!(s.hint_tokens(1), 0, "a one-token trace has nothing to hint");
         // With no hint possible, an unsolved query goes straight to the buffer after one group.

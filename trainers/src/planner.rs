@@ -1,0 +1,579 @@
+//! Training SmartChunk's planner (Section 4.2, Appendix G, Algorithm 2) on the trainer skeleton, in the
+//! four ways of the paper's Table 5:
+//!
+//! - `Sft`: cross-entropy on the expert traces of the pseudo-labels (the traces are the label's tokens);
+//! - `Rl`: GRPO from the untrained policy (eqs. 3-5, [`arbor_losses::grpo_loss`]): G sampled rollouts per
+//!   query, rewards R = R_QA + R_Cost + R_Format + R_Length (+ R_PlanningAcc) ([`planner_reward`]),
+//!   group-normalised advantages, KL to the frozen initial policy;
+//! - `SftRl`: SFT, then GRPO with the SFT policy as the reference;
+//! - `Stitch`: GRPO where each query takes STITCH's route ([`crate::stitch`]): a solved vanilla group is
+//!   used; otherwise a group conditioned on a hint (a prefix of the expert trace, given, not written, so
+//!   not counted in the objective) is used if it solves; otherwise the query waits in the imitation
+//!   buffer, and every time the buffer holds `buffer_size` queries their traces add a cross-entropy term
+//!   to that step (Algorithm 2 runs the SFT step after the GRPO update of the same training step; here
+//!   both terms go into one update).
+//!
+//! Rewards come from a table per query, computed once by the caller: for every plan, whether retrieval
+//! within its levels recovers the evidence and how many chunks it scores, so a rollout costs no
+//! retrieval. Sampling uses the policy of the current step (pi_old = pi_theta at sampling time: one
+//! update per batch, the ratio is 1 and its gradient is the policy gradient). Logged per step: every
+//! reward term, the solve-none ratio, the shares of hinted and imitated queries; per epoch on the
+//! held-back queries: planning accuracy against the pseudo-labels, recall (R_QA), cost and format rate.
+
+use std::path::Path;
+
+use arbor_losses::{Grpo, PlanOutcome, RewardWeights, group_advantages, grpo_loss, planner_reward};
+use arbor_models::planner::{PlanVocab, Planner, PlannerConfig};
+use burn::module::AutodiffModule;
+use burn::optim::GradientsParams;
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{Bool, Int, Tensor, TensorData};
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use crate::data::epoch_order;
+use crate::skeleton::{self, Group, Settings, Step, Task};
+use crate::stitch::{Rollouts, Route, Stitch};
+
+/// One training query: the planner's input, its pseudo-label, and what every plan would do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanExample {
+    pub features: Vec<f32>,
+    /// `(smallest, largest)` level of the chunks that recovered the evidence (`None`: never recovered).
+    pub label: Option<(usize, usize)>,
+    /// For plan `(lo, hi)`, at `lo * levels + hi`: whether retrieval within it recovers the evidence, and
+    /// the chunks it scores.
+    pub outcomes: Vec<(bool, usize)>,
+}
+
+impl PlanExample {
+    fn outcome(&self, levels: usize, (lo, hi): (usize, usize)) -> (bool, usize) {
+        self.outcomes[lo * levels + hi]
+    }
+}
+
+/// Table 5's training strategies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Strategy {
+    Sft,
+    Rl,
+    SftRl,
+    Stitch,
+}
+
+/// The planner's training settings (experiment file: `planner.training`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlannerTraining {
+    pub strategy: Strategy,
+    pub sft_epochs: usize,
+    pub rl_epochs: usize,
+    /// Queries per step.
+    pub batch_size: usize,
+    /// G: rollouts per query.
+    pub group_size: usize,
+    pub temperature: f64,
+    /// Clipping range of the ratio (eq. 3).
+    pub epsilon: f64,
+    /// KL weight (eq. 3).
+    pub beta: f64,
+    /// T: an imitation term whenever STITCH's buffer holds this many queries.
+    pub buffer_size: usize,
+    pub reward: RewardWeights,
+    pub lr: f64,
+    pub seed: u64,
+    pub warmup_fraction: f64,
+    pub weight_decay: f32,
+    pub grad_clip: f32,
+    pub checkpoint_every: usize,
+}
+
+impl Default for PlannerTraining {
+    fn default() -> Self {
+        PlannerTraining {
+            strategy: Strategy::Stitch,
+            sft_epochs: 3,
+            rl_epochs: 10,
+            batch_size: 16,
+            group_size: 8,
+            temperature: 1.0,
+            epsilon: 0.2,
+            beta: 0.04,
+            buffer_size: 16,
+            reward: RewardWeights { alpha: 0.002, gamma: 0.1, beta_len: 0.05, l_max: 6, planning_acc: 0.0 },
+            lr: 1e-3,
+            seed: 42,
+            warmup_fraction: 0.05,
+            weight_decay: 0.01,
+            grad_clip: 1.0,
+            checkpoint_every: 100,
+        }
+    }
+}
+
+impl PlannerTraining {
+    fn settings(&self, epochs: usize) -> Settings {
+        let s = self;
+        Settings {
+            epochs,
+            checkpoint_every: s.checkpoint_every,
+            warmup_fraction: s.warmup_fraction,
+            weight_decay: s.weight_decay,
+            grad_clip: s.grad_clip,
+        }
+    }
+}
+
+/// How a planner does on some queries (greedy decoding; an output that does not parse falls back to
+/// every level).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct PlanScores {
+    /// Plans equal to the pseudo-label, over the queries that have one.
+    pub planning_acc: f64,
+    /// Plans whose retrieval recovers the evidence (R_QA).
+    pub recall: f64,
+    /// Chunks scored per query.
+    pub cost: f64,
+    /// Outputs that parse.
+    pub format: f64,
+}
+
+/// Trains a planner in `run_dir` (`sft/` then `rl/`, as the strategy has them); returns it.
+#[allow(clippy::too_many_arguments)]
+pub fn train<B: AutodiffBackend>(
+    config: &PlannerTraining,
+    model_config: &PlannerConfig,
+    vocab: PlanVocab,
+    train: &[PlanExample],
+    holdout: &[PlanExample],
+    run_dir: &Path,
+    progress: &mut dyn FnMut(usize, usize),
+) -> anyhow::Result<Planner<B::InnerBackend>> {
+    anyhow::ensure!(config.batch_size > 0 && config.group_size > 1, "planner.training: batch_size >= 1 and group_size >= 2");
+    anyhow::ensure!(!train.is_empty(), "no query to train the planner on");
+    let d_features = train[0].features.len();
+    anyhow::ensure!(
+        train.iter().chain(holdout).all(|e| e.features.len() == d_features && e.outcomes.len() == vocab.levels * vocab.levels),
+        "planner examples disagree in size"
+    );
+    let device = Default::default();
+    B::seed(&device, config.seed);
+    let mut model = model_config.init::<B>(d_features, vocab, &device);
+    let groups = [Group { name: "planner", lr: config.lr, params: |g, m: &Planner<B>| GradientsParams::from_module(g, m) }];
+    let eval = Eval { holdout, vocab, max_len: model_config.max_len };
+    if matches!(config.strategy, Strategy::Sft | Strategy::SftRl) {
+        let labelled: Vec<&PlanExample> = train.iter().filter(|e| e.label.is_some()).collect();
+        anyhow::ensure!(!labelled.is_empty(), "no training query has a pseudo-label: SFT has nothing to imitate");
+        let mut task = Sft { examples: labelled, vocab, batch_size: config.batch_size, seed: config.seed, eval };
+        model = skeleton::train(&mut task, model, &groups, &config.settings(config.sft_epochs), &run_dir.join("sft"), progress)?;
+    }
+    if config.strategy == Strategy::Sft {
+        return Ok(model.valid());
+    }
+    let mut task = Rl {
+        examples: train,
+        vocab,
+        config,
+        max_len: model_config.max_len,
+        reference: model.valid(),
+        stitch: (config.strategy == Strategy::Stitch).then(|| Stitch::new(config.buffer_size)),
+        eval,
+    };
+    Ok(skeleton::train(&mut task, model, &groups, &config.settings(config.rl_epochs), &run_dir.join("rl"), progress)?.valid())
+}
+
+/// The planner of a finished training in `run_dir`, if it has finished.
+pub fn finished<B: Backend>(
+    config: &PlannerTraining,
+    model_config: &PlannerConfig,
+    vocab: PlanVocab,
+    d_features: usize,
+    run_dir: &Path,
+) -> anyhow::Result<Option<Planner<B>>> {
+    let phase = if config.strategy == Strategy::Sft { "sft" } else { "rl" };
+    skeleton::finished(model_config.init::<B>(d_features, vocab, &Default::default()), &run_dir.join(phase))
+}
+
+/// Writes an output per row: `prefixes[r]` given, then sampled (greedy when `temperature` is 0) until EOS
+/// (kept) or `max_len` tokens.
+pub fn decode<B: Backend>(
+    model: &Planner<B>,
+    features: &[&[f32]],
+    prefixes: &[Vec<u32>],
+    max_len: usize,
+    temperature: f64,
+    rng: &mut impl Rng,
+) -> Vec<Vec<u32>> {
+    let device = model.output.weight.device();
+    let rows = features.len();
+    let d = features[0].len();
+    let f = Tensor::<B, 2>::from_data(TensorData::new(features.concat(), [rows, d]), &device);
+    let mut out: Vec<Vec<u32>> = prefixes.to_vec();
+    let done = |o: &Vec<u32>| o.last() == Some(&PlanVocab::EOS) || o.len() >= max_len;
+    while !out.iter().all(done) {
+        let t = out.iter().map(Vec::len).max().unwrap_or(0) + 1;
+        let (mut inputs, mut mask) = (vec![0i64; rows * t], vec![false; rows * t]);
+        for (r, o) in out.iter().enumerate() {
+            for (k, &tok) in std::iter::once(&PlanVocab::BOS).chain(o).enumerate() {
+                inputs[r * t + k] = i64::from(tok);
+                mask[r * t + k] = true;
+            }
+        }
+        let lp = model.log_probs(
+            f.clone(),
+            Tensor::<B, 2, Int>::from_data(TensorData::new(inputs, [rows, t]), &device),
+            Tensor::<B, 2, Bool>::from_data(TensorData::new(mask, [rows, t]), &device),
+        );
+        let vocab = lp.dims()[2];
+        let lp = lp.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
+        for (r, o) in out.iter_mut().enumerate() {
+            if done(o) {
+                continue;
+            }
+            let at = &lp[(r * t + o.len()) * vocab..(r * t + o.len() + 1) * vocab];
+            o.push(pick(at, temperature, rng));
+        }
+    }
+    out
+}
+
+/// A token from log-probabilities: the most likely at temperature 0, else sampled from softmax(lp / T).
+fn pick(lp: &[f32], temperature: f64, rng: &mut impl Rng) -> u32 {
+    // BOS is never written.
+    let candidates = (0..lp.len()).filter(|&i| i as u32 != PlanVocab::BOS);
+    if temperature <= 0.0 {
+        return candidates.max_by(|&a, &b| lp[a].total_cmp(&lp[b])).expect("a vocabulary") as u32;
+    }
+    let w: Vec<(usize, f64)> = candidates.map(|i| (i, (f64::from(lp[i]) / temperature).exp())).collect();
+    let mut u = rng.random::<f64>() * w.iter().map(|(_, x)| x).sum::<f64>();
+    for &(i, x) in &w {
+        if u < x {
+            return i as u32;
+        }
+        u -= x;
+    }
+    w.last().expect("a vocabulary").0 as u32
+}
+
+/// What one written output earns for a query.
+fn score(vocab: PlanVocab, weights: &RewardWeights, example: &PlanExample, output: &[u32]) -> (arbor_losses::Reward, bool) {
+    let written = output.strip_suffix(&[PlanVocab::EOS]).unwrap_or(output);
+    let plan = if output.last() == Some(&PlanVocab::EOS) { vocab.parse(written) } else { None };
+    let levels = vocab.levels;
+    let (recovered, chunk_cost) = plan.map_or((false, 0), |p| example.outcome(levels, p));
+    let fallback = example.outcome(levels, (0, levels - 1)).1;
+    let r = planner_reward(weights, &PlanOutcome { plan, recovered, chunk_cost, tokens: written.len() }, fallback, example.label);
+    (r, plan.is_some() && recovered && written.len() <= weights.l_max)
+}
+
+/// Greedy plans of `model` for `examples`, scored.
+pub fn assess<B: Backend>(model: &Planner<B>, examples: &[PlanExample], vocab: PlanVocab, max_len: usize) -> PlanScores {
+    if examples.is_empty() {
+        return PlanScores::default();
+    }
+    let features: Vec<&[f32]> = examples.iter().map(|e| e.features.as_slice()).collect();
+    let outputs = decode(model, &features, &vec![Vec::new(); examples.len()], max_len, 0.0, &mut rand::rngs::StdRng::seed_from_u64(0));
+    let (mut s, mut labelled) = (PlanScores::default(), 0usize);
+    for (e, o) in examples.iter().zip(&outputs) {
+        let written = o.strip_suffix(&[PlanVocab::EOS]).unwrap_or(o);
+        let plan = if o.last() == Some(&PlanVocab::EOS) { vocab.parse(written) } else { None };
+        let (recovered, cost) = e.outcome(vocab.levels, plan.unwrap_or((0, vocab.levels - 1)));
+        s.recall += f64::from(u8::from(recovered));
+        s.cost += cost as f64;
+        s.format += f64::from(u8::from(plan.is_some()));
+        if let Some(label) = e.label {
+            labelled += 1;
+            s.planning_acc += f64::from(u8::from(plan == Some(label)));
+        }
+    }
+    let n = examples.len() as f64;
+    PlanScores { planning_acc: s.planning_acc / labelled.max(1) as f64, recall: s.recall / n, cost: s.cost / n, format: s.format / n }
+}
+
+/// The held-back queries, scored at the end of each epoch.
+#[derive(Clone, Copy)]
+struct Eval<'a> {
+    holdout: &'a [PlanExample],
+    vocab: PlanVocab,
+    max_len: usize,
+}
+
+impl Eval<'_> {
+    fn scalars<B: Backend>(&self, model: &Planner<B>) -> Vec<(&'static str, f64)> {
+        if self.holdout.is_empty() {
+            return Vec::new();
+        }
+        let s = assess(model, self.holdout, self.vocab, self.max_len);
+        vec![("eval/planning_acc", s.planning_acc), ("eval/recall", s.recall), ("eval/cost", s.cost), ("eval/format", s.format)]
+    }
+}
+
+/// Cross-entropy of the expert traces of `examples` (teacher forcing), per written token.
+fn imitation<B: Backend>(model: &Planner<B>, vocab: PlanVocab, examples: &[&PlanExample]) -> Tensor<B, 1> {
+    let device = model.output.weight.device();
+    let d = examples[0].features.len();
+    let f = Tensor::from_data(
+        TensorData::new(examples.iter().flat_map(|e| e.features.iter().copied()).collect::<Vec<_>>(), [examples.len(), d]),
+        &device,
+    );
+    let traces: Vec<Vec<u32>> = examples.iter().map(|e| vocab.trace(e.label.expect("labelled"))).collect();
+    let (lp, mask) = model.token_log_probs(f, &traces, &vec![0; traces.len()]);
+    (lp * mask.clone()).sum().neg() / mask.sum()
+}
+
+struct Sft<'a> {
+    examples: Vec<&'a PlanExample>,
+    vocab: PlanVocab,
+    batch_size: usize,
+    seed: u64,
+    eval: Eval<'a>,
+}
+
+impl<B: AutodiffBackend> Task<B> for Sft<'_> {
+    type Model = Planner<B>;
+
+    fn steps_per_epoch(&self) -> usize {
+        self.examples.len().div_ceil(self.batch_size)
+    }
+
+    fn step(&mut self, model: &Planner<B>, step: usize) -> anyhow::Result<Step<B>> {
+        let per_epoch = Task::<B>::steps_per_epoch(self);
+        let (epoch, at) = (step / per_epoch, step % per_epoch);
+        let order = epoch_order(self.examples.len(), self.seed, epoch);
+        let batch: Vec<&PlanExample> = order.iter().skip(at * self.batch_size).take(self.batch_size).map(|&i| self.examples[i]).collect();
+        Ok(Step {
+            terms: vec![("loss/sft", imitation(model, self.vocab, &batch))],
+            scalars: Vec::new(),
+            context: format!("SFT batch {at} of epoch {epoch}"),
+        })
+    }
+
+    fn evaluate(&self, model: &Planner<B::InnerBackend>) -> Vec<(&'static str, f64)> {
+        self.eval.scalars(model)
+    }
+}
+
+struct Rl<'a, I: Backend> {
+    examples: &'a [PlanExample],
+    vocab: PlanVocab,
+    config: &'a PlannerTraining,
+    max_len: usize,
+    /// pi_ref of eq. 3: the policy RL starts from, frozen.
+    reference: Planner<I>,
+    stitch: Option<Stitch>,
+    eval: Eval<'a>,
+}
+
+/// One group of rollouts that goes into the GRPO update: its query, outputs (with the hint given), and
+/// how many leading tokens of each were given.
+struct Used {
+    example: usize,
+    rollouts: Rollouts<Vec<u32>>,
+    given: usize,
+}
+
+impl<A: AutodiffBackend> Task<A> for Rl<'_, A::InnerBackend> {
+    type Model = Planner<A>;
+
+    fn steps_per_epoch(&self) -> usize {
+        self.examples.len().div_ceil(self.config.batch_size)
+    }
+
+    fn step(&mut self, model: &Planner<A>, step: usize) -> anyhow::Result<Step<A>> {
+        let (c, vocab) = (self.config, self.vocab);
+        let per_epoch = Task::<A>::steps_per_epoch(self);
+        let (epoch, at) = (step / per_epoch, step % per_epoch);
+        let order = epoch_order(self.examples.len(), c.seed, epoch);
+        let batch: Vec<usize> = order.iter().skip(at * c.batch_size).take(c.batch_size).copied().collect();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(c.seed.wrapping_mul(7_919).wrapping_add(step as u64));
+        let policy = model.valid();
+        let (mut used, mut imitate) = (Vec::new(), None);
+        let (mut terms_sum, mut vanilla_rollouts, mut solve_none, mut hinted, mut imitated) = ([0.0f64; 6], 0usize, 0usize, 0usize, 0usize);
+        for &i in &batch {
+            let e = &self.examples[i];
+            let trace = e.label.map(|l| vocab.trace(l)).unwrap_or_default();
+            let mut rollout = |given: usize| {
+                let features = vec![e.features.as_slice(); c.group_size];
+                let outputs = decode(&policy, &features, &vec![trace[..given].to_vec(); c.group_size], self.max_len, c.temperature, &mut rng);
+                let scored: Vec<_> = outputs.iter().map(|o| score(vocab, &c.reward, e, o)).collect();
+                if given == 0 {
+                    for (r, _) in &scored {
+                        let t = [r.qa, r.cost, r.format, r.length, r.planning_acc, r.total()];
+                        terms_sum.iter_mut().zip(t).for_each(|(s, x)| *s += x);
+                    }
+                    vanilla_rollouts += scored.len();
+                }
+                Rollouts {
+                    rewards: scored.iter().map(|(r, _)| r.total() as f32).collect(),
+                    solved: scored.iter().map(|(_, s)| *s).collect(),
+                    outputs,
+                }
+            };
+            match &mut self.stitch {
+                // Plain GRPO: every vanilla group.
+                None => {
+                    let rollouts = rollout(0);
+                    solve_none += usize::from(!rollouts.solvable());
+                    used.push(Used { example: i, rollouts, given: 0 });
+                }
+                Some(stitch) => {
+                    // A query without a pseudo-label has no trace to hint or imitate: vanilla only.
+                    let trace_tokens = if e.label.is_some() { trace.len() } else { 0 };
+                    let route = if trace_tokens == 0 {
+                        let r = rollout(0);
+                        if r.solvable() { Route::Vanilla(r) } else { Route::Imitation }
+                    } else {
+                        stitch.route(i, trace_tokens, &mut rollout)
+                    };
+                    match route {
+                        Route::Vanilla(rollouts) => used.push(Used { example: i, rollouts, given: 0 }),
+                        Route::Hinted { hint_tokens, rollouts } => {
+                            solve_none += 1;
+                            hinted += 1;
+                            used.push(Used { example: i, rollouts, given: hint_tokens });
+                        }
+                        Route::Imitation => {
+                            solve_none += 1;
+                            imitated += usize::from(trace_tokens > 0);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(stitch) = &mut self.stitch {
+            imitate = stitch.imitation_batch();
+        }
+        let mut terms = vec![("loss/grpo", self.grpo(model, &used))];
+        if let Some(ids) = &imitate {
+            let examples: Vec<&PlanExample> = ids.iter().map(|&i| &self.examples[i]).collect();
+            terms.push(("loss/imitation", imitation(model, vocab, &examples)));
+        }
+        let n = vanilla_rollouts.max(1) as f64;
+        let q = batch.len() as f64;
+        let mut scalars: Vec<(&'static str, f64)> =
+            ["reward/qa", "reward/cost", "reward/format", "reward/length", "reward/planning_acc", "reward/total"]
+                .into_iter()
+                .zip(terms_sum.map(|s| s / n))
+                .collect();
+        scalars.extend([("solve_none", solve_none as f64 / q), ("hinted_share", hinted as f64 / q), ("imitation_share", imitated as f64 / q)]);
+        if let Some(stitch) = &self.stitch {
+            scalars.push(("stitch/success_rate", stitch.success_rate()));
+            scalars.push(("stitch/imitation_step", f64::from(u8::from(imitate.is_some()))));
+        }
+        Ok(Step { terms, scalars, context: format!("RL batch {at} of epoch {epoch}") })
+    }
+
+    fn state(&self) -> serde_json::Value {
+        self.stitch.as_ref().map_or(serde_json::Value::Null, |s| serde_json::to_value(s).expect("plain data"))
+    }
+
+    fn restore(&mut self, state: serde_json::Value) -> anyhow::Result<()> {
+        if self.stitch.is_some() {
+            self.stitch = Some(serde_json::from_value(state)?);
+        }
+        Ok(())
+    }
+
+    fn evaluate(&self, model: &Planner<A::InnerBackend>) -> Vec<(&'static str, f64)> {
+        self.eval.scalars(model)
+    }
+}
+
+impl<I: Backend> Rl<'_, I> {
+    /// -J of eq. 3 over the used groups (their rollouts together; each group normalised on its own).
+    fn grpo<A: AutodiffBackend<InnerBackend = I>>(&self, model: &Planner<A>, used: &[Used]) -> Tensor<A, 1> {
+        let device = model.output.weight.device();
+        if used.is_empty() {
+            return Tensor::zeros([1], &device);
+        }
+        let outputs: Vec<Vec<u32>> = used.iter().flat_map(|u| u.rollouts.outputs.iter().cloned()).collect();
+        let given: Vec<usize> = used.iter().flat_map(|u| vec![u.given; u.rollouts.outputs.len()]).collect();
+        let features: Vec<f32> =
+            used.iter().flat_map(|u| u.rollouts.outputs.iter().flat_map(move |_| self.examples[u.example].features.iter().copied())).collect();
+        let d = self.examples[0].features.len();
+        let f = Tensor::<A, 2>::from_data(TensorData::new(features, [outputs.len(), d]), &device);
+        let (lp, mask) = model.token_log_probs(f.clone(), &outputs, &given);
+        let (ref_lp, _) = self.reference.token_log_probs(f.inner(), &outputs, &given);
+        let advantages: Vec<f32> = used.iter().flat_map(|u| group_advantages(&u.rollouts.rewards)).collect();
+        let advantages = Tensor::from_data(TensorData::new(advantages, [outputs.len()]), &device);
+        let settings = Grpo { epsilon: self.config.epsilon, beta: self.config.beta };
+        grpo_loss(lp.clone(), lp.detach(), Tensor::from_inner(ref_lp), mask, advantages, settings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_models::DefaultBackend;
+    use burn::backend::Autodiff;
+
+    type A = Autodiff<DefaultBackend>;
+    const LEVELS: usize = 3;
+
+    /// Two kinds of query: features (1, 0) are answered at level 0 only, (0, 1) at level 2 only; a wider
+    /// plan recovers too but costs more. The pseudo-label is the narrow plan.
+    fn examples(n: usize) -> Vec<PlanExample> {
+        (0..n)
+            .map(|i| {
+                let level = if i % 2 == 0 { 0 } else { 2 };
+                let mut outcomes = vec![(false, 0); LEVELS * LEVELS];
+                for lo in 0..LEVELS {
+                    for hi in lo..LEVELS {
+                        outcomes[lo * LEVELS + hi] = ((lo..=hi).contains(&level), 10 * (hi - lo + 1));
+                    }
+                }
+                let features = if level == 0 { vec![1.0, 0.0] } else { vec![0.0, 1.0] };
+                PlanExample { features, label: Some((level, level)), outcomes }
+            })
+            .collect()
+    }
+
+    fn config(strategy: Strategy) -> PlannerTraining {
+        PlannerTraining {
+            strategy,
+            sft_epochs: 20,
+            rl_epochs: 60,
+            batch_size: 8,
+            group_size: 6,
+            lr: 5e-3,
+            checkpoint_every: 50,
+            buffer_size: 4,
+            ..Default::default()
+        }
+    }
+
+    fn run(strategy: Strategy) -> (PlanScores, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let vocab = PlanVocab { levels: LEVELS };
+        let model_config = PlannerConfig { layers: 1, heads: 2, d_model: 16, max_len: 8 };
+        let (train_set, holdout) = (examples(32), examples(8));
+        let model = train::<A>(&config(strategy), &model_config, vocab, &train_set, &holdout, dir.path(), &mut |_, _| {}).unwrap();
+        let phase = if strategy == Strategy::Sft { "sft" } else { "rl" };
+        let log = std::fs::read_to_string(dir.path().join(phase).join("log.jsonl")).unwrap();
+        let back = finished::<DefaultBackend>(&config(strategy), &model_config, vocab, 2, dir.path()).unwrap().expect("finished");
+        assert_eq!(assess(&back, &holdout, vocab, 8), assess(&model, &holdout, vocab, 8));
+        (assess(&model, &holdout, vocab, 8), log)
+    }
+
+    #[test]
+    fn sft_learns_the_pseudo_labels() {
+        let (s, _) = run(Strategy::Sft);
+        assert_eq!((s.planning_acc, s.recall, s.format), (1.0, 1.0, 1.0), "{s:?}");
+        assert_eq!(s.cost, 10.0);
+    }
+
+    #[test]
+    fn stitch_learns_the_format_and_the_plans_from_scratch_and_logs_its_routes() {
+        let (s, log) = run(Strategy::Stitch);
+        assert_eq!((s.format, s.recall, s.planning_acc, s.cost), (1.0, 1.0, 1.0, 10.0), "{s:?}");
+        let lines: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let mean = |key: &str, from: usize, to: usize| {
+            let v: Vec<f64> = lines[from..to].iter().filter_map(|l| l[key].as_f64()).collect();
+            v.iter().sum::<f64>() / v.len() as f64
+        };
+        let steps = lines.iter().filter(|l| l["reward/total"].is_number()).count();
+        assert!(mean("reward/total", steps - 8, steps) > mean("reward/total", 0, 8), "the reward rises");
+        assert!(mean("solve_none", steps - 8, steps) < mean("solve_none", 0, 8), "fewer queries go unsolved");
+        assert!(lines.iter().any(|l| l["stitch/imitation_step"] == 1.0), "the untrained policy needs imitation at first");
+    }
+}
