@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::epoch_order;
 use crate::skeleton::{self, Group, Settings, Step, Task};
-use crate::stitch::{Rollouts, Route, Stitch};
+use crate::stitch::{Rollouts, Stitch};
 
 /// One training query: the planner's input, its pseudo-label, and what every plan would do.
 #[derive(Debug, Clone, PartialEq)]
@@ -266,17 +266,30 @@ fn score(vocab: PlanVocab, weights: &RewardWeights, example: &PlanExample, outpu
     (r, plan.is_some() && recovered && written.len() <= weights.l_max)
 }
 
+/// The greedy plan of `model` for each feature row (`None`: the output does not parse).
+pub fn greedy_plans<B: Backend>(model: &Planner<B>, features: &[&[f32]], vocab: PlanVocab, max_len: usize) -> Vec<Option<(usize, usize)>> {
+    if features.is_empty() {
+        return Vec::new();
+    }
+    let outputs = decode(model, features, &vec![Vec::new(); features.len()], max_len, 0.0, &mut rand::rngs::StdRng::seed_from_u64(0));
+    outputs
+        .iter()
+        .map(|o| match o.strip_suffix(&[PlanVocab::EOS]) {
+            Some(written) => vocab.parse(written),
+            None => None,
+        })
+        .collect()
+}
+
 /// Greedy plans of `model` for `examples`, scored.
 pub fn assess<B: Backend>(model: &Planner<B>, examples: &[PlanExample], vocab: PlanVocab, max_len: usize) -> PlanScores {
     if examples.is_empty() {
         return PlanScores::default();
     }
     let features: Vec<&[f32]> = examples.iter().map(|e| e.features.as_slice()).collect();
-    let outputs = decode(model, &features, &vec![Vec::new(); examples.len()], max_len, 0.0, &mut rand::rngs::StdRng::seed_from_u64(0));
+    let plans = greedy_plans(model, &features, vocab, max_len);
     let (mut s, mut labelled) = (PlanScores::default(), 0usize);
-    for (e, o) in examples.iter().zip(&outputs) {
-        let written = o.strip_suffix(&[PlanVocab::EOS]).unwrap_or(o);
-        let plan = if o.last() == Some(&PlanVocab::EOS) { vocab.parse(written) } else { None };
+    for (e, &plan) in examples.iter().zip(&plans) {
         let (recovered, cost) = e.outcome(vocab.levels, plan.unwrap_or((0, vocab.levels - 1)));
         s.recall += f64::from(u8::from(recovered));
         s.cost += cost as f64;
@@ -387,63 +400,62 @@ impl<A: AutodiffBackend> Task<A> for Rl<'_, A::InnerBackend> {
         let batch: Vec<usize> = order.iter().skip(at * c.batch_size).take(c.batch_size).copied().collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(c.seed.wrapping_mul(7_919).wrapping_add(step as u64));
         let policy = model.valid();
-        let (mut used, mut imitate) = (Vec::new(), None);
-        let (mut terms_sum, mut vanilla_rollouts, mut solve_none, mut hinted, mut imitated) = ([0.0f64; 6], 0usize, 0usize, 0usize, 0usize);
-        for &i in &batch {
-            let e = &self.examples[i];
-            let trace = e.label.map(|l| vocab.trace(l)).unwrap_or_default();
-            let mut rollout = |given: usize| {
-                let features = vec![e.features.as_slice(); c.group_size];
-                let outputs = decode(&policy, &features, &vec![trace[..given].to_vec(); c.group_size], self.max_len, c.temperature, &mut rng);
-                let scored: Vec<_> = outputs.iter().map(|o| score(vocab, &c.reward, e, o)).collect();
-                if given == 0 {
-                    for (r, _) in &scored {
-                        let t = [r.qa, r.cost, r.format, r.length, r.planning_acc, r.total()];
-                        terms_sum.iter_mut().zip(t).for_each(|(s, x)| *s += x);
-                    }
-                    vanilla_rollouts += scored.len();
-                }
-                Rollouts {
-                    rewards: scored.iter().map(|(r, _)| r.total() as f32).collect(),
-                    solved: scored.iter().map(|(_, s)| *s).collect(),
-                    outputs,
-                }
-            };
-            match &mut self.stitch {
-                // Plain GRPO: every vanilla group.
-                None => {
-                    let rollouts = rollout(0);
+        // Every query's vanilla group, sampled together.
+        let vanilla = self.rollouts(&policy, &batch, &vec![Vec::new(); batch.len()], &mut rng);
+        let mut terms_sum = [0.0f64; 6];
+        for r in vanilla.iter().flat_map(|g| &g.1) {
+            let t = [r.qa, r.cost, r.format, r.length, r.planning_acc, r.total()];
+            terms_sum.iter_mut().zip(t).for_each(|(s, x)| *s += x);
+        }
+        let vanilla_rollouts = batch.len() * c.group_size;
+        let mut used = Vec::new();
+        let (mut solve_none, mut hinted, mut imitated) = (0usize, 0usize, 0usize);
+        match &mut self.stitch {
+            // Plain GRPO: every vanilla group.
+            None => {
+                for (&i, (rollouts, _)) in batch.iter().zip(vanilla) {
                     solve_none += usize::from(!rollouts.solvable());
                     used.push(Used { example: i, rollouts, given: 0 });
                 }
-                Some(stitch) => {
-                    // A query without a pseudo-label has no trace to hint or imitate: vanilla only.
-                    let trace_tokens = if e.label.is_some() { trace.len() } else { 0 };
-                    let route = if trace_tokens == 0 {
-                        let r = rollout(0);
-                        if r.solvable() { Route::Vanilla(r) } else { Route::Imitation }
+            }
+            Some(stitch) => {
+                // Step 1: solved vanilla groups are used; the unsolved queries with a trace get a hint.
+                let mut unsolved = Vec::new();
+                for (&i, (rollouts, _)) in batch.iter().zip(vanilla) {
+                    if stitch.record_vanilla(&rollouts.solved) {
+                        used.push(Used { example: i, rollouts, given: 0 });
                     } else {
-                        stitch.route(i, trace_tokens, &mut rollout)
-                    };
-                    match route {
-                        Route::Vanilla(rollouts) => used.push(Used { example: i, rollouts, given: 0 }),
-                        Route::Hinted { hint_tokens, rollouts } => {
-                            solve_none += 1;
-                            hinted += 1;
-                            used.push(Used { example: i, rollouts, given: hint_tokens });
-                        }
-                        Route::Imitation => {
-                            solve_none += 1;
-                            imitated += usize::from(trace_tokens > 0);
-                        }
+                        solve_none += 1;
+                        unsolved.push(i);
+                    }
+                }
+                // A query without a pseudo-label has no trace to hint or imitate.
+                unsolved.retain(|&i| self.examples[i].label.is_some());
+                let traces: Vec<Vec<u32>> = unsolved.iter().map(|&i| vocab.trace(self.examples[i].label.expect("kept"))).collect();
+                let hint = traces.first().map_or(0, |t| stitch.hint_tokens(t.len()));
+                // Step 2: hinted groups, sampled together; step 3: the rest wait for imitation.
+                let prefixes: Vec<Vec<u32>> = traces.iter().map(|t| t[..hint].to_vec()).collect();
+                let groups =
+                    if hint > 0 { Self::sample(self.examples, vocab, c, self.max_len, &policy, &unsolved, &prefixes, &mut rng) } else { Vec::new() };
+                if hint == 0 {
+                    stitch.buffer.extend(&unsolved);
+                    imitated += unsolved.len();
+                }
+                for (&i, (rollouts, _)) in unsolved.iter().zip(groups) {
+                    if stitch.record_hinted(i, &rollouts.solved) {
+                        hinted += 1;
+                        used.push(Used { example: i, rollouts, given: hint });
+                    } else {
+                        imitated += 1;
                     }
                 }
             }
         }
-        if let Some(stitch) = &mut self.stitch {
-            imitate = stitch.imitation_batch();
+        let imitate = self.stitch.as_mut().and_then(Stitch::imitation_batch);
+        let mut terms = Vec::new();
+        if !used.is_empty() {
+            terms.push(("loss/grpo", self.grpo(model, &used)));
         }
-        let mut terms = vec![("loss/grpo", self.grpo(model, &used))];
         if let Some(ids) = &imitate {
             let examples: Vec<&PlanExample> = ids.iter().map(|&i| &self.examples[i]).collect();
             terms.push(("loss/imitation", imitation(model, vocab, &examples)));
@@ -457,8 +469,11 @@ impl<A: AutodiffBackend> Task<A> for Rl<'_, A::InnerBackend> {
                 .collect();
         scalars.extend([("solve_none", solve_none as f64 / q), ("hinted_share", hinted as f64 / q), ("imitation_share", imitated as f64 / q)]);
         if let Some(stitch) = &self.stitch {
-            scalars.push(("stitch/success_rate", stitch.success_rate()));
-            scalars.push(("stitch/imitation_step", f64::from(u8::from(imitate.is_some()))));
+            scalars.extend([
+                ("stitch/success_rate", stitch.success_rate()),
+                ("stitch/hint_fraction", stitch.hint_fraction),
+                ("stitch/imitation_step", f64::from(u8::from(imitate.is_some()))),
+            ]);
         }
         Ok(Step { terms, scalars, context: format!("RL batch {at} of epoch {epoch}") })
     }
@@ -480,12 +495,54 @@ impl<A: AutodiffBackend> Task<A> for Rl<'_, A::InnerBackend> {
 }
 
 impl<I: Backend> Rl<'_, I> {
-    /// -J of eq. 3 over the used groups (their rollouts together; each group normalised on its own).
+    /// A group of G rollouts per query of `queries`, each after its prefix, all sampled together.
+    fn rollouts(
+        &self,
+        policy: &Planner<I>,
+        queries: &[usize],
+        prefixes: &[Vec<u32>],
+        rng: &mut impl Rng,
+    ) -> Vec<(Rollouts<Vec<u32>>, Vec<arbor_losses::Reward>)> {
+        Self::sample(self.examples, self.vocab, self.config, self.max_len, policy, queries, prefixes, rng)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn sample(
+        examples: &[PlanExample],
+        vocab: PlanVocab,
+        c: &PlannerTraining,
+        max_len: usize,
+        policy: &Planner<I>,
+        queries: &[usize],
+        prefixes: &[Vec<u32>],
+        rng: &mut impl Rng,
+    ) -> Vec<(Rollouts<Vec<u32>>, Vec<arbor_losses::Reward>)> {
+        if queries.is_empty() {
+            return Vec::new();
+        }
+        let g = c.group_size;
+        let features: Vec<&[f32]> = queries.iter().flat_map(|&i| std::iter::repeat_n(examples[i].features.as_slice(), g)).collect();
+        let starts: Vec<Vec<u32>> = prefixes.iter().flat_map(|p| std::iter::repeat_n(p.clone(), g)).collect();
+        let outputs = decode(policy, &features, &starts, max_len, c.temperature, rng);
+        queries
+            .iter()
+            .zip(outputs.chunks(g))
+            .map(|(&i, group)| {
+                let scored: Vec<_> = group.iter().map(|o| score(vocab, &c.reward, &examples[i], o)).collect();
+                let rollouts = Rollouts {
+                    outputs: group.to_vec(),
+                    rewards: scored.iter().map(|(r, _)| r.total() as f32).collect(),
+                    solved: scored.iter().map(|(_, s)| *s).collect(),
+                };
+                (rollouts, scored.into_iter().map(|(r, _)| r).collect())
+            })
+            .collect()
+    }
+
+    /// -J of eq. 3 over the used groups, at least one (their rollouts together; each group normalised on
+    /// its own).
     fn grpo<A: AutodiffBackend<InnerBackend = I>>(&self, model: &Planner<A>, used: &[Used]) -> Tensor<A, 1> {
         let device = model.output.weight.device();
-        if used.is_empty() {
-            return Tensor::zeros([1], &device);
-        }
         let outputs: Vec<Vec<u32>> = used.iter().flat_map(|u| u.rollouts.outputs.iter().cloned()).collect();
         let given: Vec<usize> = used.iter().flat_map(|u| vec![u.given; u.rollouts.outputs.len()]).collect();
         let features: Vec<f32> =

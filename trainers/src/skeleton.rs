@@ -46,7 +46,7 @@ impl Settings {
 
 /// What one step of a task computed.
 pub struct Step<B: Backend> {
-    /// Named loss terms; the loss is their sum.
+    /// Named loss terms; the loss is their sum (none: nothing to learn from this step, no update).
     pub terms: Vec<(&'static str, Tensor<B, 1>)>,
     /// Other figures of the step to log (rewards, ratios).
     pub scalars: Vec<(&'static str, f64)>,
@@ -125,7 +125,6 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
     let lr_names: Vec<String> = groups.iter().map(|g| format!("lr/{}", g.name)).collect();
     for step in start..total {
         let Step { terms, scalars, context } = task.step(&model, step)?;
-        anyhow::ensure!(!terms.is_empty(), "step {}: the task gave no loss term", step + 1);
         let mut logged = Vec::with_capacity(terms.len() + scalars.len() + groups.len() + 4);
         for (name, term) in &terms {
             let v: f32 = term.clone().into_scalar().elem();
@@ -138,12 +137,14 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
             logged.push(("loss/total", logged.iter().map(|(_, v)| v).sum()));
         }
         logged.extend(scalars);
-        let loss = terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b).expect("not empty");
         let factor = settings.schedule(step, total);
-        let mut grads = loss.backward();
-        let params: Vec<GradientsParams> = groups.iter().map(|g| (g.params)(&mut grads, &model)).collect();
-        for ((group, optim), params) in groups.iter().zip(&mut optims).zip(params) {
-            model = optim.step(group.lr * factor, model, params);
+        // A step without a loss term has nothing to learn from (no GRPO group was usable): no update.
+        if let Some(loss) = terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b) {
+            let mut grads = loss.backward();
+            let params: Vec<GradientsParams> = groups.iter().map(|g| (g.params)(&mut grads, &model)).collect();
+            for ((group, optim), params) in groups.iter().zip(&mut optims).zip(params) {
+                model = optim.step(group.lr * factor, model, params);
+            }
         }
         logged.extend(groups.iter().zip(&lr_names).map(|(g, name)| (name.as_str(), g.lr * factor)));
         logged.extend(task.monitor(&model));

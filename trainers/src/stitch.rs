@@ -84,25 +84,42 @@ impl Stitch {
     }
 
     /// Routes query `example`, whose expert trace has `trace_tokens` tokens: `rollout(hint_tokens)`
-    /// samples a group (0: vanilla). The vanilla group counts toward the success rate.
+    /// samples a group (0: vanilla). A trainer that samples a whole batch's groups at once calls the
+    /// steps itself: [`Stitch::record_vanilla`], then for an unsolved query [`Stitch::hint_tokens`] and
+    /// [`Stitch::record_hinted`].
     pub fn route<O>(&mut self, example: usize, trace_tokens: usize, mut rollout: impl FnMut(usize) -> Rollouts<O>) -> Route<O> {
         let vanilla = rollout(0);
-        self.rollouts += vanilla.solved.len() as u64;
-        self.solved += vanilla.solved.iter().filter(|&&s| s).count() as u64;
-        if vanilla.solvable() {
+        if self.record_vanilla(&vanilla.solved) {
             return Route::Vanilla(vanilla);
         }
         let hint_tokens = self.hint_tokens(trace_tokens);
         if hint_tokens > 0 {
             let hinted = rollout(hint_tokens);
-            let share = hinted.solved.iter().filter(|&&s| s).count() as f64 / hinted.solved.len().max(1) as f64;
-            self.hint_fraction = (self.hint_fraction - Self::STEP * (share - Self::TARGET)).clamp(0.0, 1.0);
-            if hinted.solvable() {
+            if self.record_hinted(example, &hinted.solved) {
                 return Route::Hinted { hint_tokens, rollouts: hinted };
             }
+        } else {
+            self.buffer.push(example);
         }
-        self.buffer.push(example);
         Route::Imitation
+    }
+
+    /// Counts a vanilla group toward the success rate; whether it solved its query.
+    pub fn record_vanilla(&mut self, solved: &[bool]) -> bool {
+        self.rollouts += solved.len() as u64;
+        self.solved += solved.iter().filter(|&&s| s).count() as u64;
+        solved.contains(&true)
+    }
+
+    /// Moves the hint fraction by a hinted group's success; an unsolved query goes to the imitation
+    /// buffer. Whether the group solved its query.
+    pub fn record_hinted(&mut self, example: usize, solved: &[bool]) -> bool {
+        let share = solved.iter().filter(|&&s| s).count() as f64 / solved.len().max(1) as f64;
+        self.hint_fraction = (self.hint_fraction - Self::STEP * (share - Self::TARGET)).clamp(0.0, 1.0);
+        if !solved.contains(&true) {
+            self.buffer.push(example);
+        }
+        solved.contains(&true)
     }
 
     /// The buffered queries for one imitation (SFT) step, when there are `buffer_size` of them; the buffer

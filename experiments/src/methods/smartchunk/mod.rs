@@ -9,24 +9,29 @@
 //! | `DirectlyEncode` | "w/o E (directly encode)": the encoder over the chunk's text, truncated where it stops reading |
 //! | `Summarize` | "w/o E (summarize)": the encoder over the chunk's summary (extractive here) |
 //!
-//! `plan: AllLevels` is the paper's "w/o P" row; `Levels(lo, hi)` a fixed range. Level-0 chunks are the
+//! `plan: AllLevels` is the paper's "w/o P" row; `Levels(lo, hi)` a fixed range; `Planner(..)` the trained
+//! planner's plan per query (its pseudo-labels, training and Table 5 scores: [`plan`]). Level-0 chunks are the
 //! run's leaf units with their encoder vectors in every row.
 
+mod plan;
 mod train;
 
 use std::borrow::Cow;
 
-use arbor_datasets::Span;
 use arbor_datasets::headings::derive_sections;
+use arbor_datasets::{Document, Section, Span};
 use arbor_eval::QueryInput;
 use arbor_eval::index::Chunks;
 use arbor_eval::level_retrieval::LevelRetriever;
 use arbor_eval::levels::{Levels, structure_keys};
-use arbor_models::compressor::CompressorConfig;
+use arbor_models::DefaultBackend;
+use arbor_models::compressor::{Compressor, CompressorConfig};
 use arbor_trainers::compressor::CompressorTraining;
 use serde::{Deserialize, Serialize};
 
 use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+pub use plan::PlannerSettings;
+
 use crate::cache::key;
 use crate::summaries::SummariserConfig;
 
@@ -103,6 +108,8 @@ pub enum PlanConfig {
     AllLevels,
     /// Levels `lo..=hi` for every query.
     Levels(usize, usize),
+    /// The trained planner's plan for each query.
+    Planner(PlannerSettings),
 }
 
 impl SmartChunkConfig {
@@ -128,9 +135,11 @@ impl MethodSpec for SmartChunkConfig {
             ChunkEmbedding::DirectlyEncode => "w/o E, directly encode".to_owned(),
             ChunkEmbedding::Summarize => "w/o E, summarize".to_owned(),
         };
-        let plan = match self.plan {
+        let plan = match &self.plan {
             PlanConfig::AllLevels => "w/o P, all levels".to_owned(),
             PlanConfig::Levels(lo, hi) => format!("levels {lo}-{hi}"),
+            PlanConfig::Planner(p) if *p == PlannerSettings::default() => "planner".to_owned(),
+            PlanConfig::Planner(p) => format!("planner {:?} {}", p.training.strategy, &key(p)[..6]),
         };
         format!("SmartChunk ({levels}, {embed}, {plan})")
     }
@@ -154,54 +163,82 @@ impl MethodSpec for SmartChunkConfig {
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
         let docs = &ctx.corpus.documents;
-        let mut levels: Vec<Option<Levels>> = vec![None; docs.len()];
-        for &d in ctx.docs {
-            levels[d] = Some(hierarchy(ctx, &self.levels, d));
-        }
-        let uppers = upper_chunks(&levels);
-        let (upper_vectors, model) = match &self.embed {
-            ChunkEmbedding::DirectlyEncode => {
-                let text = |c: usize| uppers.text(ctx.corpus, c).to_owned();
-                (ctx.chunk_vectors(&("smartchunk direct", &self.levels), &uppers, &text)?, None)
-            }
-            ChunkEmbedding::Summarize => {
-                let summariser = self.summariser.open(ctx.corpus, ctx.leaves, ctx.unit_vectors()?, ctx.cache.root.join("summaries-needed.jsonl"))?;
-                let vectors = train::summary_vectors(ctx, &*summariser, &uppers, ctx.docs, self.summary_tokens, &self.levels)?;
-                (vectors, None)
-            }
+        let levels: Vec<Option<Levels>> = (0..docs.len()).map(|d| ctx.docs.contains(&d).then(|| hierarchy(ctx, &self.levels, d))).collect();
+        let mut models = Vec::new();
+        let compressor = match &self.embed {
             ChunkEmbedding::Compress(settings) => {
                 let (compressor, record) = train::compressor(ctx, self, settings)?;
-                let unit_vectors = ctx.unit_vectors()?;
-                (train::compressed(ctx, &compressor, &levels, &uppers, unit_vectors, settings.training.batch_size), Some(record))
+                models.push(record);
+                Some(compressor)
             }
+            _ => None,
         };
-        let unit_vectors = ctx.unit_vectors()?;
-        let embeddings: Vec<Vec<Vec<f32>>> = (0..docs.len())
-            .map(|d| match &levels[d] {
-                None => Vec::new(),
-                Some(_) => {
-                    let units = ctx.leaves.units.by_doc[d].clone();
-                    units.map(|u| unit_vectors[u].clone()).chain(uppers.by_doc[d].clone().map(|c| upper_vectors[c].clone())).collect::<Vec<_>>()
-                }
-            })
-            .collect();
-        debug_assert!(levels.iter().zip(&embeddings).all(|(l, e)| l.as_ref().is_none_or(|l| l.chunks.len() == e.len())));
+        let embeddings = embed_levels(ctx, self, &levels, ctx.docs, ctx.unit_vectors()?, compressor.as_ref())?;
         let top = self.level_count() - 1;
-        let (lo, hi) = match self.plan {
-            PlanConfig::AllLevels => (0, top),
-            PlanConfig::Levels(lo, hi) => (lo, hi),
-        };
-        let retriever = LevelRetriever {
+        let mut retriever = LevelRetriever {
             name: self.label(),
             levels,
             embeddings,
             leaves: Cow::Borrowed(&ctx.leaves.units),
-            plan: Box::new(move |_: &QueryInput| (lo, hi)),
+            plan: Box::new(move |_: &QueryInput| (0, top)),
             scope: ctx.scope,
         };
-        let details = describe(&retriever, ctx);
-        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, model, details: Some(details) })
+        let mut details = String::new();
+        match &self.plan {
+            PlanConfig::AllLevels => {}
+            &PlanConfig::Levels(lo, hi) => retriever.plan = Box::new(move |_: &QueryInput| (lo, hi)),
+            PlanConfig::Planner(settings) => {
+                let planned = plan::planned(ctx, self, settings, &retriever, compressor.as_ref())?;
+                models.push(planned.record);
+                details = format!("; planner ({}): {}", planned.describe, planned.scores);
+                let by_query = planned.plans;
+                retriever.plan = Box::new(move |q: &QueryInput| by_query.get(&(q.text.clone(), q.docs.clone())).copied().unwrap_or((0, top)));
+            }
+        }
+        let details = describe(&retriever, ctx) + &details;
+        // One trained model is recorded per method row: the planner's when there is one (it names the
+        // compressor it was trained over), else the compressor's.
+        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, model: models.pop(), details: Some(details) })
     }
+}
+
+/// Each document's chunk embeddings under `config.embed` (its units' vectors, then the chunks above in
+/// hierarchy order) for `docs` (others empty); `unit_vectors` by global unit index.
+pub(crate) fn embed_levels(
+    ctx: &Context,
+    config: &SmartChunkConfig,
+    levels: &[Option<Levels>],
+    docs: &[usize],
+    unit_vectors: &[Vec<f32>],
+    compressor: Option<&Compressor<DefaultBackend>>,
+) -> anyhow::Result<Vec<Vec<Vec<f32>>>> {
+    let uppers = upper_chunks(levels);
+    let upper_vectors = match (&config.embed, compressor) {
+        (ChunkEmbedding::DirectlyEncode, _) => {
+            let dir = ctx.cache.dir("chunks", &key(&(&ctx.keys.encoder, ("smartchunk direct", &config.levels))))?;
+            let text = |c: usize| uppers.text(ctx.corpus, c).to_owned();
+            ctx.cache.chunk_embeddings(&dir, ctx.encoder, &uppers, ctx.keys, docs, ctx.encoder_config.batch_size, &text)?
+        }
+        (ChunkEmbedding::Summarize, _) => {
+            let summariser = config.summariser.open(ctx.corpus, ctx.leaves, unit_vectors, ctx.cache.root.join("summaries-needed.jsonl"))?;
+            train::summary_vectors(ctx, &*summariser, &uppers, docs, config.summary_tokens, &config.levels)?
+        }
+        (ChunkEmbedding::Compress(settings), Some(compressor)) => {
+            train::compressed(ctx, compressor, levels, &uppers, unit_vectors, settings.training.batch_size)
+        }
+        (ChunkEmbedding::Compress(_), None) => anyhow::bail!("SmartChunk: the compressor was not trained"),
+    };
+    Ok(levels
+        .iter()
+        .enumerate()
+        .map(|(d, l)| match l {
+            None => Vec::new(),
+            Some(_) => {
+                let units = ctx.leaves.units.by_doc[d].clone();
+                units.map(|u| unit_vectors[u].clone()).chain(uppers.by_doc[d].clone().map(|c| upper_vectors[c].clone())).collect()
+            }
+        })
+        .collect())
 }
 
 /// Document `d`'s hierarchy under `scheme`, over the run's leaf units.
@@ -212,14 +249,18 @@ pub(crate) fn hierarchy(ctx: &Context, scheme: &LevelScheme, d: usize) -> Levels
     match scheme {
         LevelScheme::Tokens(sizes) => Levels::by_tokens(&leaves, sizes),
         LevelScheme::Structure => {
-            let doc = &ctx.corpus.documents[d];
-            let sections: Vec<Span> = match doc.sections.is_empty() {
-                false => doc.sections.iter().map(|s| s.span()).collect(),
-                true => derive_sections(&doc.text).iter().map(|s| s.span()).collect(),
-            };
+            let sections: Vec<Span> = sections(&ctx.corpus.documents[d]).iter().map(|s| s.span()).collect();
             let with_paragraphs: Vec<(Span, usize)> = seg.units.iter().map(|u| (u.span, u.paragraph)).collect();
             Levels::by_structure(&leaves, &structure_keys(&with_paragraphs, &sections))
         }
+    }
+}
+
+/// A document's sections: given, or derived from its heading lines.
+pub(crate) fn sections(doc: &Document) -> Vec<Section> {
+    match doc.sections.is_empty() {
+        false => doc.sections.clone(),
+        true => derive_sections(&doc.text),
     }
 }
 
