@@ -283,17 +283,24 @@ fn smartchunk_builds_levels_and_its_three_embeddings_on_the_fixture() {
     let row = |i: usize| &report.methods[i];
     // The units alone are flat retrieval, to the last digit.
     assert_eq!(row(1).metrics, row(0).metrics);
-    for i in 2..5 {
+    for i in 2..6 {
         let m = row(i);
         assert!(m.details.contains("chunks per document by level (unit first): 64.5 / 36.5 / 17.5 / 9.0 / 4.5 / 1.0"), "{}", m.details);
-        assert!(m.details.contains("116.6 chunks scored per query"), "{}", m.details);
         // Larger chunks come back: more text handed on, more of the gold found (the fixture's questions
         // are answered in single sentences, so character IE falls).
         assert!(m.tokens_per_query > row(0).tokens_per_query && m.metrics.recall[2] > row(0).metrics.recall[2], "{}", m.name);
     }
-    // The compressor trained once in the cache (the run folder here) and is recorded in models.json.
+    for i in 2..5 {
+        assert!(row(i).details.contains("116.6 chunks scored per query"), "every level: {}", row(i).details);
+    }
+    // The planner learned the pseudo-labels' format and plans narrower than every level.
+    let planned = &row(5).details;
+    assert!(planned.contains("planner (Sft") && planned.contains("format 100.0 %"), "{planned}");
+    assert!(!planned.contains("116.6 chunks scored per query"), "{planned}");
+    // The compressor trained once in the cache (the run folder here), the planner over it; models.json
+    // records the planner of the planner's row and the compressor of the others.
     let trained: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("train-")).collect();
-    assert_eq!(trained.len(), 1);
+    assert_eq!(trained.len(), 2);
     let models = std::fs::read_to_string(dir.join("models.json")).unwrap();
-    assert!(models.contains("compressor") && models.contains(&*trained[0].file_name().to_string_lossy()), "{models}");
+    assert!(trained.iter().all(|t| models.contains(&*t.file_name().to_string_lossy())), "{models}");
 }
