@@ -15,7 +15,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Bool, ElementConversion, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use crate::data::epoch_order;
+use crate::data::step_batch;
 use crate::skeleton::{self, Group, Settings, Step, Task};
 
 /// One chunk: its parts' embeddings (its leaf units', in text order) and its summary's embedding.
@@ -130,10 +130,8 @@ impl<B: AutodiffBackend> Task<B> for Compression<'_> {
     }
 
     fn step(&mut self, model: &Compressor<B>, step: usize) -> anyhow::Result<Step<B>> {
-        let per_epoch = Task::<B>::steps_per_epoch(self);
-        let (epoch, at) = (step / per_epoch, step % per_epoch);
-        let order = epoch_order(self.train.len(), self.seed, epoch);
-        let batch: Vec<&CompressionExample> = order.iter().skip(at * self.batch_size).take(self.batch_size).map(|&i| &self.train[i]).collect();
+        let (epoch, at, batch) = step_batch(self.train.len(), self.batch_size, self.seed, step);
+        let batch: Vec<&CompressionExample> = batch.into_iter().map(|i| &self.train[i]).collect();
         let terms = vec![("loss/comp", loss(model, &batch))];
         Ok(Step { terms, scalars: Vec::new(), context: format!("batch {at} of epoch {epoch}") })
     }

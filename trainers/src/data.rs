@@ -60,6 +60,14 @@ pub fn epoch_order(n: usize, seed: u64, epoch: usize) -> Vec<usize> {
     order
 }
 
+/// Step `step`'s batch of `n` items visited `batch_size` at a time in [`epoch_order`]: its epoch, its
+/// place in the epoch, and the items.
+pub fn step_batch(n: usize, batch_size: usize, seed: u64, step: usize) -> (usize, usize, Vec<usize>) {
+    let per_epoch = n.div_ceil(batch_size);
+    let (epoch, at) = (step / per_epoch, step % per_epoch);
+    (epoch, at, epoch_order(n, seed, epoch).into_iter().skip(at * batch_size).take(batch_size).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

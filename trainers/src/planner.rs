@@ -31,7 +31,7 @@ use burn::tensor::{Bool, Int, Tensor, TensorData};
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::data::epoch_order;
+use crate::data::step_batch;
 use crate::skeleton::{self, Group, Settings, Step, Task};
 use crate::stitch::{Rollouts, Stitch};
 
@@ -350,10 +350,8 @@ impl<B: AutodiffBackend> Task<B> for Sft<'_> {
     }
 
     fn step(&mut self, model: &Planner<B>, step: usize) -> anyhow::Result<Step<B>> {
-        let per_epoch = Task::<B>::steps_per_epoch(self);
-        let (epoch, at) = (step / per_epoch, step % per_epoch);
-        let order = epoch_order(self.examples.len(), self.seed, epoch);
-        let batch: Vec<&PlanExample> = order.iter().skip(at * self.batch_size).take(self.batch_size).map(|&i| self.examples[i]).collect();
+        let (epoch, at, batch) = step_batch(self.examples.len(), self.batch_size, self.seed, step);
+        let batch: Vec<&PlanExample> = batch.into_iter().map(|i| self.examples[i]).collect();
         Ok(Step {
             terms: vec![("loss/sft", imitation(model, self.vocab, &batch))],
             scalars: Vec::new(),
@@ -394,10 +392,7 @@ impl<A: AutodiffBackend> Task<A> for Rl<'_, A::InnerBackend> {
 
     fn step(&mut self, model: &Planner<A>, step: usize) -> anyhow::Result<Step<A>> {
         let (c, vocab) = (self.config, self.vocab);
-        let per_epoch = Task::<A>::steps_per_epoch(self);
-        let (epoch, at) = (step / per_epoch, step % per_epoch);
-        let order = epoch_order(self.examples.len(), c.seed, epoch);
-        let batch: Vec<usize> = order.iter().skip(at * c.batch_size).take(c.batch_size).copied().collect();
+        let (epoch, at, batch) = step_batch(self.examples.len(), c.batch_size, c.seed, step);
         let mut rng = rand::rngs::StdRng::seed_from_u64(c.seed.wrapping_mul(7_919).wrapping_add(step as u64));
         let policy = model.valid();
         // Every query's vanilla group, sampled together.

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Context, MethodSpec, SmartChunkConfig, embed_levels, hierarchy, sections};
 use crate::cache::key;
-use crate::progress::bar;
+use crate::progress::{bar, with_bar};
 use crate::trained::{Located, TrainedModel};
 
 /// `Planner((training: (strategy: Stitch)))` in an experiment file.
@@ -135,20 +135,17 @@ pub(super) fn planned(
                 (holdout.into_iter().map(|e| e.1).collect(), train.into_iter().map(|e| e.1).collect());
             let labelled = train.iter().filter(|e| e.label.is_some()).count();
             eprintln!("training the planner on {} queries ({labelled} with a pseudo-label; {} held back)", train.len(), holdout.len());
-            let pb = bar(0, "training the planner");
-            let planner = arbor_trainers::planner::train::<Autodiff<DefaultBackend>>(
-                &settings.training,
-                &settings.model,
-                vocab,
-                &train,
-                &holdout,
-                &dir,
-                &mut |done, total| {
-                    pb.set_length(total as u64);
-                    pb.set_position(done as u64);
-                },
-            )?;
-            pb.finish_and_clear();
+            let planner = with_bar("training the planner", |progress| {
+                arbor_trainers::planner::train::<Autodiff<DefaultBackend>>(
+                    &settings.training,
+                    &settings.model,
+                    vocab,
+                    &train,
+                    &holdout,
+                    &dir,
+                    progress,
+                )
+            })?;
             planner
         }
     };

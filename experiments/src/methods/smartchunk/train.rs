@@ -12,7 +12,7 @@ use burn::backend::Autodiff;
 
 use super::{CompressSettings, Context, MethodSpec, SmartChunkConfig, hierarchy, upper_chunks};
 use crate::cache::key;
-use crate::progress::bar;
+use crate::progress::with_bar;
 use crate::summaries::Summariser;
 use crate::trained::{Located, TrainedModel};
 
@@ -105,19 +105,16 @@ pub(super) fn compressor(
     let holdout: Vec<CompressionExample> = by_doc.split_off(by_doc.len() - held).into_iter().flatten().collect();
     let examples: Vec<CompressionExample> = by_doc.into_iter().flatten().collect();
     eprintln!("training the compressor on {} chunks of {} documents ({} held back)", examples.len(), train_docs.len() - held, holdout.len());
-    let pb = bar(0, "training the compressor");
-    let model = arbor_trainers::compressor::train::<Autodiff<DefaultBackend>>(
-        &settings.training,
-        &settings.model,
-        d_input,
-        &examples,
-        &holdout,
-        &dir,
-        &mut |done, total| {
-            pb.set_length(total as u64);
-            pb.set_position(done as u64);
-        },
-    )?;
-    pb.finish_and_clear();
+    let model = with_bar("training the compressor", |progress| {
+        arbor_trainers::compressor::train::<Autodiff<DefaultBackend>>(
+            &settings.training,
+            &settings.model,
+            d_input,
+            &examples,
+            &holdout,
+            &dir,
+            progress,
+        )
+    })?;
     Ok((model, record))
 }

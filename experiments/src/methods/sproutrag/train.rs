@@ -21,7 +21,7 @@ use burn::backend::Autodiff;
 use super::SproutRagConfig;
 use crate::cache::key;
 use crate::methods::Context;
-use crate::progress::bar;
+use crate::progress::{bar, with_bar};
 use crate::trained::Located;
 
 /// The gold snippets of the queries of `split`, by document: what `MergePairs::Evidence` pairs units by.
@@ -82,20 +82,9 @@ pub(super) fn train_head_weights(
         .collect();
     pb.finish_and_clear();
     let holdout = docs.split_off(docs.len().saturating_sub(training.holdout_docs).max(1));
-    let pb = bar(0, "learning head weights");
-    let aggregator = arbor_trainers::head_weights::train::<Autodiff<DefaultBackend>>(
-        training,
-        shape,
-        config.aggregation,
-        &docs,
-        &holdout,
-        &train_dir,
-        &mut |done, total| {
-            pb.set_length(total as u64);
-            pb.set_position(done as u64);
-        },
-    )?;
-    pb.finish_and_clear();
+    let aggregator = with_bar("learning head weights", |progress| {
+        arbor_trainers::head_weights::train::<Autodiff<DefaultBackend>>(training, shape, config.aggregation, &docs, &holdout, &train_dir, progress)
+    })?;
     Ok((aggregator, train_dir))
 }
 
@@ -179,23 +168,9 @@ pub(super) fn train_model(
         eprintln!("note: {skipped} training queries have gold text in no unit of their document and are left out");
     }
     let holdout = docs.split_off(docs.len().saturating_sub(training.holdout_docs).max(1));
-    let pb = bar(0, "training");
-    let model = arbor_trainers::sproutrag::train(
-        training,
-        &config.model,
-        config.aggregation,
-        dims,
-        pretrained,
-        corpus,
-        &docs,
-        &holdout,
-        &train_dir,
-        &mut |done, total| {
-            pb.set_length(total as u64);
-            pb.set_position(done as u64);
-        },
-    )?;
-    pb.finish_and_clear();
+    let model = with_bar("training", |progress| {
+        arbor_trainers::sproutrag::train(training, &config.model, config.aggregation, dims, pretrained, corpus, &docs, &holdout, &train_dir, progress)
+    })?;
     Ok((model, train_dir))
 }
 
