@@ -159,7 +159,7 @@ fn every_shipped_sweep_expands() {
         }
     }
     assert!(seen >= 7, "{seen} sweep files");
-    for file in arbor_ablations::reproduce::SWEEPS {
+    for file in arbor_ablations::reproduce::SWEEPS.iter().chain(&[arbor_ablations::reproduce::LEGALBENCH_FULL]) {
         assert!(dir.join(file).is_file(), "reproduce needs {file}");
     }
 }
