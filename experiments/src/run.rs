@@ -118,8 +118,13 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
             Some(key) => *index_ms.entry(key).or_insert(ms),
             None => ms,
         };
-        let Built { retriever, queries: query_vectors, model, details } = built;
-        models.extend(model);
+        let Built { retriever, queries: query_vectors, models: used, details } = built;
+        // A model several rows use (one compressor under several plans) is listed once.
+        for m in used {
+            if !models.contains(&m) {
+                models.push(m);
+            }
+        }
         let mut queries = queries.clone();
         let vectors = match query_vectors {
             QueryVectors::None => None,

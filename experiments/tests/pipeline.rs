@@ -303,4 +303,11 @@ fn smartchunk_builds_levels_and_its_three_embeddings_on_the_fixture() {
     assert_eq!(trained.len(), 2);
     let models = std::fs::read_to_string(dir.join("models.json")).unwrap();
     assert!(trained.iter().all(|t| models.contains(&*t.file_name().to_string_lossy())), "{models}");
+    // `evaluate --from` the run finds both models (the out-of-domain rows are made this way) and scores
+    // the same.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (_, again) = evaluate_only(&exp, elsewhere.path(), Some(&dir), None).unwrap();
+    for (a, b) in report.methods.iter().zip(&again.methods) {
+        assert_eq!(a.metrics, b.metrics, "{}", a.name);
+    }
 }

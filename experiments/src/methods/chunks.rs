@@ -157,6 +157,6 @@ impl MethodSpec for Chunking {
             chunks.spans.iter().map(|s| ctx.leaves.tokens.count(*s)).sum::<usize>() as f64 / n.max(1) as f64
         );
         let retriever = FlatDense { name: MethodSpec::label(self), chunks, embeddings: vectors, scope: ctx.scope };
-        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, model: None, details: Some(details) })
+        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
     }
 }

@@ -23,6 +23,6 @@ impl MethodSpec for Flat {
         let embeddings = ctx.unit_vectors()?;
         let retriever =
             FlatDense { name: self.label(), chunks: Cow::Borrowed(&ctx.leaves.units), embeddings: Cow::Borrowed(embeddings), scope: ctx.scope };
-        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, model: None, details: None })
+        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: None })
     }
 }

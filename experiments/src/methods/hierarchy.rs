@@ -78,6 +78,6 @@ impl MethodSpec for HierarchyConfig {
             ratio: self.ratio,
             scope: ctx.scope,
         };
-        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, model: None, details: Some(details) })
+        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
     }
 }

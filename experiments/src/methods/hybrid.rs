@@ -54,6 +54,6 @@ impl MethodSpec for HybridConfig {
             depth: self.depth.unwrap_or(usize::MAX),
             scope: ctx.scope,
         };
-        Ok(Built { retriever: Box::new(fusion), queries: QueryVectors::Encoder, model: None, details: None })
+        Ok(Built { retriever: Box::new(fusion), queries: QueryVectors::Encoder, models: Vec::new(), details: None })
     }
 }

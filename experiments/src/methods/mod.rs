@@ -138,8 +138,8 @@ pub struct Built<'a> {
     pub retriever: Box<dyn Retriever + 'a>,
     /// How the method embeds queries.
     pub queries: QueryVectors,
-    /// The trained model it uses, if any (recorded in the run's models.json).
-    pub model: Option<TrainedModel>,
+    /// The trained models it uses (recorded in the run's models.json).
+    pub models: Vec<TrainedModel>,
     /// What it built, in a sentence for the report.
     pub details: Option<String>,
 }

@@ -150,7 +150,7 @@ impl MethodSpec for RaptorConfig {
             RaptorSearchConfig::Traversal { top_k } => RaptorSearch::Traversal { top_k },
         };
         let retriever = RaptorRetriever { name: self.label(), trees, leaves: Cow::Owned(leaves), search, scope: ctx.scope };
-        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, model: None, details: Some(details) })
+        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
     }
 }
 

@@ -196,9 +196,7 @@ impl MethodSpec for SmartChunkConfig {
             }
         }
         let details = describe(&retriever, ctx) + &details;
-        // One trained model is recorded per method row: the planner's when there is one (it names the
-        // compressor it was trained over), else the compressor's.
-        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, model: models.pop(), details: Some(details) })
+        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models, details: Some(details) })
     }
 }
 

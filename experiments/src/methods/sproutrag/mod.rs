@@ -215,7 +215,12 @@ impl MethodSpec for SproutRagConfig {
                     };
                     (leaves, e.dim(), M::Sparse(links.edges))
                 })?;
-                Ok(Built { retriever: Box::new(retriever(trees)), queries: QueryVectors::Encoder, model: model_dir.map(record), details: None })
+                Ok(Built {
+                    retriever: Box::new(retriever(trees)),
+                    queries: QueryVectors::Encoder,
+                    models: model_dir.map(record).into_iter().collect(),
+                    details: None,
+                })
             }
             (AttentionSource::Sllm, Some(training)) => {
                 let (model, model_dir) = train::train_model(ctx, &label, self, training)?;
@@ -249,7 +254,7 @@ impl MethodSpec for SproutRagConfig {
                 Ok(Built {
                     retriever: Box::new(retriever(trees)),
                     queries: QueryVectors::Own(vectors),
-                    model: Some(record(model_dir)),
+                    models: vec![record(model_dir)],
                     details: None,
                 })
             }
