@@ -5,7 +5,7 @@
 //! R_QA          = 1 if retrieval within the planned levels recovers the gold evidence, else 0
 //! R_Cost        = -alpha * ChunkCost          (the chunks built and scored for the plan)
 //! R_Format      = gamma if the output parses as a plan, else 0
-//! R_Length      = -beta_len * ReLU(len - L_max)
+//! R_Length      = -beta_len * ReLU(len - L_max)    (outputs that parse)
 //! R_PlanningAcc = w_acc * |plan ∩ label| / |plan ∪ label|   (the level ranges as integer intervals)
 //! ```
 //!
@@ -13,6 +13,11 @@
 //! is graded, the intersection over union of the planned and the pseudo-label's level ranges, so a plan
 //! one level off still earns part. An output that does not parse earns no R_QA and no R_PlanningAcc, and
 //! pays the cost of the fallback, retrieval over every level.
+//!
+//! R_Length counts only for outputs that parse. Charged on unparsed ones too (the paper's formula read
+//! literally), it ranks a group of unparsed rollouts by length alone, and GRPO then teaches the policy to
+//! stop early: on legalbench-rag-mini (89 training queries) an SFT policy that wrote the format 95 % of the
+//! time greedily lost it entirely within 6 GRPO steps that way.
 
 /// The reward's weights (experiment file: `planner.training.reward`).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -53,10 +58,10 @@ impl Reward {
 
 /// R of one rollout; `fallback_cost` is the cost of retrieving over every level, `label` the pseudo-label.
 pub fn planner_reward(w: &RewardWeights, outcome: &PlanOutcome, fallback_cost: usize, label: Option<(usize, usize)>) -> Reward {
-    let length = -w.beta_len * outcome.tokens.saturating_sub(w.l_max) as f64;
     let Some(plan) = outcome.plan else {
-        return Reward { cost: -w.alpha * fallback_cost as f64, length, ..Reward::default() };
+        return Reward { cost: -w.alpha * fallback_cost as f64, ..Reward::default() };
     };
+    let length = -w.beta_len * outcome.tokens.saturating_sub(w.l_max) as f64;
     Reward {
         qa: if outcome.recovered { 1.0 } else { 0.0 },
         cost: -w.alpha * outcome.chunk_cost as f64,
@@ -98,7 +103,10 @@ mod tests {
     fn an_unparsed_plan_pays_the_fallback_and_earns_nothing() {
         let garbled = PlanOutcome { plan: None, recovered: true, chunk_cost: 0, tokens: 9 };
         let r = planner_reward(&W, &garbled, 100, Some((0, 0)));
-        assert_eq!(r, Reward { cost: -1.0, length: -0.05, ..Reward::default() });
+        assert_eq!(r, Reward { cost: -1.0, ..Reward::default() });
+        // Unparsed outputs of any length earn the same: length alone does not rank them.
+        let longer = PlanOutcome { tokens: 10, ..garbled };
+        assert_eq!(planner_reward(&W, &longer, 100, None), r);
     }
 
     #[test]

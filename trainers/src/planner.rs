@@ -92,7 +92,7 @@ impl Default for PlannerTraining {
     fn default() -> Self {
         PlannerTraining {
             strategy: Strategy::Stitch,
-            sft_epochs: 3,
+            sft_epochs: 10,
             rl_epochs: 10,
             batch_size: 16,
             group_size: 8,
