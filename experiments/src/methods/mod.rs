@@ -224,8 +224,19 @@ impl<'a> Context<'a> {
     /// The encoder's vector of `text(c)` for every chunk of `chunks` in the context's documents, cached
     /// under a key of the encoder and `what` (the chunking's settings) per document key.
     pub fn chunk_vectors(&self, what: &impl Serialize, chunks: &Chunks, text: &dyn Fn(usize) -> String) -> anyhow::Result<Vec<Vec<f32>>> {
+        self.chunk_vectors_of(what, chunks, self.docs, text)
+    }
+
+    /// [`Context::chunk_vectors`] for the chunks of `docs` (a method's training documents, say).
+    pub fn chunk_vectors_of(
+        &self,
+        what: &impl Serialize,
+        chunks: &Chunks,
+        docs: &[usize],
+        text: &dyn Fn(usize) -> String,
+    ) -> anyhow::Result<Vec<Vec<f32>>> {
         let dir = self.cache.dir("chunks", &key(&(&self.keys.encoder, what)))?;
-        self.cache.chunk_embeddings(&dir, self.encoder, chunks, self.keys, self.docs, self.encoder_config.batch_size, text)
+        self.cache.chunk_embeddings(&dir, self.encoder, chunks, self.keys, docs, self.encoder_config.batch_size, text)
     }
 
     /// Every document's sentences (those of its leaf units, over-long ones already cut to the encoder's

@@ -213,9 +213,8 @@ pub(crate) fn embed_levels(
     let uppers = upper_chunks(levels);
     let upper_vectors = match (&config.embed, compressor) {
         (ChunkEmbedding::DirectlyEncode, _) => {
-            let dir = ctx.cache.dir("chunks", &key(&(&ctx.keys.encoder, ("smartchunk direct", &config.levels))))?;
             let text = |c: usize| uppers.text(ctx.corpus, c).to_owned();
-            ctx.cache.chunk_embeddings(&dir, ctx.encoder, &uppers, ctx.keys, docs, ctx.encoder_config.batch_size, &text)?
+            ctx.chunk_vectors_of(&("smartchunk direct", &config.levels), &uppers, docs, &text)?
         }
         (ChunkEmbedding::Summarize, _) => {
             let summariser = config.summariser.open(ctx.corpus, ctx.leaves, unit_vectors, ctx.cache.root.join("summaries-needed.jsonl"))?;
