@@ -123,25 +123,38 @@ impl<B: Backend> Planner<B> {
         log_softmax(self.output.forward(x), 2)
     }
 
-    /// The log-probability of each written token of `outputs` (BOS is prepended), `[batch, max len]`, and
-    /// the mask of the tokens that count: from `counted_from[b]` (a hint's tokens were given, not written)
-    /// to the end of each output.
-    pub fn token_log_probs(&self, features: Tensor<B, 2>, outputs: &[Vec<u32>], counted_from: &[usize]) -> (Tensor<B, 2>, Tensor<B, 2>) {
+    /// Teacher forcing on `outputs` (BOS is prepended): the next-token log-probabilities at every position
+    /// `[batch, max len, vocab]`, the written tokens `[batch, max len]` and which of them are real.
+    pub fn forced(&self, features: Tensor<B, 2>, outputs: &[Vec<u32>]) -> (Tensor<B, 3>, Tensor<B, 2, Int>, Tensor<B, 2, Bool>) {
         let device = features.device();
         let (b, t) = (outputs.len(), outputs.iter().map(Vec::len).max().unwrap_or(0).max(1));
-        let (mut inputs, mut targets, mut real, mut counted) = (vec![0i64; b * t], vec![0i64; b * t], vec![false; b * t], vec![0f32; b * t]);
+        let (mut inputs, mut targets, mut real) = (vec![0i64; b * t], vec![0i64; b * t], vec![false; b * t]);
         for (r, out) in outputs.iter().enumerate() {
             for (k, &tok) in out.iter().enumerate() {
                 inputs[r * t + k] = i64::from(if k == 0 { PlanVocab::BOS } else { out[k - 1] });
                 targets[r * t + k] = i64::from(tok);
                 real[r * t + k] = true;
-                counted[r * t + k] = if k >= counted_from[r] { 1.0 } else { 0.0 };
             }
         }
         let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(real, [b, t]), &device);
-        let lp = self.log_probs(features, Tensor::from_data(TensorData::new(inputs, [b, t]), &device), mask);
-        let picked = lp.gather(2, Tensor::<B, 2, Int>::from_data(TensorData::new(targets, [b, t]), &device).unsqueeze_dim::<3>(2));
-        (picked.squeeze_dim::<2>(2), Tensor::from_data(TensorData::new(counted, [b, t]), &device))
+        let lp = self.log_probs(features, Tensor::from_data(TensorData::new(inputs, [b, t]), &device), mask.clone());
+        (lp, Tensor::from_data(TensorData::new(targets, [b, t]), &device), mask)
+    }
+
+    /// The log-probability of each written token of `outputs` (BOS is prepended), `[batch, max len]`, and
+    /// the mask of the tokens that count: from `counted_from[b]` (a hint's tokens were given, not written)
+    /// to the end of each output.
+    pub fn token_log_probs(&self, features: Tensor<B, 2>, outputs: &[Vec<u32>], counted_from: &[usize]) -> (Tensor<B, 2>, Tensor<B, 2>) {
+        let device = features.device();
+        let t = outputs.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let counted: Vec<f32> = outputs
+            .iter()
+            .zip(counted_from)
+            .flat_map(|(out, &from)| (0..t).map(move |k| if k >= from && k < out.len() { 1.0 } else { 0.0 }))
+            .collect();
+        let (lp, targets, _) = self.forced(features, outputs);
+        let picked = lp.gather(2, targets.unsqueeze_dim::<3>(2));
+        (picked.squeeze_dim::<2>(2), Tensor::from_data(TensorData::new(counted, [outputs.len(), t]), &device))
     }
 }
 

@@ -1,22 +1,23 @@
 //! Training SmartChunk's Chunk Compression Encoder (Section 4.3) on `L_comp = ||e_comp - e_gt||^2`: each
 //! example is a chunk of the multi-level hierarchy, its parts' embeddings and the encoder's embedding of
-//! its summary. Batches of `batch_size` chunks, shuffled each epoch; on the trainer skeleton
-//! ([`crate::skeleton`]: AdamW, warmup and decay, clipping, checkpoints and resume, log.jsonl and
-//! TensorBoard); the held-back chunks' L_comp is logged every epoch beside that of mean pooling, the
-//! untrained compressor.
+//! its summary. A plain supervised task, so burn-train's Learner trains it ([`crate::learner`]: batches of
+//! `batch_size` chunks shuffled each epoch, AdamW with the skeleton's warmup and decay and clipping,
+//! atomic checkpoints at each epoch and resume, log.jsonl and TensorBoard); the held-back chunks' L_comp
+//! (`eval/loss`) is logged every epoch beside that of mean pooling, the untrained compressor.
 
 use std::path::Path;
 
 use arbor_losses::compression_mse;
 use arbor_models::compressor::{Compressor, CompressorConfig};
-use burn::module::AutodiffModule;
-use burn::optim::GradientsParams;
+use burn::data::dataloader::batcher::Batcher;
+use burn::module::Module;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Bool, ElementConversion, Tensor, TensorData};
+use burn_train::{InferenceStep, RegressionOutput, TrainOutput, TrainStep};
 use serde::{Deserialize, Serialize};
 
-use crate::data::step_batch;
-use crate::skeleton::{self, Group, Settings, Step, Task};
+use crate::learner::{self, Fit, NanStop};
+use crate::skeleton::{self, Settings};
 
 /// One chunk: its parts' embeddings (its leaf units', in text order) and its summary's embedding.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,15 +87,24 @@ pub fn train<B: AutodiffBackend>(
     anyhow::ensure!(train.iter().chain(holdout).all(|e| !e.parts.is_empty()), "a compression example has no part");
     let device = Default::default();
     B::seed(&device, config.seed);
-    let model = model_config.init::<B>(d_input, &device);
-    let groups = [Group { name: "compressor", lr: config.lr, params: |g, m: &Compressor<B>| GradientsParams::from_module(g, m) }];
-    let mut task = Compression { train, holdout, batch_size: config.batch_size, seed: config.seed };
-    Ok(skeleton::train(&mut task, model, &groups, &config.settings(), run_dir, progress)?.valid())
+    let guard = NanStop::default();
+    let model = CompressorStep { compressor: model_config.init::<B>(d_input, &device), guard: guard.clone() };
+    let how = Fit {
+        settings: &config.settings(),
+        lr: config.lr,
+        batch_size: config.batch_size,
+        seed: config.seed,
+        run_dir,
+        reference: vec![("eval/comp_mean_pooling", mean_pooling_mse(holdout))],
+    };
+    let trained = learner::fit(model, &guard, Chunks, train.to_vec(), holdout.to_vec(), &how, progress)?;
+    Ok(trained.compressor)
 }
 
 /// The compressor of a finished run in `run_dir`, if it has finished.
 pub fn finished<B: Backend>(model_config: &CompressorConfig, d_input: usize, run_dir: &Path) -> anyhow::Result<Option<Compressor<B>>> {
-    skeleton::finished(model_config.init::<B>(d_input, &Default::default()), run_dir)
+    let step = CompressorStep { compressor: model_config.init::<B>(d_input, &Default::default()), guard: NanStop::default() };
+    Ok(skeleton::finished(step, run_dir)?.map(|s| s.compressor))
 }
 
 /// The compressed embeddings of chunks given by their parts, in order; `batch` chunks of similar part
@@ -115,46 +125,62 @@ pub fn compress<B: Backend>(model: &Compressor<B>, chunks: &[&[Vec<f32>]], batch
     out
 }
 
-struct Compression<'a> {
-    train: &'a [CompressionExample],
-    holdout: &'a [CompressionExample],
-    batch_size: usize,
-    seed: u64,
+/// The compressor as burn-train trains it: L_comp is its training and held-out step.
+#[derive(Module, Debug)]
+pub struct CompressorStep<B: Backend> {
+    pub compressor: Compressor<B>,
+    #[module(skip)]
+    guard: NanStop,
 }
 
-impl<B: AutodiffBackend> Task<B> for Compression<'_> {
-    type Model = Compressor<B>;
+/// A batch of chunks: parts `[chunks, parts, d]`, the mask of real parts, the summaries' embeddings.
+#[derive(Debug, Clone)]
+pub struct ChunkBatch<B: Backend> {
+    parts: Tensor<B, 3>,
+    mask: Tensor<B, 2, Bool>,
+    targets: Tensor<B, 2>,
+}
 
-    fn steps_per_epoch(&self) -> usize {
-        self.train.len().div_ceil(self.batch_size)
-    }
+/// Pads chunks into a [`ChunkBatch`].
+#[derive(Debug, Clone, Copy)]
+struct Chunks;
 
-    fn step(&mut self, model: &Compressor<B>, step: usize) -> anyhow::Result<Step<B>> {
-        let (epoch, at, batch) = step_batch(self.train.len(), self.batch_size, self.seed, step);
-        let batch: Vec<&CompressionExample> = batch.into_iter().map(|i| &self.train[i]).collect();
-        let terms = vec![("loss/comp", loss(model, &batch))];
-        Ok(Step { terms, scalars: Vec::new(), context: format!("batch {at} of epoch {epoch}") })
-    }
-
-    fn evaluate(&self, model: &Compressor<B::InnerBackend>) -> Vec<(&'static str, f64)> {
-        if self.holdout.is_empty() {
-            return Vec::new();
-        }
-        let batch: Vec<&CompressionExample> = self.holdout.iter().collect();
-        let mse = loss(model, &batch).into_scalar().elem::<f64>();
-        vec![("eval/comp", mse), ("eval/comp_mean_pooling", mean_pooling_mse(self.holdout))]
+impl<B: Backend> Batcher<B, CompressionExample, ChunkBatch<B>> for Chunks {
+    fn batch(&self, items: Vec<CompressionExample>, device: &B::Device) -> ChunkBatch<B> {
+        let parts: Vec<&[Vec<f32>]> = items.iter().map(|e| e.parts.as_slice()).collect();
+        let (parts, mask) = padded::<B>(&parts, device);
+        let d = items[0].target.len();
+        let targets = items.iter().flat_map(|e| e.target.iter().copied()).collect::<Vec<_>>();
+        ChunkBatch { parts, mask, targets: Tensor::from_data(TensorData::new(targets, [items.len(), d]), device) }
     }
 }
 
-/// L_comp of a batch of examples.
-fn loss<B: Backend>(model: &Compressor<B>, batch: &[&CompressionExample]) -> Tensor<B, 1> {
-    let device = model.input.weight.device();
-    let parts: Vec<&[Vec<f32>]> = batch.iter().map(|e| e.parts.as_slice()).collect();
-    let (x, mask) = padded::<B>(&parts, &device);
-    let d = batch[0].target.len();
-    let target =
-        Tensor::from_data(TensorData::new(batch.iter().flat_map(|e| e.target.iter().copied()).collect::<Vec<_>>(), [batch.len(), d]), &device);
-    compression_mse(model.forward(x, mask), target)
+impl<B: Backend> CompressorStep<B> {
+    fn regression(&self, batch: ChunkBatch<B>) -> RegressionOutput<B> {
+        let output = self.compressor.forward(batch.parts, batch.mask);
+        RegressionOutput::new(compression_mse(output.clone(), batch.targets.clone()), output, batch.targets)
+    }
+}
+
+impl<B: AutodiffBackend> TrainStep for CompressorStep<B> {
+    type Input = ChunkBatch<B>;
+    type Output = RegressionOutput<B>;
+
+    fn step(&self, batch: ChunkBatch<B>) -> TrainOutput<RegressionOutput<B>> {
+        let n = batch.targets.dims()[0];
+        let item = self.regression(batch);
+        self.guard.check(item.loss.clone().into_scalar().elem(), || format!("a batch of {n} chunks"));
+        TrainOutput::new(self, item.loss.backward(), item)
+    }
+}
+
+impl<B: Backend> InferenceStep for CompressorStep<B> {
+    type Input = ChunkBatch<B>;
+    type Output = RegressionOutput<B>;
+
+    fn step(&self, batch: ChunkBatch<B>) -> RegressionOutput<B> {
+        self.regression(batch)
+    }
 }
 
 /// L_comp of mean pooling (the normalised mean of the parts: the untrained compressor), in plain f64.
@@ -233,5 +259,50 @@ mod tests {
         assert_eq!(log.lines().filter(|l| l.contains("eval/comp_mean_pooling")).count(), 30);
         let back = finished::<DefaultBackend>(&model_config, 8, dir.path()).unwrap().expect("finished");
         assert_eq!(compress(&back, &parts[..1], 1), compress(&model, &parts[..1], 1));
+    }
+
+    fn small() -> (CompressorTraining, CompressorConfig) {
+        let config = CompressorTraining { epochs: 3, batch_size: 16, lr: 3e-3, ..CompressorTraining::default() };
+        (config, CompressorConfig { layers: 1, heads: 2, d_model: 16, d_ff: 32 })
+    }
+
+    #[test]
+    fn a_run_killed_after_an_epoch_checkpoint_resumes_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, model_config) = small();
+        let (train_set, holdout) = (examples(64, 3), examples(16, 4));
+        let run = |dir: &Path| train::<Autodiff<DefaultBackend>>(&config, &model_config, 8, &train_set, &holdout, dir, &mut |_, _| {}).unwrap();
+        let first = run(dir.path());
+        let ckpt = dir.path().join("checkpoint");
+        let mut names: Vec<String> = std::fs::read_dir(&ckpt).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        // burn-train keeps the last two epochs, each item renamed into place (no temporary file left).
+        assert_eq!(names, ["model-2.bin", "model-3.bin", "optim-2.bin", "optim-3.bin", "scheduler-2.bin", "scheduler-3.bin"]);
+        // A kill before the final commit: the rerun restores epoch 3 and has nothing left to train.
+        std::fs::remove_dir_all(dir.path().join("checkpoints")).unwrap();
+        let again = run(dir.path());
+        let parts: Vec<&[Vec<f32>]> = holdout.iter().map(|e| e.parts.as_slice()).collect();
+        assert_eq!(compress(&again, &parts, 4), compress(&first, &parts, 4));
+        let log = std::fs::read_to_string(dir.path().join("log.jsonl")).unwrap();
+        let steps: Vec<u64> = log
+            .lines()
+            .filter(|l| l.contains("train/loss"))
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["step"].as_u64().unwrap())
+            .collect();
+        assert_eq!(steps, (1..=12).collect::<Vec<u64>>(), "one training line per step, none repeated");
+    }
+
+    #[test]
+    fn a_non_finite_loss_stops_the_run_with_an_error_and_no_checkpoint_of_its_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, model_config) = small();
+        let mut train_set = examples(64, 5);
+        train_set[7].target[0] = f32::NAN;
+        let err = train::<Autodiff<DefaultBackend>>(&config, &model_config, 8, &train_set, &examples(8, 6), dir.path(), &mut |_, _| {})
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the loss is NaN on a batch of 16 chunks"), "{err}");
+        assert!(!dir.path().join("checkpoint").join("model-1.bin").exists());
+        assert!(finished::<DefaultBackend>(&model_config, 8, dir.path()).unwrap().is_none());
     }
 }

@@ -1,6 +1,8 @@
 //! arbor-trainers: training loops, with the bookkeeping a research run needs (DESIGN.md, "trainers").
 //!
 //! - [`skeleton::train`]: the one training loop every trainer runs on (a [`skeleton::Task`] per trainer).
+//! - [`learner::fit`]: burn-train's Learner for the plain supervised trainers (compressor, planner SFT),
+//!   with atomic checkpoints, arbor's logs and progress bar, and the NaN stop.
 //! - [`sproutrag::train`]: SproutRAG's joint training (InfoNCE + lambda L_attn + VAE) on a frozen encoder.
 //! - [`head_weights::train`]: the (layer, head) weights alone, on L_attn over fixed (token) attention.
 //! - [`compressor::train`]: SmartChunk's Chunk Compression Encoder on L_comp.
@@ -15,6 +17,7 @@ pub mod compressor;
 pub mod config;
 pub mod data;
 pub mod head_weights;
+pub mod learner;
 pub mod logger;
 pub mod planner;
 pub mod skeleton;

@@ -1,7 +1,9 @@
-//! Training SmartChunk's planner (Section 4.2, Appendix G, Algorithm 2) on the trainer skeleton, in the
-//! four ways of the paper's Table 5:
+//! Training SmartChunk's planner (Section 4.2, Appendix G, Algorithm 2) in the four ways of the paper's
+//! Table 5:
 //!
-//! - `Sft`: cross-entropy on the expert traces of the pseudo-labels (the traces are the label's tokens);
+//! - `Sft`: cross-entropy on the expert traces of the pseudo-labels (the traces are the label's tokens),
+//!   a plain supervised task, so burn-train's Learner runs it ([`crate::learner`]; [`SftStep`]: its
+//!   loss and held-out loss per epoch, the held-back queries' plan scores at the end);
 //! - `Rl`: GRPO from the untrained policy (eqs. 3-5, [`arbor_losses::grpo_loss`]): G sampled rollouts per
 //!   query, rewards R = R_QA + R_Cost + R_Format + R_Length (+ R_PlanningAcc) ([`planner_reward`]),
 //!   group-normalised advantages, KL to the frozen initial policy;
@@ -16,7 +18,8 @@
 //! Rewards come from a table per query, computed once by the caller: for every plan, whether retrieval
 //! within its levels recovers the evidence and how many chunks it scores, so a rollout costs no
 //! retrieval. Sampling uses the policy of the current step (pi_old = pi_theta at sampling time: one
-//! update per batch, the ratio is 1 and its gradient is the policy gradient). Logged per step: every
+//! update per batch, the ratio is 1 and its gradient is the policy gradient). GRPO and STITCH run on the
+//! trainer skeleton ([`crate::skeleton`]). Logged per step: every
 //! reward term, the solve-none ratio, the shares of hinted and imitated queries; per epoch on the
 //! held-back queries: planning accuracy against the pseudo-labels, recall (R_QA), cost and format rate.
 
@@ -24,14 +27,18 @@ use std::path::Path;
 
 use arbor_losses::{Grpo, PlanOutcome, RewardWeights, group_advantages, grpo_loss, planner_reward};
 use arbor_models::planner::{PlanVocab, Planner, PlannerConfig};
-use burn::module::AutodiffModule;
+use burn::data::dataloader::batcher::Batcher;
+use burn::module::{AutodiffModule, Module};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::{Bool, Int, Tensor, TensorData};
+use burn::tensor::{Bool, ElementConversion, Int, Tensor, TensorData};
+use burn_train::{ClassificationOutput, InferenceStep, TrainOutput, TrainStep};
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::data::step_batch;
+use crate::learner::{self, Fit, NanStop};
+use crate::logger::Logger;
 use crate::skeleton::{self, Group, Settings, Step, Task};
 use crate::stitch::{Rollouts, Stitch};
 
@@ -68,6 +75,9 @@ pub struct PlannerTraining {
     pub strategy: Strategy,
     pub sft_epochs: usize,
     pub rl_epochs: usize,
+    /// Each phase runs at least this many steps: more epochs than `sft_epochs` / `rl_epochs` on a small
+    /// training split (89 queries are 6 steps an epoch, too few for the policy to learn the format).
+    pub min_steps: usize,
     /// Queries per step.
     pub batch_size: usize,
     /// G: rollouts per query.
@@ -94,6 +104,7 @@ impl Default for PlannerTraining {
             strategy: Strategy::Stitch,
             sft_epochs: 10,
             rl_epochs: 10,
+            min_steps: 300,
             batch_size: 16,
             group_size: 8,
             temperature: 1.0,
@@ -112,10 +123,11 @@ impl Default for PlannerTraining {
 }
 
 impl PlannerTraining {
-    fn settings(&self, epochs: usize) -> Settings {
+    /// The skeleton's settings for a phase of `epochs` epochs of `examples` queries (at least `min_steps`).
+    fn settings(&self, epochs: usize, examples: usize) -> Settings {
         let s = self;
         Settings {
-            epochs,
+            epochs: epochs.max(s.min_steps.div_ceil(examples.div_ceil(s.batch_size).max(1))),
             checkpoint_every: s.checkpoint_every,
             warmup_fraction: s.warmup_fraction,
             weight_decay: s.weight_decay,
@@ -162,13 +174,21 @@ pub fn train<B: AutodiffBackend>(
     let groups = [Group { name: "planner", lr: config.lr, params: |g, m: &Planner<B>| GradientsParams::from_module(g, m) }];
     let eval = Eval { holdout, vocab, max_len: model_config.max_len };
     if matches!(config.strategy, Strategy::Sft | Strategy::SftRl) {
-        let labelled: Vec<&PlanExample> = train.iter().filter(|e| e.label.is_some()).collect();
-        anyhow::ensure!(!labelled.is_empty(), "no training query has a pseudo-label: SFT has nothing to imitate");
-        let mut task = Sft { examples: labelled, vocab, batch_size: config.batch_size, seed: config.seed, eval };
-        model = skeleton::train(&mut task, model, &groups, &config.settings(config.sft_epochs), &run_dir.join("sft"), progress)?;
-    }
-    if config.strategy == Strategy::Sft {
-        return Ok(model.valid());
+        let labelled = |set: &[PlanExample]| set.iter().filter(|e| e.label.is_some()).cloned().collect::<Vec<_>>();
+        let (examples, held) = (labelled(train), labelled(holdout));
+        anyhow::ensure!(!examples.is_empty(), "no training query has a pseudo-label: SFT has nothing to imitate");
+        let (guard, dir) = (NanStop::default(), run_dir.join("sft"));
+        let settings = config.settings(config.sft_epochs, examples.len());
+        let steps = examples.len().div_ceil(config.batch_size) * settings.epochs;
+        let how = Fit { settings: &settings, lr: config.lr, batch_size: config.batch_size, seed: config.seed, run_dir: &dir, reference: Vec::new() };
+        let sft = learner::fit(SftStep { planner: model, guard: guard.clone() }, &guard, Traces(vocab), examples, held, &how, progress)?.planner;
+        let mut log = Logger::open(&dir, None)?;
+        log.log(steps, &eval.scalars(&sft))?;
+        log.flush()?;
+        if config.strategy == Strategy::Sft {
+            return Ok(sft);
+        }
+        model = Planner::from_inner(sft);
     }
     let mut task = Rl {
         examples: train,
@@ -179,7 +199,8 @@ pub fn train<B: AutodiffBackend>(
         stitch: (config.strategy == Strategy::Stitch).then(|| Stitch::new(config.buffer_size)),
         eval,
     };
-    Ok(skeleton::train(&mut task, model, &groups, &config.settings(config.rl_epochs), &run_dir.join("rl"), progress)?.valid())
+    let settings = config.settings(config.rl_epochs, train.len());
+    Ok(skeleton::train(&mut task, model, &groups, &settings, &run_dir.join("rl"), progress)?.valid())
 }
 
 /// The planner of a finished training in `run_dir`, if it has finished.
@@ -190,8 +211,12 @@ pub fn finished<B: Backend>(
     d_features: usize,
     run_dir: &Path,
 ) -> anyhow::Result<Option<Planner<B>>> {
-    let phase = if config.strategy == Strategy::Sft { "sft" } else { "rl" };
-    skeleton::finished(model_config.init::<B>(d_features, vocab, &Default::default()), &run_dir.join(phase))
+    let planner = model_config.init::<B>(d_features, vocab, &Default::default());
+    if config.strategy == Strategy::Sft {
+        let sft = skeleton::finished(SftStep { planner, guard: NanStop::default() }, &run_dir.join("sft"))?;
+        return Ok(sft.map(|s| s.planner));
+    }
+    skeleton::finished(planner, &run_dir.join("rl"))
 }
 
 /// Writes an output per row: `prefixes[r]` given, then sampled (greedy when `temperature` is 0) until EOS
@@ -323,6 +348,12 @@ impl Eval<'_> {
 
 /// Cross-entropy of the expert traces of `examples` (teacher forcing), per written token.
 fn imitation<B: Backend>(model: &Planner<B>, vocab: PlanVocab, examples: &[&PlanExample]) -> Tensor<B, 1> {
+    sft_output(model, vocab, examples).loss
+}
+
+/// The planner's output on the expert traces of `examples` under teacher forcing: the cross-entropy per
+/// written token, the log-probabilities and the trace tokens of every written position.
+fn sft_output<B: Backend>(model: &Planner<B>, vocab: PlanVocab, examples: &[&PlanExample]) -> ClassificationOutput<B> {
     let device = model.output.weight.device();
     let d = examples[0].features.len();
     let f = Tensor::from_data(
@@ -330,37 +361,52 @@ fn imitation<B: Backend>(model: &Planner<B>, vocab: PlanVocab, examples: &[&Plan
         &device,
     );
     let traces: Vec<Vec<u32>> = examples.iter().map(|e| vocab.trace(e.label.expect("labelled"))).collect();
-    let (lp, mask) = model.token_log_probs(f, &traces, &vec![0; traces.len()]);
-    (lp * mask.clone()).sum().neg() / mask.sum()
+    let (lp, targets, real) = model.forced(f, &traces);
+    let [b, t, v] = lp.dims();
+    let real = real.float();
+    let written = lp.clone().gather(2, targets.clone().unsqueeze_dim::<3>(2)).squeeze_dim::<2>(2);
+    let loss = (written * real.clone()).sum().neg() / real.sum();
+    ClassificationOutput::new(loss, lp.reshape([b * t, v]), targets.reshape([b * t]))
 }
 
-struct Sft<'a> {
-    examples: Vec<&'a PlanExample>,
-    vocab: PlanVocab,
-    batch_size: usize,
-    seed: u64,
-    eval: Eval<'a>,
+/// The planner as burn-train trains it by SFT: [`sft_output`] is its training and held-out step.
+#[derive(Module, Debug)]
+pub struct SftStep<B: Backend> {
+    pub planner: Planner<B>,
+    #[module(skip)]
+    guard: NanStop,
 }
 
-impl<B: AutodiffBackend> Task<B> for Sft<'_> {
-    type Model = Planner<B>;
+/// A batch of labelled queries (their expert traces are written from the labels in the step).
+#[derive(Debug, Clone)]
+pub struct TraceBatch(Vec<PlanExample>, PlanVocab);
 
-    fn steps_per_epoch(&self) -> usize {
-        self.examples.len().div_ceil(self.batch_size)
+#[derive(Debug, Clone, Copy)]
+struct Traces(PlanVocab);
+
+impl<B: Backend> Batcher<B, PlanExample, TraceBatch> for Traces {
+    fn batch(&self, items: Vec<PlanExample>, _device: &B::Device) -> TraceBatch {
+        TraceBatch(items, self.0)
     }
+}
 
-    fn step(&mut self, model: &Planner<B>, step: usize) -> anyhow::Result<Step<B>> {
-        let (epoch, at, batch) = step_batch(self.examples.len(), self.batch_size, self.seed, step);
-        let batch: Vec<&PlanExample> = batch.into_iter().map(|i| self.examples[i]).collect();
-        Ok(Step {
-            terms: vec![("loss/sft", imitation(model, self.vocab, &batch))],
-            scalars: Vec::new(),
-            context: format!("SFT batch {at} of epoch {epoch}"),
-        })
+impl<B: AutodiffBackend> TrainStep for SftStep<B> {
+    type Input = TraceBatch;
+    type Output = ClassificationOutput<B>;
+
+    fn step(&self, TraceBatch(examples, vocab): TraceBatch) -> TrainOutput<ClassificationOutput<B>> {
+        let item = sft_output(&self.planner, vocab, &examples.iter().collect::<Vec<_>>());
+        self.guard.check(item.loss.clone().into_scalar().elem(), || format!("an SFT batch of {} queries", examples.len()));
+        TrainOutput::new(self, item.loss.backward(), item)
     }
+}
 
-    fn evaluate(&self, model: &Planner<B::InnerBackend>) -> Vec<(&'static str, f64)> {
-        self.eval.scalars(model)
+impl<B: Backend> InferenceStep for SftStep<B> {
+    type Input = TraceBatch;
+    type Output = ClassificationOutput<B>;
+
+    fn step(&self, TraceBatch(examples, vocab): TraceBatch) -> ClassificationOutput<B> {
+        sft_output(&self.planner, vocab, &examples.iter().collect::<Vec<_>>())
     }
 }
 
@@ -590,8 +636,19 @@ mod tests {
             lr: 5e-3,
             checkpoint_every: 50,
             buffer_size: 4,
+            min_steps: 0,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_small_split_gets_more_epochs_up_to_min_steps() {
+        let config = PlannerTraining::default();
+        // 89 queries: 6 steps an epoch, 50 epochs for 300 steps; 331 queries: 21 steps, 15 epochs.
+        assert_eq!(config.settings(10, 89).epochs, 50);
+        assert_eq!(config.settings(10, 331).epochs, 15);
+        assert_eq!(config.settings(10, 7000).epochs, 10);
+        assert_eq!(PlannerTraining { min_steps: 0, ..config }.settings(10, 89).epochs, 10);
     }
 
     fn run(strategy: Strategy) -> (PlanScores, String) {
@@ -609,9 +666,13 @@ mod tests {
 
     #[test]
     fn sft_learns_the_pseudo_labels() {
-        let (s, _) = run(Strategy::Sft);
+        let (s, log) = run(Strategy::Sft);
         assert_eq!((s.planning_acc, s.recall, s.format), (1.0, 1.0, 1.0), "{s:?}");
         assert_eq!(s.cost, 10.0);
+        // burn-train's held-out loss every epoch, then the held-back queries' plan scores.
+        let lines: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.iter().filter(|l| l["eval/loss"].is_number()).count(), config(Strategy::Sft).sft_epochs);
+        assert_eq!(lines.last().unwrap()["eval/planning_acc"], 1.0);
     }
 
     #[test]

@@ -168,12 +168,13 @@ impl MethodSpec for SmartChunkConfig {
         let compressor = match &self.embed {
             ChunkEmbedding::Compress(settings) => {
                 let (compressor, record) = train::compressor(ctx, self, settings)?;
-                models.push(record);
-                Some(compressor)
+                models.push(record.clone());
+                Some((compressor, record))
             }
             _ => None,
         };
-        let embeddings = embed_levels(ctx, self, &levels, ctx.docs, ctx.unit_vectors()?, compressor.as_ref())?;
+        let (compressor, compressor_record) = (compressor.as_ref().map(|c| &c.0), compressor.as_ref().map(|c| &c.1));
+        let embeddings = embed_levels(ctx, self, &levels, ctx.docs, ctx.unit_vectors()?, compressor)?;
         let top = self.level_count() - 1;
         let mut retriever = LevelRetriever {
             name: self.label(),
@@ -188,7 +189,7 @@ impl MethodSpec for SmartChunkConfig {
             PlanConfig::AllLevels => {}
             &PlanConfig::Levels(lo, hi) => retriever.plan = Box::new(move |_: &QueryInput| (lo, hi)),
             PlanConfig::Planner(settings) => {
-                let planned = plan::planned(ctx, self, settings, &retriever, compressor.as_ref())?;
+                let planned = plan::planned(ctx, self, settings, &retriever, compressor.zip(compressor_record))?;
                 models.push(planned.record);
                 details = format!("; planner ({}): {}", planned.describe, planned.scores);
                 let by_query = planned.plans;

@@ -48,6 +48,7 @@ pub struct PlannerSettings {
     /// Tokens the handed-on items may hold.
     pub budget: usize,
     /// The share of training documents whose queries are held back for the per-epoch evaluation.
+    /// At most this share of the training queries is held back (whole documents, the last ones that fit).
     pub holdout_fraction: f64,
 }
 
@@ -86,8 +87,12 @@ pub(super) fn planned(
     config: &SmartChunkConfig,
     settings: &PlannerSettings,
     eval: &LevelRetriever,
-    compressor: Option<&Compressor<DefaultBackend>>,
+    compressor: Option<(&Compressor<DefaultBackend>, &TrainedModel)>,
 ) -> anyhow::Result<Planned> {
+    // The pseudo-labels and rewards come from the compressor's embeddings: a planner is keyed on the
+    // compressor's training folder (itself a content key) as well as on its own settings.
+    let compressor_key = compressor.map(|(_, record)| record.dir.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let compressor = compressor.map(|(c, _)| c);
     let corpus = ctx.corpus;
     let vocab = PlanVocab { levels: config.level_count() };
     let label = config.label();
@@ -100,7 +105,11 @@ pub(super) fn planned(
             .iter()
             .map(|q| (&q.text, corpus.gold(q).iter().map(|g| (&ctx.keys.docs[g.doc], g.span.start, g.span.end)).collect::<Vec<_>>()))
             .collect();
-        ctx.cache.dir("train", &key(&(&ctx.keys.encoder, "planner", &trained_for, ctx.keys.of_docs(&train_docs), key(&queries))))
+        // The trainer's version: SFT by burn-train's Learner, at least `min_steps`, queries held back by
+        // `held_documents` (the planners cached before it were trained otherwise).
+        let version = "learner, held_documents";
+        ctx.cache
+            .dir("train", &key(&(&ctx.keys.encoder, "planner", version, &trained_for, &compressor_key, ctx.keys.of_docs(&train_docs), key(&queries))))
     })?;
     let record =
         TrainedModel { method: label.clone(), settings: serde_json::to_value(&trained_for)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone() };
@@ -128,8 +137,7 @@ pub(super) fn planned(
                 pb.inc(1);
             }
             pb.finish_and_clear();
-            let held = ((train_docs.len() as f64 * settings.holdout_fraction).round() as usize).min(train_docs.len().saturating_sub(1));
-            let held_docs = &train_docs[train_docs.len() - held..];
+            let held_docs = held_documents(&examples.iter().map(|e| e.0).collect::<Vec<_>>(), settings.holdout_fraction);
             let (holdout, train): (Vec<_>, Vec<_>) = examples.into_iter().partition(|(d, _)| held_docs.contains(d));
             let (holdout, train): (Vec<PlanExample>, Vec<PlanExample>) =
                 (holdout.into_iter().map(|e| e.1).collect(), train.into_iter().map(|e| e.1).collect());
@@ -288,4 +296,38 @@ fn features(ctx: &Context, ix: &Indexed, qv: &[f32], docs: &[usize]) -> Vec<f32>
     let norm = opening.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
     let meta = [(1.0 + tokens as f32).ln() / 12.0, (1.0 + sections_n as f32).ln() / 6.0, depth as f32 / 6.0, (1.0 + units as f32).ln() / 10.0];
     qv.iter().copied().chain(opening.iter().map(|x| x / norm)).chain(meta).collect()
+}
+
+/// The documents held back from planner training: taken from the last, whole (a document's queries stay
+/// together), skipping any that would take the held-back queries over `fraction` of `query_docs` (the
+/// document of each training query). A few documents holding most queries (privacy_qa's apps) must not
+/// take half of a small split.
+fn held_documents(query_docs: &[usize], fraction: f64) -> Vec<usize> {
+    let mut docs: Vec<usize> = query_docs.to_vec();
+    docs.sort_unstable();
+    docs.dedup();
+    let budget = (query_docs.len() as f64 * fraction).floor() as usize;
+    let (mut held, mut taken) = (Vec::new(), 0);
+    for &d in docs.iter().rev() {
+        let n = query_docs.iter().filter(|&&q| q == d).count();
+        if taken + n <= budget && held.len() + 1 < docs.len() {
+            held.push(d);
+            taken += n;
+        }
+    }
+    held
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_documents_keep_within_the_fraction_of_queries() {
+        // Document 9 holds 6 of 10 queries: over 30 %, so it stays in training; 7 and 8 fit.
+        let query_docs = [1, 1, 7, 8, 9, 9, 9, 9, 9, 9];
+        assert_eq!(held_documents(&query_docs, 0.3), vec![8, 7]);
+        assert_eq!(held_documents(&query_docs, 0.0), Vec::<usize>::new());
+        assert_eq!(held_documents(&[4, 4], 1.0), Vec::<usize>::new(), "the only document is never held back");
+    }
 }

@@ -70,7 +70,9 @@ pub(super) fn compressor(
     // What the compressor depends on besides its own settings: the levels and how the targets are made.
     let trained_for = (&config.levels, config.summary_tokens, config.summariser.key()?, settings);
     let Located { dir, may_train } = ctx.training.locate(&label, &trained_for, &ctx.keys.encoder, || {
-        ctx.cache.dir("train", &key(&(&ctx.keys.encoder, "compressor", &trained_for, ctx.keys.of_docs(&train_docs))))
+        // "learner": trained by burn-train's Learner (its batches differ from the skeleton's, which trained
+        // the compressors cached before it).
+        ctx.cache.dir("train", &key(&(&ctx.keys.encoder, "compressor", "learner", &trained_for, ctx.keys.of_docs(&train_docs))))
     })?;
     let record =
         TrainedModel { method: label.clone(), settings: serde_json::to_value(&trained_for)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone() };

@@ -1,0 +1,314 @@
+//! burn-train's `Learner` for arbor's plain supervised trainers (SmartChunk's compressor, Section 4.3):
+//! burn-train runs the epochs, the `TrainStep` / `InferenceStep` of the model, its data loader (shuffled
+//! batches), its loss metrics and its checkpointer; arbor supplies what its rules need that burn-train
+//! does not do itself:
+//!
+//! - [`AtomicRecorder`]: burn-train's `FileCheckpointer` records a checkpoint in place; this recorder
+//!   writes it to a temporary file, fsyncs it and renames it, so a kill never leaves a torn checkpoint;
+//! - [`WarmupLinear`]: the skeleton's schedule ([`Settings::schedule`]) as an `LrScheduler`;
+//! - a `MetricLogger` putting the Learner's metrics (loss per step, the held-out loss per epoch, the
+//!   learning rate) on `log.jsonl` and TensorBoard, as the skeleton logs;
+//! - a renderer feeding arbor's progress bar instead of burn-train's terminal UI;
+//! - [`NanStop`]: a step whose loss is not finite stops the run (burn-train's interrupter) before the
+//!   epoch is checkpointed, and [`fit`] returns an error naming the step.
+//!
+//! Resume is at epoch granularity, as burn-train checkpoints (the end of each epoch): a run folder whose
+//! `checkpoint/` holds the model, optimizer and scheduler of epoch `e` continues at `e + 1` (the data
+//! loader's shuffle restarts with its seed, so a resumed run sees other batches than an uninterrupted
+//! one). The final model is committed in the skeleton's format, so [`skeleton::finished`] reads it.
+//! Multi-device data parallel is burn-train's `ExecutionStrategy::MultiDevice` (with `--features cuda`,
+//! one `CudaDevice` per GPU); arbor's runs use the single default device.
+
+use std::collections::HashMap;
+use std::fmt::Display;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::Context;
+use burn::data::dataloader::DataLoaderBuilder;
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataset::InMemDataset;
+use burn::module::{AutodiffModule, Module};
+use burn::optim::AdamWConfig;
+use burn::optim::grad_clipping::GradientClippingConfig;
+use burn::optim::lr_scheduler::LrScheduler;
+use burn::record::{BinFileRecorder, FileRecorder, FullPrecisionSettings, Recorder, RecorderError};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn_flex::Flex;
+use burn_train::checkpoint::KeepLastNCheckpoints;
+use burn_train::logger::MetricLogger;
+use burn_train::metric::store::{EpochSummary, MetricsUpdate, Split};
+use burn_train::metric::{Adaptor, LearningRateMetric, LossInput, LossMetric, MetricDefinition, MetricId, NumericEntry};
+use burn_train::renderer::{
+    EvaluationName, EvaluationProgress, MetricState, MetricsRenderer, MetricsRendererEvaluation, MetricsRendererTraining, ProgressType,
+    TrainingProgress,
+};
+use burn_train::{InferenceStep, Interrupter, ItemLazy, Learner, SupervisedTraining, TrainStep};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::checkpoint;
+use crate::logger::Logger;
+use crate::skeleton::Settings;
+
+/// Records like `BinFileRecorder` (full precision), through a temporary file that is fsynced and renamed.
+#[derive(Debug, Default, Clone)]
+pub struct AtomicRecorder(BinFileRecorder<FullPrecisionSettings>);
+
+impl<B: Backend> Recorder<B> for AtomicRecorder {
+    type Settings = FullPrecisionSettings;
+    type RecordArgs = PathBuf;
+    type RecordOutput = ();
+    type LoadArgs = PathBuf;
+
+    fn save_item<I: Serialize>(&self, item: I, file: PathBuf) -> Result<(), RecorderError> {
+        let ext = <Self as FileRecorder<B>>::file_extension();
+        let target = file.with_extension(ext);
+        let name = target.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = target.with_file_name(format!(".tmp-{name}"));
+        Recorder::<B>::save_item(&self.0, item, tmp.clone())?;
+        let tmp = tmp.with_extension(ext);
+        let io = |e: std::io::Error| RecorderError::Unknown(format!("{}: {e}", target.display()));
+        std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io)?;
+        std::fs::rename(&tmp, &target).map_err(io)
+    }
+
+    fn load_item<I: DeserializeOwned>(&self, file: &mut PathBuf) -> Result<I, RecorderError> {
+        Recorder::<B>::load_item(&self.0, file)
+    }
+}
+
+impl<B: Backend> FileRecorder<B> for AtomicRecorder {
+    fn file_extension() -> &'static str {
+        "bin"
+    }
+}
+
+/// [`Settings::schedule`] times a base learning rate, stepped once per batch.
+#[derive(Debug, Clone)]
+pub struct WarmupLinear {
+    pub settings: Settings,
+    pub lr: f64,
+    pub total: usize,
+    pub step: usize,
+}
+
+impl LrScheduler for WarmupLinear {
+    type Record<B: Backend> = usize;
+
+    fn step(&mut self) -> f64 {
+        let lr = self.lr * self.settings.schedule(self.step.min(self.total.saturating_sub(1)), self.total);
+        self.step += 1;
+        lr
+    }
+
+    fn to_record<B: Backend>(&self) -> usize {
+        self.step
+    }
+
+    fn load_record<B: Backend>(mut self, step: usize) -> Self {
+        self.step = step;
+        self
+    }
+}
+
+/// Stops a run at its first non-finite loss; the model's `TrainStep` calls [`NanStop::check`].
+#[derive(Clone, Default)]
+pub struct NanStop(Interrupter);
+
+impl std::fmt::Debug for NanStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NanStop")
+    }
+}
+
+impl NanStop {
+    /// Stops the run when `loss` is not finite; `what` says where the batch came from.
+    pub fn check(&self, loss: f64, what: impl FnOnce() -> String) {
+        if !loss.is_finite() && !self.0.should_stop() {
+            self.0.stop(Some(&format!("the loss is {loss} on {}", what())));
+        }
+    }
+}
+
+/// How [`fit`] trains: the skeleton's settings, a learning rate and the batches.
+pub struct Fit<'a> {
+    pub settings: &'a Settings,
+    pub lr: f64,
+    pub batch_size: usize,
+    pub seed: u64,
+    pub run_dir: &'a Path,
+    /// Figures logged beside every held-out evaluation (a baseline to beat).
+    pub reference: Vec<(&'static str, f64)>,
+}
+
+/// Trains `model` with burn-train's Learner on `train`, its loss on `valid` logged after every epoch;
+/// `guard` is the [`NanStop`] the model's `TrainStep` checks. Returns the model without autodiff.
+pub fn fit<B, M, I, BT>(
+    model: M,
+    guard: &NanStop,
+    batcher: BT,
+    train: Vec<I>,
+    valid: Vec<I>,
+    how: &Fit,
+    progress: &mut dyn FnMut(usize, usize),
+) -> anyhow::Result<M::InnerModule>
+where
+    B: AutodiffBackend,
+    M: TrainStep + AutodiffModule<B> + Display + 'static,
+    M::Input: Clone + std::fmt::Debug,
+    <M::Output as ItemLazy>::ItemSync: Adaptor<LossInput<Flex>>,
+    M::InnerModule: InferenceStep,
+    <M::InnerModule as InferenceStep>::Input: Clone + std::fmt::Debug,
+    <<M::InnerModule as InferenceStep>::Output as ItemLazy>::ItemSync: Adaptor<LossInput<Flex>>,
+    I: Clone + Send + Sync + std::fmt::Debug + 'static,
+    BT: Batcher<B, I, M::Input> + Batcher<B::InnerBackend, I, <M::InnerModule as InferenceStep>::Input> + Clone + Send + Sync + 'static,
+{
+    anyhow::ensure!(how.batch_size > 0 && how.settings.epochs > 0, "training.epochs and batch_size must be at least 1");
+    anyhow::ensure!(!train.is_empty(), "nothing to train on in {}", how.run_dir.display());
+    let dir = how.run_dir;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let per_epoch = train.len().div_ceil(how.batch_size);
+    let total = per_epoch * how.settings.epochs;
+    let resume = last_epoch(&dir.join("checkpoint"));
+    let logger = Logger::open(dir, resume.map(|e| e * per_epoch))?;
+    let start = resume.unwrap_or(0) * per_epoch;
+    let done = Arc::new(AtomicUsize::new(start));
+    let train =
+        DataLoaderBuilder::<B, I, M::Input>::new(batcher.clone()).batch_size(how.batch_size).shuffle(how.seed).build(InMemDataset::new(train));
+    let valid = DataLoaderBuilder::<B::InnerBackend, I, <M::InnerModule as InferenceStep>::Input>::new(batcher)
+        .batch_size(how.batch_size)
+        .build(InMemDataset::new(valid));
+    let optim = AdamWConfig::new()
+        .with_weight_decay(how.settings.weight_decay)
+        .with_grad_clipping(Some(GradientClippingConfig::Norm(how.settings.grad_clip)))
+        .init();
+    let scheduler = WarmupLinear { settings: how.settings.clone(), lr: how.lr, total, step: 0 };
+    let sink = LogSink { logger, step: start, per_epoch, names: HashMap::new(), valid: Vec::new(), reference: how.reference.clone() };
+    let (interrupter, epochs, counter) = (guard.0.clone(), how.settings.epochs, done.clone());
+    // burn-train's training is not `Send`: it is built on the thread that runs it, while this one
+    // drives the progress bar.
+    let result = std::thread::scope(|s| {
+        let run = s.spawn(move || {
+            let mut training = SupervisedTraining::new(dir, train, valid)
+                .metric_train_numeric(LossMetric::<Flex>::new())
+                .metric_valid_numeric(LossMetric::<Flex>::new())
+                .metric_train_numeric(LearningRateMetric::new())
+                .with_file_checkpointer(AtomicRecorder::default())
+                .with_checkpointing_strategy(KeepLastNCheckpoints::new(2))
+                .with_metric_logger(sink)
+                .renderer(Progress { done: counter, per_epoch })
+                .with_application_logger(None)
+                .with_interrupter(interrupter)
+                .num_epochs(epochs);
+            if let Some(epoch) = resume {
+                training = training.checkpoint(epoch);
+            }
+            training.launch(Learner::new(model, optim, scheduler)).model
+        });
+        while !run.is_finished() {
+            progress(done.load(Ordering::Relaxed).min(total), total);
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        run.join()
+    });
+    let model = result.map_err(|_| anyhow::anyhow!("burn-train's Learner panicked in {}", dir.display()))?;
+    if let Some(reason) = guard.0.get_message() {
+        anyhow::bail!("training stopped in {}: {reason}", dir.display());
+    }
+    progress(total, total);
+    let ckpt = dir.join("checkpoints");
+    let file = checkpoint::write_item::<B::InnerBackend, _>(&ckpt, "model", total, model.clone().into_record())?;
+    checkpoint::commit(&ckpt, total, vec![file], true)?;
+    Ok(model)
+}
+
+/// The last epoch whose model, optimizer and scheduler are all in burn-train's checkpoint folder.
+fn last_epoch(dir: &Path) -> Option<usize> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    let names: Vec<String> = entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let epoch_of = |name: &str| name.strip_prefix("model-")?.strip_suffix(".bin")?.parse::<usize>().ok();
+    names.iter().filter_map(|n| epoch_of(n)).filter(|e| ["optim", "scheduler"].iter().all(|item| names.contains(&format!("{item}-{e}.bin")))).max()
+}
+
+/// The Learner's metrics on arbor's logs: each training metric per step (`train/loss`, `train/lr`), the
+/// held-out loss at the end of each epoch (`eval/loss`, the mean over the held-out batches).
+struct LogSink {
+    logger: Logger,
+    step: usize,
+    per_epoch: usize,
+    names: HashMap<MetricId, String>,
+    valid: Vec<(String, f64)>,
+    reference: Vec<(&'static str, f64)>,
+}
+
+impl LogSink {
+    fn name(&self, id: &MetricId) -> String {
+        let name = self.names.get(id).map_or("metric", String::as_str);
+        if name == "Learning Rate" { "lr".into() } else { name.to_lowercase().replace(' ', "_") }
+    }
+}
+
+impl MetricLogger for LogSink {
+    fn log(&mut self, update: MetricsUpdate, _epoch: usize, split: &Split) {
+        let value = |e: &NumericEntry| match *e {
+            NumericEntry::Value(v) => v,
+            NumericEntry::Aggregated { aggregated_value, .. } => aggregated_value,
+        };
+        match split {
+            Split::Train => {
+                self.step += 1;
+                let scalars: Vec<(String, f64)> =
+                    update.entries_numeric.iter().map(|u| (format!("train/{}", self.name(&u.entry.metric_id)), value(&u.numeric_entry))).collect();
+                let refs: Vec<(&str, f64)> = scalars.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+                let _ = self.logger.log(self.step, &refs);
+            }
+            _ => self.valid = update.entries_numeric.iter().map(|u| (self.name(&u.entry.metric_id), value(&u.running_entry))).collect(),
+        }
+    }
+
+    fn read_numeric(&mut self, name: &str, _epoch: usize, _split: &Split) -> Result<Vec<NumericEntry>, String> {
+        Err(format!("arbor's log does not read back {name}"))
+    }
+
+    fn log_metric_definition(&mut self, definition: MetricDefinition) {
+        self.names.insert(definition.metric_id, definition.name);
+    }
+
+    fn log_epoch_summary(&mut self, summary: EpochSummary) {
+        if let Split::Valid = summary.split {
+            let mut scalars: Vec<(String, f64)> = self.valid.drain(..).map(|(n, v)| (format!("eval/{n}"), v)).collect();
+            scalars.extend(self.reference.iter().map(|&(n, v)| (n.to_string(), v)));
+            let refs: Vec<(&str, f64)> = scalars.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+            let _ = self.logger.log(summary.epoch_number * self.per_epoch, &refs);
+            let _ = self.logger.flush();
+        }
+    }
+}
+
+/// Counts processed training batches for the progress bar.
+struct Progress {
+    done: Arc<AtomicUsize>,
+    per_epoch: usize,
+}
+
+impl MetricsRendererTraining for Progress {
+    fn update_train(&mut self, _state: MetricState) {}
+    fn update_valid(&mut self, _state: MetricState) {}
+    fn render_train(&mut self, item: TrainingProgress, _indicators: Vec<ProgressType>) {
+        let epoch = item.global_progress.items_processed.saturating_sub(1);
+        self.done.store(epoch * self.per_epoch + item.iteration.unwrap_or(0), Ordering::Relaxed);
+    }
+    fn render_valid(&mut self, _item: TrainingProgress, _indicators: Vec<ProgressType>) {}
+}
+
+impl MetricsRendererEvaluation for Progress {
+    fn update_test(&mut self, _name: EvaluationName, _state: MetricState) {}
+    fn render_test(&mut self, _item: EvaluationProgress, _indicators: Vec<ProgressType>) {}
+}
+
+impl MetricsRenderer for Progress {
+    fn manual_close(&mut self) {}
+    fn register_metric(&mut self, _definition: MetricDefinition) {}
+}
