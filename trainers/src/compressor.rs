@@ -97,7 +97,7 @@ pub fn train<B: AutodiffBackend>(
         run_dir,
         reference: vec![("eval/comp_mean_pooling", mean_pooling_mse(holdout))],
     };
-    let trained = learner::fit(model, &guard, Chunks, train.to_vec(), holdout.to_vec(), &how, progress)?;
+    let trained = learner::fit(model, &guard, Chunks, train.to_vec(), holdout.to_vec(), &how, &|_| Vec::new(), progress)?;
     Ok(trained.compressor)
 }
 

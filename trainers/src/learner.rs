@@ -144,7 +144,9 @@ pub struct Fit<'a> {
 }
 
 /// Trains `model` with burn-train's Learner on `train`, its loss on `valid` logged after every epoch;
-/// `guard` is the [`NanStop`] the model's `TrainStep` checks. Returns the model without autodiff.
+/// `guard` is the [`NanStop`] the model's `TrainStep` checks; `finish` gives figures of the trained model
+/// logged once at the last step (a rerun over a finished training logs them no second time). Returns the
+/// model without autodiff.
 pub fn fit<B, M, I, BT>(
     model: M,
     guard: &NanStop,
@@ -152,6 +154,7 @@ pub fn fit<B, M, I, BT>(
     train: Vec<I>,
     valid: Vec<I>,
     how: &Fit,
+    finish: &dyn Fn(&M::InnerModule) -> Vec<(&'static str, f64)>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> anyhow::Result<M::InnerModule>
 where
@@ -218,6 +221,14 @@ where
         anyhow::bail!("training stopped in {}: {reason}", dir.display());
     }
     progress(total, total);
+    if resume.is_none_or(|e| e < how.settings.epochs) {
+        let figures = finish(&model);
+        if !figures.is_empty() {
+            let mut log = Logger::open(dir, None)?;
+            log.log(total, &figures)?;
+            log.flush()?;
+        }
+    }
     let ckpt = dir.join("checkpoints");
     let file = checkpoint::write_item::<B::InnerBackend, _>(&ckpt, "model", total, model.clone().into_record())?;
     checkpoint::commit(&ckpt, total, vec![file], true)?;

@@ -38,7 +38,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::step_batch;
 use crate::learner::{self, Fit, NanStop};
-use crate::logger::Logger;
 use crate::skeleton::{self, Group, Settings, Step, Task};
 use crate::stitch::{Rollouts, Stitch};
 
@@ -179,12 +178,11 @@ pub fn train<B: AutodiffBackend>(
         anyhow::ensure!(!examples.is_empty(), "no training query has a pseudo-label: SFT has nothing to imitate");
         let (guard, dir) = (NanStop::default(), run_dir.join("sft"));
         let settings = config.settings(config.sft_epochs, examples.len());
-        let steps = examples.len().div_ceil(config.batch_size) * settings.epochs;
         let how = Fit { settings: &settings, lr: config.lr, batch_size: config.batch_size, seed: config.seed, run_dir: &dir, reference: Vec::new() };
-        let sft = learner::fit(SftStep { planner: model, guard: guard.clone() }, &guard, Traces(vocab), examples, held, &how, progress)?.planner;
-        let mut log = Logger::open(&dir, None)?;
-        log.log(steps, &eval.scalars(&sft))?;
-        log.flush()?;
+        // The held-back queries' plan scores of the SFT policy, once at its last step.
+        let scores = |m: &SftStep<B::InnerBackend>| eval.scalars(&m.planner);
+        let sft =
+            learner::fit(SftStep { planner: model, guard: guard.clone() }, &guard, Traces(vocab), examples, held, &how, &scores, progress)?.planner;
         if config.strategy == Strategy::Sft {
             return Ok(sft);
         }
@@ -673,6 +671,21 @@ mod tests {
         let lines: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.iter().filter(|l| l["eval/loss"].is_number()).count(), config(Strategy::Sft).sft_epochs);
         assert_eq!(lines.last().unwrap()["eval/planning_acc"], 1.0);
+    }
+
+    #[test]
+    fn a_rerun_over_a_finished_sft_logs_its_plan_scores_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let vocab = PlanVocab { levels: LEVELS };
+        let model_config = PlannerConfig { layers: 1, heads: 2, d_model: 16, max_len: 8 };
+        let config = PlannerTraining { sft_epochs: 2, ..config(Strategy::Sft) };
+        let run = || train::<A>(&config, &model_config, vocab, &examples(16), &examples(4), dir.path(), &mut |_, _| {}).unwrap();
+        run();
+        // Killed after SFT's last epoch checkpoint, before the final commit: the rerun restores it.
+        std::fs::remove_dir_all(dir.path().join("sft").join("checkpoints")).unwrap();
+        run();
+        let log = std::fs::read_to_string(dir.path().join("sft").join("log.jsonl")).unwrap();
+        assert_eq!(log.lines().filter(|l| l.contains("eval/planning_acc")).count(), 1, "{log}");
     }
 
     #[test]
