@@ -87,8 +87,7 @@ pub fn train<B: AutodiffBackend>(
     anyhow::ensure!(train.iter().chain(holdout).all(|e| !e.parts.is_empty()), "a compression example has no part");
     let device = Default::default();
     B::seed(&device, config.seed);
-    let guard = NanStop::default();
-    let model = CompressorStep { compressor: model_config.init::<B>(d_input, &device), guard: guard.clone() };
+    let compressor = model_config.init::<B>(d_input, &device);
     let how = Fit {
         settings: &config.settings(),
         lr: config.lr,
@@ -97,7 +96,8 @@ pub fn train<B: AutodiffBackend>(
         run_dir,
         reference: vec![("eval/comp_mean_pooling", mean_pooling_mse(holdout))],
     };
-    let trained = learner::fit(model, &guard, Chunks, train.to_vec(), holdout.to_vec(), &how, &|_| Vec::new(), progress)?;
+    let trained =
+        learner::fit(|guard| CompressorStep { compressor, guard }, Chunks, train.to_vec(), holdout.to_vec(), &how, &|_| Vec::new(), progress)?;
     Ok(trained.compressor)
 }
 

@@ -143,13 +143,12 @@ pub struct Fit<'a> {
     pub reference: Vec<(&'static str, f64)>,
 }
 
-/// Trains `model` with burn-train's Learner on `train`, its loss on `valid` logged after every epoch;
-/// `guard` is the [`NanStop`] the model's `TrainStep` checks; `finish` gives figures of the trained model
+/// Trains the model `make` builds around the run's [`NanStop`] (its `TrainStep` checks it) with
+/// burn-train's Learner on `train`, its loss on `valid` logged after every epoch; `finish` gives figures of the trained model
 /// logged once at the last step (a rerun over a finished training logs them no second time). Returns the
 /// model without autodiff.
 pub fn fit<B, M, I, BT>(
-    model: M,
-    guard: &NanStop,
+    make: impl FnOnce(NanStop) -> M,
     batcher: BT,
     train: Vec<I>,
     valid: Vec<I>,
@@ -171,6 +170,8 @@ where
     anyhow::ensure!(how.batch_size > 0 && how.settings.epochs > 0, "training.epochs and batch_size must be at least 1");
     anyhow::ensure!(!train.is_empty(), "nothing to train on in {}", how.run_dir.display());
     let dir = how.run_dir;
+    let guard = NanStop::default();
+    let model = make(guard.clone());
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let per_epoch = train.len().div_ceil(how.batch_size);
     let total = per_epoch * how.settings.epochs;

@@ -176,13 +176,12 @@ pub fn train<B: AutodiffBackend>(
         let labelled = |set: &[PlanExample]| set.iter().filter(|e| e.label.is_some()).cloned().collect::<Vec<_>>();
         let (examples, held) = (labelled(train), labelled(holdout));
         anyhow::ensure!(!examples.is_empty(), "no training query has a pseudo-label: SFT has nothing to imitate");
-        let (guard, dir) = (NanStop::default(), run_dir.join("sft"));
+        let dir = run_dir.join("sft");
         let settings = config.settings(config.sft_epochs, examples.len());
         let how = Fit { settings: &settings, lr: config.lr, batch_size: config.batch_size, seed: config.seed, run_dir: &dir, reference: Vec::new() };
         // The held-back queries' plan scores of the SFT policy, once at its last step.
         let scores = |m: &SftStep<B::InnerBackend>| eval.scalars(&m.planner);
-        let sft =
-            learner::fit(SftStep { planner: model, guard: guard.clone() }, &guard, Traces(vocab), examples, held, &how, &scores, progress)?.planner;
+        let sft = learner::fit(|guard| SftStep { planner: model, guard }, Traces(vocab), examples, held, &how, &scores, progress)?.planner;
         if config.strategy == Strategy::Sft {
             return Ok(sft);
         }

@@ -173,8 +173,7 @@ impl MethodSpec for SmartChunkConfig {
             }
             _ => None,
         };
-        let (compressor, compressor_record) = (compressor.as_ref().map(|c| &c.0), compressor.as_ref().map(|c| &c.1));
-        let embeddings = embed_levels(ctx, self, &levels, ctx.docs, ctx.unit_vectors()?, compressor)?;
+        let embeddings = embed_levels(ctx, self, &levels, ctx.docs, ctx.unit_vectors()?, compressor.as_ref().map(|(c, _)| c))?;
         let top = self.level_count() - 1;
         let mut retriever = LevelRetriever {
             name: self.label(),
@@ -189,7 +188,7 @@ impl MethodSpec for SmartChunkConfig {
             PlanConfig::AllLevels => {}
             &PlanConfig::Levels(lo, hi) => retriever.plan = Box::new(move |_: &QueryInput| (lo, hi)),
             PlanConfig::Planner(settings) => {
-                let planned = plan::planned(ctx, self, settings, &retriever, compressor.zip(compressor_record))?;
+                let planned = plan::planned(ctx, self, settings, &retriever, compressor.as_ref().map(|(c, r)| (c, r)))?;
                 models.push(planned.record);
                 details = format!("; planner ({}): {}", planned.describe, planned.scores);
                 let by_query = planned.plans;
