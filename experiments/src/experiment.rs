@@ -17,6 +17,7 @@ use crate::methods::flat::Flat;
 use crate::methods::hierarchy::HierarchyConfig;
 use crate::methods::hybrid::HybridConfig;
 use crate::methods::raptor::RaptorConfig;
+use crate::methods::rerank::RerankConfig;
 use crate::methods::rse::RseConfig;
 pub use crate::methods::smartchunk::SmartChunkConfig;
 pub use crate::methods::sproutrag::{AttentionSource, SproutRagConfig};
@@ -100,6 +101,8 @@ pub enum Method {
     SproutRag(SproutRagConfig),
     /// SmartChunk's multi-level chunks, searched within a plan's levels.
     SmartChunk(SmartChunkConfig),
+    /// Another method's candidates, their leaves reranked by a trained cross-encoder.
+    Rerank(RerankConfig),
 }
 
 impl Method {
@@ -115,6 +118,7 @@ impl Method {
             Method::Raptor(c) => c,
             Method::SproutRag(c) => c,
             Method::SmartChunk(c) => c,
+            Method::Rerank(c) => c,
         }
     }
 
@@ -199,6 +203,17 @@ mod tests {
         data: (format: Jsonl, path: "$ARBOR_DATA/squad-long", split: Some("test")),
         methods: [Flat, Bm25],
     )"#;
+
+    #[test]
+    fn every_committed_experiment_file_parses() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let files: Vec<PathBuf> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "ron")).collect();
+        assert!(files.len() >= 20, "{files:?}");
+        for path in files {
+            Experiment::load(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+        }
+    }
 
     #[test]
     fn defaults_fill_what_the_file_leaves_out_and_survive_a_round_trip() {

@@ -5,6 +5,8 @@
 //! - [`info_nce`]: L_ret, contrastive retrieval loss with in-batch (and optional hard) negatives
 //!   (SproutRAG, Section 4.1).
 //! - [`attention_structure`]: L_attn, pulls aggregated attention toward gold merge pairs (Section 4.2).
+//! - [`listwise_softmax`]: L_rank, the cross-encoder reranker's softmax over a query's positive and
+//!   negatives (the reranking stage of SproutRAG, Section 3).
 //! - [`vae_loss`]: the SentenceVAE's token cross-entropy and KL terms.
 //! - [`compression_mse`]: L_comp, the chunk compressor to its summary's embedding (SmartChunk, 4.3).
 //! - [`grpo_loss`], [`group_advantages`]: the planner's GRPO objective (SmartChunk, eqs. 3-5).
@@ -16,6 +18,7 @@ mod attention;
 mod compression;
 mod grpo;
 mod info_nce;
+mod listwise;
 mod reward;
 mod vae;
 
@@ -23,5 +26,6 @@ pub use attention::{attention_structure, attention_structure_at_pairs};
 pub use compression::compression_mse;
 pub use grpo::{Grpo, group_advantages, grpo_loss};
 pub use info_nce::info_nce;
+pub use listwise::listwise_softmax;
 pub use reward::{PlanOutcome, Reward, RewardWeights, planner_reward};
 pub use vae::vae_loss;

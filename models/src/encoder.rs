@@ -166,7 +166,11 @@ impl<B: Backend> SentenceEncoder<B> {
     /// sentence-transformers does, sorted by length so a batch holds texts of similar length (the CPU
     /// kernel pads nothing; Burn's pads to the batch's longest), embedded by `kernel`, returned in input order.
     pub fn embed_with(&self, kernel: &Kernel<B>, texts: &[&str], batch_size: usize, progress: &mut dyn FnMut(usize)) -> Vec<Vec<f32>> {
-        let ids = self.tokenize(texts);
+        self.embed_ids_with(kernel, &self.tokenize(texts), batch_size, progress)
+    }
+
+    /// [`SentenceEncoder::embed_with`] of token ids already made (a cross-encoder's query-unit pairs).
+    pub fn embed_ids_with(&self, kernel: &Kernel<B>, ids: &[TokenIds], batch_size: usize, progress: &mut dyn FnMut(usize)) -> Vec<Vec<f32>> {
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
         let mut out = vec![Vec::new(); ids.len()];

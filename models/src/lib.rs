@@ -6,6 +6,8 @@
 //!   batched by length.
 //! - [`compressor::Compressor`]: SmartChunk's Chunk Compression Encoder (a chunk's embedding from its parts').
 //! - [`planner::Planner`]: SmartChunk's planner, a small autoregressive policy that writes a level plan.
+//! - [`reranker::CrossEncoder`]: a cross-encoder reranker (MiniLM trunk and a score head, query and unit
+//!   as one input), the reranking stage of SproutRAG (Section 3).
 //! - [`hub`]: where model files come from (a local directory, or the default all-MiniLM-L6-v2 fetched into
 //!   `$ARBOR_HOME`).
 //! - [`backend`]: the default backend (CPU) and the `cuda` feature.
@@ -18,6 +20,7 @@ pub mod encoder;
 pub mod error;
 pub mod hub;
 pub mod planner;
+pub mod reranker;
 pub mod sentence_vae;
 pub mod sllm;
 pub mod sproutrag;

@@ -61,14 +61,7 @@ impl Default for CompressorTraining {
 
 impl CompressorTraining {
     pub fn settings(&self) -> Settings {
-        let s = self;
-        Settings {
-            epochs: s.epochs,
-            checkpoint_every: s.checkpoint_every,
-            warmup_fraction: s.warmup_fraction,
-            weight_decay: s.weight_decay,
-            grad_clip: s.grad_clip,
-        }
+        crate::settings_of!(self)
     }
 }
 

@@ -86,12 +86,6 @@ impl TrainConfig {
 
     /// The skeleton's settings of these.
     pub fn settings(&self) -> Settings {
-        Settings {
-            epochs: self.epochs,
-            checkpoint_every: self.checkpoint_every,
-            warmup_fraction: self.warmup_fraction,
-            weight_decay: self.weight_decay,
-            grad_clip: self.grad_clip,
-        }
+        crate::settings_of!(self)
     }
 }

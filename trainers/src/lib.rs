@@ -7,6 +7,7 @@
 //! - [`head_weights::train`]: the (layer, head) weights alone, on L_attn over fixed (token) attention.
 //! - [`compressor::train`]: SmartChunk's Chunk Compression Encoder on L_comp.
 //! - [`planner::train`]: SmartChunk's planner by SFT, GRPO, SFT + GRPO or STITCH (Table 5).
+//! - [`reranker::train`]: the cross-encoder reranker on L_rank (SproutRAG's reranking stage).
 //! - [`stitch::Stitch`]: STITCH's routing of a query (vanilla, hinted, imitation; SmartChunk, Algorithm 2).
 //! - [`checkpoint`]: model and optimizer states written atomically, committed by `state.json`.
 //! - [`logger::Logger`]: `log.jsonl` and TensorBoard event files.
@@ -20,6 +21,7 @@ pub mod head_weights;
 pub mod learner;
 pub mod logger;
 pub mod planner;
+pub mod reranker;
 pub mod skeleton;
 pub mod sproutrag;
 pub mod stitch;

@@ -36,6 +36,20 @@ pub struct Settings {
     pub grad_clip: f32,
 }
 
+/// The [`Settings`] of a trainer config that has fields of the same names.
+#[macro_export]
+macro_rules! settings_of {
+    ($c:expr) => {
+        $crate::skeleton::Settings {
+            epochs: $c.epochs,
+            checkpoint_every: $c.checkpoint_every,
+            warmup_fraction: $c.warmup_fraction,
+            weight_decay: $c.weight_decay,
+            grad_clip: $c.grad_clip,
+        }
+    };
+}
+
 impl Settings {
     /// The learning-rate factor at `step` of `total`: linear warmup, then linear decay to 0.
     pub fn schedule(&self, step: usize, total: usize) -> f64 {

@@ -16,6 +16,7 @@
 //! | RAPTOR (collapsed tree, tree traversal) | [`raptor`] | RAPTOR (seed 001) |
 //! | SproutRAG | [`sproutrag`] | SproutRAG, Sections 2-4 |
 //! | SmartChunk (multi-level chunks, compressor, plan) | [`smartchunk`] | SmartChunk, Section 4 |
+//! | Any of these + a cross-encoder reranker | [`rerank`] | SproutRAG, Section 3 (reranking stage) |
 //!
 //! Methods that summarise use [`crate::summaries`].
 
@@ -25,6 +26,7 @@ pub mod flat;
 pub mod hierarchy;
 pub mod hybrid;
 pub mod raptor;
+pub mod rerank;
 pub mod rse;
 pub mod smartchunk;
 pub mod sproutrag;
@@ -53,9 +55,18 @@ pub enum MethodKind {
     Hybrid,
     Hierarchy,
     Rse,
-    Raptor { traversal: bool },
-    SproutRag { attention: SproutAttention, search: SearchKind },
+    Raptor {
+        traversal: bool,
+    },
+    SproutRag {
+        attention: SproutAttention,
+        search: SearchKind,
+    },
     SmartChunk,
+    /// A method's candidates reranked by the cross-encoder (over SproutRAG, or over a baseline).
+    Reranked {
+        sproutrag: bool,
+    },
 }
 
 /// Where a SproutRAG tree's attention comes from.
@@ -91,6 +102,8 @@ impl fmt::Display for MethodKind {
             MethodKind::Raptor { traversal: false } => write!(f, "RAPTOR, collapsed"),
             MethodKind::Raptor { traversal: true } => write!(f, "RAPTOR, traversal"),
             MethodKind::SmartChunk => write!(f, "SmartChunk"),
+            MethodKind::Reranked { sproutrag: true } => write!(f, "SproutRAG + reranker"),
+            MethodKind::Reranked { sproutrag: false } => write!(f, "Baseline + reranker"),
             MethodKind::SproutRag { attention, search } => {
                 let attention = match attention {
                     SproutAttention::Untrained => "untrained",

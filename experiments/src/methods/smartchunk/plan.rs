@@ -24,6 +24,7 @@ use arbor_eval::levels::Levels;
 use arbor_models::DefaultBackend;
 use arbor_models::compressor::Compressor;
 use arbor_models::planner::{PlanVocab, PlannerConfig};
+use arbor_trainers::data::held_documents;
 use arbor_trainers::planner::{PlanExample, PlannerTraining, assess, greedy_plans};
 use burn::backend::Autodiff;
 use serde::{Deserialize, Serialize};
@@ -296,38 +297,4 @@ fn features(ctx: &Context, ix: &Indexed, qv: &[f32], docs: &[usize]) -> Vec<f32>
     let norm = opening.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
     let meta = [(1.0 + tokens as f32).ln() / 12.0, (1.0 + sections_n as f32).ln() / 6.0, depth as f32 / 6.0, (1.0 + units as f32).ln() / 10.0];
     qv.iter().copied().chain(opening.iter().map(|x| x / norm)).chain(meta).collect()
-}
-
-/// The documents held back from planner training: taken from the last, whole (a document's queries stay
-/// together), skipping any that would take the held-back queries over `fraction` of `query_docs` (the
-/// document of each training query). A few documents holding most queries (privacy_qa's apps) must not
-/// take half of a small split.
-fn held_documents(query_docs: &[usize], fraction: f64) -> Vec<usize> {
-    let mut docs: Vec<usize> = query_docs.to_vec();
-    docs.sort_unstable();
-    docs.dedup();
-    let budget = (query_docs.len() as f64 * fraction).floor() as usize;
-    let (mut held, mut taken) = (Vec::new(), 0);
-    for &d in docs.iter().rev() {
-        let n = query_docs.iter().filter(|&&q| q == d).count();
-        if taken + n <= budget && held.len() + 1 < docs.len() {
-            held.push(d);
-            taken += n;
-        }
-    }
-    held
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn held_documents_keep_within_the_fraction_of_queries() {
-        // Document 9 holds 6 of 10 queries: over 30 %, so it stays in training; 7 and 8 fit.
-        let query_docs = [1, 1, 7, 8, 9, 9, 9, 9, 9, 9];
-        assert_eq!(held_documents(&query_docs, 0.3), vec![8, 7]);
-        assert_eq!(held_documents(&query_docs, 0.0), Vec::<usize>::new());
-        assert_eq!(held_documents(&[4, 4], 1.0), Vec::<usize>::new(), "the only document is never held back");
-    }
 }

@@ -1,0 +1,299 @@
+//! The reranking stage of SproutRAG (Section 3) over any method: the leaves under the method's top
+//! candidates are scored again by a cross-encoder (arbor_models::reranker, trained here on the corpus's
+//! training split by arbor_trainers::reranker) and handed on best first. Over SproutRAG's beam it is the
+//! paper's pipeline (the paper's reranker is Qwen3-Reranker-4B, which cannot be obtained here: this one is
+//! all-MiniLM-L6-v2's trunk with a score head, fine-tuned on our data); over Flat it is the fair control.
+//!
+//! The pool: the base's items in rank order, each contributing its leaf units (a node's in text order),
+//! until `candidates` leaves. When the pool holds fewer than k leaves, the other leaves in scope follow
+//! it in text order (the metric contract).
+
+use std::collections::HashSet;
+
+use arbor_datasets::span::merge;
+use arbor_datasets::{Corpus, DocSpan, Query};
+use arbor_eval::bm25::Bm25;
+use arbor_eval::flat::dot;
+use arbor_eval::index::{Chunks, Item, QueryInput};
+use arbor_eval::{Retriever, Scope};
+use arbor_models::bert::load_bert;
+use arbor_models::reranker::Scorer;
+use arbor_models::{DefaultBackend, SentenceEncoder};
+use arbor_trainers::data::held_documents;
+use arbor_trainers::reranker::{Candidate, PairFormat, RerankExample, RerankerTraining, usable};
+use burn::backend::Autodiff;
+use serde::{Deserialize, Serialize};
+
+use super::{Built, Context, MethodKind, MethodSpec};
+use crate::cache::key;
+use crate::experiment::Method;
+use crate::progress::with_bar;
+use crate::trained::{Located, TrainedModel};
+
+/// `Rerank((over: Flat, candidates: 30, training: (...)))` in an experiment file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RerankConfig {
+    /// The method whose candidates are reranked.
+    pub over: Box<Method>,
+    /// Leaves in the pool the cross-encoder scores per query.
+    #[serde(default = "candidates")]
+    pub candidates: usize,
+    #[serde(default)]
+    pub training: RerankerTraining,
+}
+
+fn candidates() -> usize {
+    30
+}
+
+impl MethodSpec for RerankConfig {
+    fn label(&self) -> String {
+        format!("{} + reranker (top {} leaves)", self.over.label(), self.candidates)
+    }
+
+    fn kind(&self) -> MethodKind {
+        MethodKind::Reranked { sproutrag: self.over.kind().is_sproutrag() }
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.candidates > 0, "Rerank: candidates must be at least 1");
+        anyhow::ensure!(!matches!(*self.over, Method::Rerank(_)), "Rerank: a reranked method cannot be reranked again");
+        self.training.check().map_err(anyhow::Error::msg)?;
+        self.over.spec().check()
+    }
+
+    fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
+        let base = self.over.spec().build(ctx)?;
+        let (scorer, record) = reranker(ctx, &self.label(), &self.training)?;
+        let retriever = Reranked {
+            name: self.label(),
+            base: base.retriever,
+            scorer,
+            encoder: ctx.encoder,
+            corpus: ctx.corpus,
+            units: &ctx.leaves.units,
+            unit_vectors: ctx.unit_vectors()?,
+            scope: ctx.scope,
+            candidates: self.candidates,
+            batch_size: ctx.encoder_config.batch_size,
+        };
+        let mut models = base.models;
+        models.push(record);
+        let details = Some(format!("cross-encoder: {}{}", record_dir(&models), base.details.map_or(String::new(), |d| format!("; {d}"))));
+        Ok(Built { retriever: Box::new(retriever), queries: base.queries, models, details })
+    }
+}
+
+fn record_dir(models: &[TrainedModel]) -> String {
+    models.last().map_or(String::new(), |m| m.dir.display().to_string())
+}
+
+/// The reranker: a finished training in the cache (or the earlier run's), else trained now.
+fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::Result<(Scorer<DefaultBackend>, TrainedModel)> {
+    let encoder = ctx.encoder;
+    let format = PairFormat {
+        special: encoder.special_ids(),
+        max_query: training.max_query_tokens,
+        max_len: training.max_pair_tokens.min(encoder.max_seq_length()),
+    };
+    let (train, holdout) = examples(ctx, training)?;
+    let Located { dir, may_train } = ctx.training.locate(label, training, &ctx.keys.encoder, || {
+        // "gamma learned": the version of the trainer (its first form kept gamma fixed).
+        ctx.cache.dir("train", &key(&(&ctx.keys.encoder, "reranker", "gamma learned", training, format.max_len, &train, &holdout)))
+    })?;
+    let record =
+        TrainedModel { method: label.into(), settings: serde_json::to_value(training)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone() };
+    let model_dir = arbor_models::hub::resolve(&ctx.encoder_config.model)?;
+    let bert_file = model_dir.path.join("model.safetensors");
+    let device = Default::default();
+    let model = match arbor_trainers::reranker::finished::<DefaultBackend>(load_bert(&encoder.config, &bert_file, &device)?, &dir)? {
+        Some(model) => {
+            eprintln!("using the reranker trained in {}", dir.display());
+            model
+        }
+        None => {
+            anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", dir.display());
+            eprintln!(
+                "training the reranker on {} queries of split {:?} ({} held back), {} epochs",
+                train.len(),
+                training.split,
+                holdout.len(),
+                training.epochs
+            );
+            let bert = load_bert::<Autodiff<DefaultBackend>>(&encoder.config, &bert_file, &device)?;
+            with_bar("training the reranker", |progress| {
+                arbor_trainers::reranker::train::<Autodiff<DefaultBackend>>(training, bert, format, &train, &holdout, &dir, progress)
+            })?
+        }
+    };
+    Ok((Scorer::new(&model, encoder, format.max_query, format.max_len), record))
+}
+
+/// Characters of `unit` inside the (merged) gold spans.
+fn inside(unit: DocSpan, gold: &[DocSpan]) -> usize {
+    gold.iter()
+        .filter(|g| g.doc == unit.doc && g.span.overlaps(&unit.span))
+        .map(|g| g.span.end.min(unit.span.end) - g.span.start.max(unit.span.start))
+        .sum()
+}
+
+/// The positives of a query among `units`: units at least half inside its gold, and for a gold span
+/// shorter than half a unit, the unit that holds most of it.
+pub(crate) fn positives(units: &[DocSpan], gold: &[DocSpan]) -> Vec<usize> {
+    let gold = merge(gold.to_vec());
+    let mut out: Vec<usize> = (0..units.len()).filter(|&u| 2 * inside(units[u], &gold) >= units[u].span.len()).collect();
+    for g in &gold {
+        let best = (0..units.len()).max_by_key(|&u| inside(units[u], std::slice::from_ref(g)));
+        if let Some(u) = best.filter(|&u| 2 * inside(units[u], std::slice::from_ref(g)) >= g.span.len()) {
+            out.push(u);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The training and held-back examples of `training.split`: held back are the queries of whole documents,
+/// at most `holdout_fraction` of the queries (arbor_trainers::data::held_documents).
+fn examples(ctx: &Context, training: &RerankerTraining) -> anyhow::Result<(Vec<RerankExample>, Vec<RerankExample>)> {
+    let corpus = ctx.corpus;
+    let mut queries: Vec<&Query> = corpus.eval_queries(Some(&training.split));
+    if let Some(max) = training.max_queries.filter(|&m| m < queries.len()) {
+        // Evenly spaced in file order, so that a sample still spans the split's documents.
+        queries = (0..max).map(|i| queries[i * queries.len() / max]).collect();
+    }
+    let first_docs: Vec<usize> = queries.iter().map(|q| corpus.query_docs(q)[0]).collect();
+    let held: HashSet<usize> = held_documents(&first_docs, training.holdout_fraction).into_iter().collect();
+    let mut docs: Vec<usize> = queries.iter().flat_map(|q| corpus.query_docs(q)).collect();
+    docs.sort_unstable();
+    docs.dedup();
+    let batch = ctx.encoder_config.batch_size;
+    let first = FirstStage {
+        units: &ctx.leaves.units,
+        unit_vectors: &ctx.cache.unit_embeddings(ctx.encoder, corpus, ctx.leaves, ctx.keys, &docs, batch)?,
+        bm25: &Bm25::build(corpus, &ctx.leaves.units, Scope::QueryDocuments),
+    };
+    let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
+    let query_vectors = ctx.cache.text_embeddings(ctx.encoder, batch, &texts, "training queries")?;
+    let (mut train, mut holdout) = (Vec::new(), Vec::new());
+    for (q, vector) in queries.into_iter().zip(&query_vectors) {
+        let example = first.example(ctx.encoder, corpus, q, vector, training.hard_negatives);
+        match held.contains(&corpus.query_docs(q)[0]) {
+            true => holdout.push(example),
+            false => train.push(example),
+        }
+    }
+    Ok((usable(training, train), usable(training, holdout)))
+}
+
+/// What training examples are drawn from: the units, their dense vectors (the prior, and with BM25 the
+/// hard negatives).
+struct FirstStage<'a> {
+    units: &'a Chunks,
+    unit_vectors: &'a [Vec<f32>],
+    bm25: &'a Bm25<'a>,
+}
+
+impl FirstStage<'_> {
+    fn example(&self, encoder: &SentenceEncoder<DefaultBackend>, corpus: &Corpus, q: &Query, query_vector: &[f32], pool: usize) -> RerankExample {
+        let units = self.units;
+        let docs = corpus.query_docs(q);
+        let gold = corpus.gold(q);
+        let in_scope: Vec<usize> = docs.iter().flat_map(|&d| units.by_doc[d].clone()).collect();
+        let spans: Vec<DocSpan> = in_scope.iter().map(|&u| units.spans[u]).collect();
+        let positives: Vec<usize> = positives(&spans, &gold).into_iter().map(|i| in_scope[i]).collect();
+        let input = QueryInput { text: q.text.clone(), docs, embedding: None };
+        // Hard negatives from both first stages, alternating: BM25's best and the dense best.
+        let is_negative = |u: &usize| inside(units.spans[*u], &gold) == 0;
+        let lexical: Vec<usize> =
+            self.bm25.retrieve(&input, pool + positives.len()).iter().flat_map(|item| units.overlapping(&item.spans)).filter(is_negative).collect();
+        let mut dense: Vec<usize> = in_scope.iter().copied().filter(is_negative).collect();
+        dense.sort_by(|&a, &b| dot(query_vector, &self.unit_vectors[b]).total_cmp(&dot(query_vector, &self.unit_vectors[a])));
+        let mut seen = HashSet::new();
+        let negatives: Vec<usize> = lexical.into_iter().zip(dense).flat_map(|(l, d)| [l, d]).filter(|&u| seen.insert(u)).take(pool).collect();
+        let candidates = |us: &[usize]| {
+            let pieces = encoder.word_pieces(&us.iter().map(|&u| units.text(corpus, u)).collect::<Vec<_>>());
+            pieces.into_iter().zip(us).map(|(ids, &u)| Candidate { ids, prior: dot(query_vector, &self.unit_vectors[u]) }).collect()
+        };
+        RerankExample {
+            query: encoder.word_pieces(&[q.text.as_str()]).remove(0),
+            positives: candidates(&positives),
+            negatives: candidates(&negatives),
+        }
+    }
+}
+
+/// A base method's retriever with its candidates' leaves reranked.
+struct Reranked<'a> {
+    name: String,
+    base: Box<dyn Retriever + 'a>,
+    scorer: Scorer<DefaultBackend>,
+    encoder: &'a SentenceEncoder<DefaultBackend>,
+    corpus: &'a Corpus,
+    units: &'a Chunks,
+    /// The encoder's vectors of the units: the first-stage cosine the reranker adds to its score.
+    unit_vectors: &'a [Vec<f32>],
+    scope: Scope,
+    candidates: usize,
+    batch_size: usize,
+}
+
+impl Retriever for Reranked<'_> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn leaves(&self) -> &Chunks {
+        self.units
+    }
+
+    fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
+        let mut pool = Vec::new();
+        let mut seen = HashSet::new();
+        for item in self.base.retrieve(query, self.candidates) {
+            pool.extend(self.units.overlapping(&item.spans).into_iter().filter(|&u| seen.insert(u)));
+            if pool.len() >= self.candidates {
+                break;
+            }
+        }
+        pool.truncate(self.candidates);
+        let texts: Vec<&str> = pool.iter().map(|&u| self.units.text(self.corpus, u)).collect();
+        let query_vector = &self.encoder.embed(&[query.text.as_str()], 1, &mut |_| {})[0];
+        let priors: Vec<f32> = pool.iter().map(|&u| dot(query_vector, &self.unit_vectors[u])).collect();
+        let scores = self.scorer.score(self.encoder, &query.text, &texts, &priors, self.batch_size);
+        let mut ranked: Vec<(usize, f32)> = pool.into_iter().zip(scores).collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked.truncate(k);
+        if ranked.len() < k {
+            let floor = ranked.last().map_or(0.0, |r| r.1) - 1.0;
+            let in_pool: HashSet<usize> = ranked.iter().map(|r| r.0).collect();
+            let rest: Vec<usize> = self.units.candidates(query, self.scope).filter(|u| !in_pool.contains(u)).take(k - ranked.len()).collect();
+            ranked.extend(rest.into_iter().map(|u| (u, floor)));
+        }
+        ranked.into_iter().map(|(u, score)| Item::unit(self.units.spans[u], score)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_datasets::Span;
+
+    fn s(start: usize, end: usize) -> DocSpan {
+        DocSpan { doc: 0, span: Span::new(start, end) }
+    }
+
+    #[test]
+    fn positives_are_units_mostly_inside_the_gold_or_holding_a_short_gold() {
+        let units = [s(0, 10), s(10, 20), s(20, 30), s(30, 40)];
+        // Gold 8..24: unit 1 wholly inside, unit 0 only 2 of 10, unit 2 4 of 10.
+        assert_eq!(positives(&units, &[s(8, 24)]), vec![1]);
+        // A short gold (3 characters) inside unit 3.
+        assert_eq!(positives(&units, &[s(33, 36)]), vec![3]);
+        // Overlapping gold spans are merged before counting: 15..25 twice is unit 1's half and unit 2's half.
+        assert_eq!(positives(&units, &[s(15, 25), s(15, 25)]), vec![1, 2]);
+        // Gold in another document gives nothing.
+        assert!(positives(&units, &[DocSpan { doc: 1, span: Span::new(0, 40) }]).is_empty());
+    }
+}

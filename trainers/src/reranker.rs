@@ -1,0 +1,284 @@
+//! Training the cross-encoder reranker (arbor_models::reranker, the reranking stage of SproutRAG, Section
+//! 3) on L_rank (arbor_losses::listwise_softmax). An example is a training query with its positive units
+//! (those mostly inside its gold evidence) and its hard negatives (units of its document that share no
+//! character with the gold: BM25's best and the dense first stage's best in turn), each with the dense
+//! cosine the reranker adds to its score. Each step takes `batch_size` queries; each brings one positive
+//! (the next one each epoch) and `negatives` negatives drawn from its pool, a function of the seed and
+//! the step only, so a resumed run sees the same groups. Two AdamW groups (the skeleton's): the new score
+//! head and gamma at `lr_head`, the trunk's top `trainable_layers` blocks at `lr_encoder`. The held-back
+//! queries' L_rank and hit@1 (the positive first in its group) are logged every epoch, beside the hit@1
+//! of the dense cosine alone.
+
+use std::path::Path;
+
+use arbor_losses::listwise_softmax;
+use arbor_models::bert::Bert;
+use arbor_models::encoder::{TokenIds, pad_ids};
+use arbor_models::reranker::{CrossEncoder, pair_ids};
+use burn::module::AutodiffModule;
+use burn::optim::GradientsParams;
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{ElementConversion, Tensor};
+use rand::SeedableRng;
+use rand::seq::IndexedRandom;
+use serde::{Deserialize, Serialize};
+
+use crate::data::step_batch;
+use crate::skeleton::{self, Group, Settings, Step, Task};
+
+/// One training query: word pieces (no special tokens) of the query, its positive units and its
+/// negative units.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RerankExample {
+    pub query: TokenIds,
+    pub positives: Vec<Candidate>,
+    pub negatives: Vec<Candidate>,
+}
+
+/// A unit beside a query: its word pieces and the first stage's cosine with the query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    pub ids: TokenIds,
+    pub prior: f32,
+}
+
+/// The reranker's training settings (experiment file: `Rerank((training: ...))`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RerankerTraining {
+    /// Queries of this split train; whole documents holding at most `holdout_fraction`
+    /// of them are held back.
+    pub split: String,
+    pub holdout_fraction: f64,
+    /// At most this many of the split's queries (evenly spaced in file order), for quick runs; `None`: all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_queries: Option<usize>,
+    pub epochs: usize,
+    /// Queries per step.
+    pub batch_size: usize,
+    /// Negatives beside the positive in each query's group.
+    pub negatives: usize,
+    /// The pool negatives are drawn from: this many of the document's units, best by BM25 first.
+    pub hard_negatives: usize,
+    /// The trunk's top blocks that learn (the others and the embeddings stay as pretrained).
+    pub trainable_layers: usize,
+    pub lr_head: f64,
+    pub lr_encoder: f64,
+    /// Query word pieces kept in a pair.
+    pub max_query_tokens: usize,
+    /// A pair's length, special tokens included (at most the encoder's limit).
+    pub max_pair_tokens: usize,
+    pub seed: u64,
+    pub warmup_fraction: f64,
+    pub weight_decay: f32,
+    pub grad_clip: f32,
+    pub checkpoint_every: usize,
+}
+
+impl Default for RerankerTraining {
+    fn default() -> Self {
+        RerankerTraining {
+            split: "train".into(),
+            holdout_fraction: 0.1,
+            max_queries: None,
+            epochs: 4,
+            batch_size: 4,
+            negatives: 7,
+            hard_negatives: 30,
+            trainable_layers: 2,
+            lr_head: 2e-3,
+            lr_encoder: 1e-4,
+            max_query_tokens: 64,
+            max_pair_tokens: 256,
+            seed: 42,
+            warmup_fraction: 0.1,
+            weight_decay: 0.01,
+            grad_clip: 1.0,
+            checkpoint_every: 100,
+        }
+    }
+}
+
+impl RerankerTraining {
+    pub fn check(&self) -> Result<(), String> {
+        if self.epochs == 0 || self.batch_size == 0 || self.checkpoint_every == 0 || self.negatives == 0 {
+            return Err("rerank training: epochs, batch_size, negatives and checkpoint_every must be at least 1".into());
+        }
+        if self.hard_negatives < self.negatives {
+            return Err(format!("rerank training: hard_negatives ({}) must be at least negatives ({})", self.hard_negatives, self.negatives));
+        }
+        if !(0.0..1.0).contains(&self.holdout_fraction) {
+            return Err(format!("rerank training: holdout_fraction must be in [0, 1), got {}", self.holdout_fraction));
+        }
+        Ok(())
+    }
+
+    fn settings(&self) -> Settings {
+        crate::settings_of!(self)
+    }
+}
+
+/// What the pairs are made with: the tokenizer's `[CLS]` and `[SEP]`.
+#[derive(Debug, Clone, Copy)]
+pub struct PairFormat {
+    pub special: (u32, u32),
+    pub max_query: usize,
+    pub max_len: usize,
+}
+
+/// The scores of groups of one size, `[groups, size]`: each a query and its texts (the positive first).
+fn group_scores<B: Backend>(model: &CrossEncoder<B>, format: PairFormat, groups: &[(&TokenIds, Vec<&Candidate>)]) -> Tensor<B, 2> {
+    let size = groups[0].1.len();
+    let pairs: Vec<TokenIds> = groups
+        .iter()
+        .flat_map(|(query, texts)| texts.iter().map(|t| pair_ids(query, &t.ids, format.special, format.max_query, format.max_len)))
+        .collect();
+    let priors: Vec<f32> = groups.iter().flat_map(|(_, texts)| texts.iter().map(|t| t.prior)).collect();
+    let refs: Vec<&[u32]> = pairs.iter().map(Vec::as_slice).collect();
+    let device = model.head.weight.device();
+    let (ids, mask) = pad_ids::<B>(&refs, &device);
+    let prior = Tensor::<B, 1>::from_floats(priors.as_slice(), &device);
+    model.forward(ids, mask, prior).reshape([groups.len(), size])
+}
+
+/// The share of groups whose positive (column 0) scores above every negative.
+fn hit_at_1<B: Backend>(scores: Tensor<B, 2>) -> f64 {
+    let [q, g] = scores.dims();
+    let s = scores.into_data().to_vec::<f32>().expect("f32");
+    s.chunks_exact(g).filter(|row| row[1..].iter().all(|&x| x < row[0])).count() as f64 / q.max(1) as f64
+}
+
+struct RerankTask<'a, B: AutodiffBackend> {
+    config: &'a RerankerTraining,
+    format: PairFormat,
+    train: &'a [RerankExample],
+    holdout: &'a [RerankExample],
+    _b: std::marker::PhantomData<B>,
+}
+
+impl<B: AutodiffBackend> RerankTask<'_, B> {
+    /// Example `e`'s group at `step`: its positive of the epoch and `negatives` drawn from its pool.
+    fn group(&self, e: usize, epoch: usize, step: usize) -> (&TokenIds, Vec<&Candidate>) {
+        let ex = &self.train[e];
+        let mut rng = rand::rngs::StdRng::seed_from_u64(self.config.seed ^ ((step as u64) << 20) ^ e as u64);
+        let mut texts = vec![&ex.positives[epoch % ex.positives.len()]];
+        texts.extend(ex.negatives.choose_multiple(&mut rng, self.config.negatives));
+        (&ex.query, texts)
+    }
+}
+
+impl<B: AutodiffBackend> Task<B> for RerankTask<'_, B> {
+    type Model = CrossEncoder<B>;
+
+    fn steps_per_epoch(&self) -> usize {
+        self.train.len().div_ceil(self.config.batch_size)
+    }
+
+    fn step(&mut self, model: &CrossEncoder<B>, step: usize) -> anyhow::Result<Step<B>> {
+        let (epoch, _, batch) = step_batch(self.train.len(), self.config.batch_size, self.config.seed, step);
+        let groups: Vec<_> = batch.iter().map(|&e| self.group(e, epoch, step)).collect();
+        let scores = group_scores(model, self.format, &groups);
+        let hit = hit_at_1(scores.clone().detach());
+        Ok(Step { terms: vec![("loss/rank", listwise_softmax(scores))], scalars: vec![("train/hit1", hit)], context: format!("queries {batch:?}") })
+    }
+
+    fn monitor(&self, model: &CrossEncoder<B>) -> Vec<(&'static str, f64)> {
+        vec![("train/gamma", model.prior_scale.val().into_scalar().elem::<f64>())]
+    }
+
+    fn evaluate(&self, model: &CrossEncoder<B::InnerBackend>) -> Vec<(&'static str, f64)> {
+        if self.holdout.is_empty() {
+            return Vec::new();
+        }
+        // Fixed groups: the first positive, the best `negatives` of the pool.
+        let groups: Vec<_> = self
+            .holdout
+            .iter()
+            .map(|ex| (&ex.query, std::iter::once(&ex.positives[0]).chain(ex.negatives.iter().take(self.config.negatives)).collect()))
+            .collect();
+        let (mut loss, mut hit) = (0.0, 0.0);
+        for chunk in groups.chunks(self.config.batch_size) {
+            let scores = group_scores(model, self.format, chunk);
+            hit += hit_at_1(scores.clone()) * chunk.len() as f64;
+            loss += listwise_softmax(scores).into_scalar().elem::<f64>() * chunk.len() as f64;
+        }
+        // The reference: the same groups ordered by the first stage's cosine alone (the reranker untrained).
+        let dense: Vec<f32> = groups.iter().flat_map(|(_, texts)| texts.iter().map(|t| t.prior)).collect();
+        let size = groups[0].1.len();
+        let device = model.head.weight.device();
+        let dense = Tensor::<B::InnerBackend, 1>::from_floats(dense.as_slice(), &device).reshape([groups.len(), size]);
+        let n = groups.len() as f64;
+        vec![("eval/loss", loss / n), ("eval/hit1", hit / n), ("eval/dense_hit1", hit_at_1(dense))]
+    }
+}
+
+/// Only examples with a positive and a full pool of negatives make groups of one size.
+pub fn usable(config: &RerankerTraining, examples: Vec<RerankExample>) -> Vec<RerankExample> {
+    examples.into_iter().filter(|e| !e.positives.is_empty() && e.negatives.len() >= config.negatives).collect()
+}
+
+/// Trains the reranker from the pretrained trunk `bert` in `run_dir` (resuming a checkpoint there);
+/// returns it without autodiff.
+#[allow(clippy::too_many_arguments)]
+pub fn train<B: AutodiffBackend>(
+    config: &RerankerTraining,
+    bert: Bert<B>,
+    format: PairFormat,
+    train: &[RerankExample],
+    holdout: &[RerankExample],
+    run_dir: &Path,
+    progress: &mut dyn FnMut(usize, usize),
+) -> anyhow::Result<CrossEncoder<B::InnerBackend>> {
+    config.check().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(!train.is_empty(), "the reranker has no training query with a positive unit and {} negatives", config.negatives);
+    let device = bert.embeddings.word_embeddings.weight.device();
+    B::seed(&device, config.seed);
+    let hidden = bert.embeddings.layer_norm.gamma.dims()[0];
+    let model = CrossEncoder::new(bert, hidden, &device).freeze_below(config.trainable_layers);
+    // The trunk's group first; the head's takes what is left (the head and gamma).
+    let groups = [
+        Group { name: "encoder", lr: config.lr_encoder, params: |g, m: &CrossEncoder<B>| GradientsParams::from_module(g, &m.bert) },
+        Group { name: "head", lr: config.lr_head, params: |g, m: &CrossEncoder<B>| GradientsParams::from_module(g, m) },
+    ];
+    let mut task = RerankTask { config, format, train, holdout, _b: std::marker::PhantomData };
+    let model = skeleton::train(&mut task, model, &groups, &config.settings(), run_dir, progress)?;
+    Ok(model.valid())
+}
+
+/// The reranker of the finished run in `run_dir`, if it has finished; `bert` gives its shape.
+pub fn finished<B: Backend>(bert: Bert<B>, run_dir: &Path) -> anyhow::Result<Option<CrossEncoder<B>>> {
+    let device = bert.embeddings.word_embeddings.weight.device();
+    let hidden = bert.embeddings.layer_norm.gamma.dims()[0];
+    skeleton::finished(CrossEncoder::new(bert, hidden, &device), run_dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example(positives: usize, negatives: usize) -> RerankExample {
+        let c = |id| Candidate { ids: vec![id], prior: 0.0 };
+        RerankExample { query: vec![1], positives: vec![c(2); positives], negatives: vec![c(3); negatives] }
+    }
+
+    #[test]
+    fn only_examples_with_a_positive_and_enough_negatives_train() {
+        let config = RerankerTraining { negatives: 2, hard_negatives: 4, ..Default::default() };
+        let kept = usable(&config, vec![example(1, 2), example(0, 5), example(2, 1), example(3, 4)]);
+        assert_eq!(kept, vec![example(1, 2), example(3, 4)]);
+    }
+
+    #[test]
+    fn hit_at_1_counts_groups_whose_positive_leads() {
+        use arbor_models::DefaultBackend as B;
+        let s = Tensor::<B, 2>::from_data(burn::tensor::TensorData::new(vec![0.9f32, 0.1, 0.2, 0.5, 0.7, 0.1], [2, 3]), &Default::default());
+        assert_eq!(hit_at_1(s), 0.5);
+    }
+
+    #[test]
+    fn settings_that_cannot_make_groups_are_rejected() {
+        assert!(RerankerTraining { hard_negatives: 3, negatives: 7, ..Default::default() }.check().unwrap_err().contains("hard_negatives"));
+        assert!(RerankerTraining { holdout_fraction: 1.0, ..Default::default() }.check().is_err());
+        assert!(RerankerTraining::default().check().is_ok());
+    }
+}
