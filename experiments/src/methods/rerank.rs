@@ -97,10 +97,12 @@ fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::
         max_query: training.max_query_tokens,
         max_len: training.max_pair_tokens.min(encoder.max_seq_length()),
     };
-    let (train, holdout) = examples(ctx, training)?;
+    // The training examples are the cache key's content; under `evaluate --from` they are not made.
+    let mut made = None;
     let Located { dir, may_train } = ctx.training.locate(label, training, &ctx.keys.encoder, || {
+        let (train, holdout) = made.insert(examples(ctx, training)?);
         // "gamma learned": the version of the trainer (its first form kept gamma fixed).
-        ctx.cache.dir("train", &key(&(&ctx.keys.encoder, "reranker", "gamma learned", training, format.max_len, &train, &holdout)))
+        ctx.cache.dir("train", &key(&(&ctx.keys.encoder, "reranker", "gamma learned", training, format.max_len, train, holdout)))
     })?;
     let record =
         TrainedModel { method: label.into(), settings: serde_json::to_value(training)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone() };
@@ -113,7 +115,9 @@ fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::
             model
         }
         None => {
-            anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", dir.display());
+            let Some((train, holdout)) = made.filter(|_| may_train) else {
+                anyhow::bail!("{} holds no finished training for method {label:?}", dir.display())
+            };
             eprintln!(
                 "training the reranker on {} queries of split {:?} ({} held back), {} epochs",
                 train.len(),
