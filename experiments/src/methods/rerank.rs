@@ -78,15 +78,11 @@ impl MethodSpec for RerankConfig {
             candidates: self.candidates,
             batch_size: ctx.encoder_config.batch_size,
         };
+        let details = Some(format!("cross-encoder: {}{}", record.dir.display(), base.details.map_or(String::new(), |d| format!("; {d}"))));
         let mut models = base.models;
         models.push(record);
-        let details = Some(format!("cross-encoder: {}{}", record_dir(&models), base.details.map_or(String::new(), |d| format!("; {d}"))));
         Ok(Built { retriever: Box::new(retriever), queries: base.queries, models, details })
     }
-}
-
-fn record_dir(models: &[TrainedModel]) -> String {
-    models.last().map_or(String::new(), |m| m.dir.display().to_string())
 }
 
 /// The reranker: a finished training in the cache (or the earlier run's), else trained now.
