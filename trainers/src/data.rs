@@ -68,9 +68,9 @@ pub fn step_batch(n: usize, batch_size: usize, seed: u64, step: usize) -> (usize
     (epoch, at, epoch_order(n, seed, epoch).into_iter().skip(at * batch_size).take(batch_size).collect())
 }
 
-/// The documents held back from a training (the planner's, the reranker's): taken from the last, whole (a document's queries stay
-/// together), skipping any that would take the held-back queries over `fraction` of `query_docs` (the
-/// document of each training query). A few documents holding most queries (privacy_qa's apps) must not
+/// The documents held back from a training (the planner's, the reranker's): taken from the last, whole
+/// (a document's queries stay together), skipping any that would take the held-back queries over
+/// `fraction` of `query_docs` (the document of each training query). A few documents holding most queries (privacy_qa's apps) must not
 /// take half of a small split.
 pub fn held_documents(query_docs: &[usize], fraction: f64) -> Vec<usize> {
     let mut docs: Vec<usize> = query_docs.to_vec();

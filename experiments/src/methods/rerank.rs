@@ -102,10 +102,8 @@ fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::
     })?;
     let record =
         TrainedModel { method: label.into(), settings: serde_json::to_value(training)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone() };
-    let model_dir = arbor_models::hub::resolve(&ctx.encoder_config.model)?;
-    let bert_file = model_dir.path.join("model.safetensors");
-    let device = Default::default();
-    let model = match arbor_trainers::reranker::finished::<DefaultBackend>(load_bert(&encoder.config, &bert_file, &device)?, &dir)? {
+    // A finished reranker's weights replace the trunk's: the encoder's loaded trunk gives the shape.
+    let model = match arbor_trainers::reranker::finished::<DefaultBackend>(encoder.bert.clone(), &dir)? {
         Some(model) => {
             eprintln!("using the reranker trained in {}", dir.display());
             model
@@ -121,7 +119,8 @@ fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::
                 holdout.len(),
                 training.epochs
             );
-            let bert = load_bert::<Autodiff<DefaultBackend>>(&encoder.config, &bert_file, &device)?;
+            let bert_file = arbor_models::hub::resolve(&ctx.encoder_config.model)?.path.join("model.safetensors");
+            let bert = load_bert::<Autodiff<DefaultBackend>>(&encoder.config, &bert_file, &Default::default())?;
             with_bar("training the reranker", |progress| {
                 arbor_trainers::reranker::train::<Autodiff<DefaultBackend>>(training, bert, format, &train, &holdout, &dir, progress)
             })?
