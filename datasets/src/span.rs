@@ -84,6 +84,30 @@ pub fn intersect(a: &[DocSpan], b: &[DocSpan]) -> Vec<DocSpan> {
     out
 }
 
+/// Characters of `unit` inside the (merged) gold spans.
+fn inside(unit: DocSpan, gold: &[DocSpan]) -> usize {
+    gold.iter()
+        .filter(|g| g.doc == unit.doc && g.span.overlaps(&unit.span))
+        .map(|g| g.span.end.min(unit.span.end) - g.span.start.max(unit.span.start))
+        .sum()
+}
+
+/// The gold units of a query among `units`: units at least half inside its gold, and for a gold span
+/// shorter than half a unit, the unit that holds most of it.
+pub fn gold_units(units: &[DocSpan], gold: &[DocSpan]) -> Vec<usize> {
+    let gold = merge(gold.to_vec());
+    let mut out: Vec<usize> = (0..units.len()).filter(|&u| 2 * inside(units[u], &gold) >= units[u].span.len()).collect();
+    for g in &gold {
+        let best = (0..units.len()).max_by_key(|&u| inside(units[u], std::slice::from_ref(g)));
+        if let Some(u) = best.filter(|&u| 2 * inside(units[u], std::slice::from_ref(g)) >= g.span.len()) {
+            out.push(u);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +146,18 @@ mod tests {
             let want: std::collections::BTreeSet<_> = bytes(&a).intersection(&bytes(&b)).cloned().collect();
             prop_assert_eq!(got, want);
         }
+    }
+
+    #[test]
+    fn gold_units_are_units_mostly_inside_the_gold_or_holding_a_short_gold() {
+        let units = [ds(0, 0, 10), ds(0, 10, 20), ds(0, 20, 30), ds(0, 30, 40)];
+        // Gold 8..24: unit 1 wholly inside, unit 0 only 2 of 10, unit 2 4 of 10.
+        assert_eq!(gold_units(&units, &[ds(0, 8, 24)]), vec![1]);
+        // A short gold (3 characters) inside unit 3.
+        assert_eq!(gold_units(&units, &[ds(0, 33, 36)]), vec![3]);
+        // Overlapping gold spans are merged before counting: 15..25 twice is unit 1's half and unit 2's half.
+        assert_eq!(gold_units(&units, &[ds(0, 15, 25), ds(0, 15, 25)]), vec![1, 2]);
+        // Gold in another document gives nothing.
+        assert!(gold_units(&units, &[DocSpan { doc: 1, span: Span::new(0, 40) }]).is_empty());
     }
 }

@@ -24,6 +24,7 @@ pub mod index;
 pub mod level_retrieval;
 pub mod levels;
 pub mod metrics;
+pub mod node_targets;
 pub mod raptor;
 pub mod raptor_io;
 pub mod report;

@@ -28,7 +28,7 @@ pub fn info_nce<B: Backend>(queries: Tensor<B, 2>, positives: Tensor<B, 2>, hard
 }
 
 /// Rows scaled to unit length.
-fn normalize<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
+pub(crate) fn normalize<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
     let norm = x.clone().powi_scalar(2).sum_dim(1).sqrt().clamp_min(1e-12);
     x / norm
 }

@@ -7,6 +7,8 @@
 //! - [`attention_structure`]: L_attn, pulls aggregated attention toward gold merge pairs (Section 4.2).
 //! - [`listwise_softmax`]: L_rank, the cross-encoder reranker's softmax over a query's positive and
 //!   negatives (the reranking stage of SproutRAG, Section 3).
+//! - [`node_contrastive`]: L_node, a tree node against its ancestors and the siblings on its path (arbor's
+//!   node-level training, issue 12).
 //! - [`vae_loss`]: the SentenceVAE's token cross-entropy and KL terms.
 //! - [`compression_mse`]: L_comp, the chunk compressor to its summary's embedding (SmartChunk, 4.3).
 //! - [`grpo_loss`], [`group_advantages`]: the planner's GRPO objective (SmartChunk, eqs. 3-5).
@@ -19,6 +21,7 @@ mod compression;
 mod grpo;
 mod info_nce;
 mod listwise;
+mod node;
 mod reward;
 mod vae;
 
@@ -27,5 +30,6 @@ pub use compression::compression_mse;
 pub use grpo::{Grpo, group_advantages, grpo_loss};
 pub use info_nce::info_nce;
 pub use listwise::listwise_softmax;
+pub use node::node_contrastive;
 pub use reward::{PlanOutcome, Reward, RewardWeights, planner_reward};
 pub use vae::vae_loss;

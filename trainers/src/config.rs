@@ -34,6 +34,10 @@ pub struct TrainConfig {
     pub tau: f64,
     /// Weight of L_attn.
     pub lambda: f64,
+    /// Weight of L_node (`arbor_losses::node_contrastive`: per query, the smallest tree node covering its
+    /// gold against that node's ancestors and the siblings on its path; needs `attention: Sllm`); 0 is off.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub node_loss: f64,
     /// Weight of the VAE's KL term (reconstruction is always on when there is a VAE).
     pub beta: f64,
     /// Clamp inside L_attn's log.
@@ -64,6 +68,7 @@ impl Default for TrainConfig {
             weight_decay: 0.01,
             tau: 0.05,
             lambda: 0.1,
+            node_loss: 0.0,
             beta: 0.0,
             eps: 1e-6,
             merge_pairs: MergePairs::SameParagraph,
@@ -78,6 +83,9 @@ impl TrainConfig {
         if self.epochs == 0 || self.batch_size == 0 || self.checkpoint_every == 0 {
             return Err("training.epochs, batch_size and checkpoint_every must be at least 1".into());
         }
+        if !(self.node_loss >= 0.0) {
+            return Err(format!("training.node_loss must be 0 (off) or positive, got {}", self.node_loss));
+        }
         if !(self.tau > 0.0) {
             return Err(format!("training.tau must be positive, got {}", self.tau));
         }
@@ -88,4 +96,10 @@ impl TrainConfig {
     pub fn settings(&self) -> Settings {
         crate::settings_of!(self)
     }
+}
+
+/// Settings added after runs were cached stay out of their serialised form at their default, so the cache
+/// keys of earlier runs still hold.
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }

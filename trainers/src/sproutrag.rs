@@ -1,12 +1,15 @@
 //! SproutRAG's joint training (Section 4): per step, one document and a batch of its queries,
 //!
 //! ```text
-//! L = L_ret + lambda * L_attn (+ CE + beta * KL with a SentenceVAE)
+//! L = L_ret + lambda * L_attn (+ CE + beta * KL with a SentenceVAE) (+ mu * L_node)
 //! ```
 //!
 //! with L_ret InfoNCE between query embeddings and their positive units (in-batch negatives, plus the
 //! document's other units as hard negatives), and L_attn on the aggregated attention M of the document's
-//! gold merge pairs. The encoder is frozen (units and queries arrive as pooled vectors), or fine-tuned: it
+//! gold merge pairs. L_node (`node_loss` = mu > 0; arbor's addition, `arbor_losses::node_contrastive`)
+//! ranks the nodes of the document's tree, built from the current M and held fixed, against each other:
+//! a query's smallest node covering its gold above that node's ancestors and the siblings on its path.
+//! The encoder is frozen (units and queries arrive as pooled vectors), or fine-tuned: it
 //! is then part of the model and runs over the document's units and the batch's queries every step.
 //! On the trainer skeleton ([`crate::skeleton`]): AdamW groups with separate learning rates for the
 //! aggregation weights, the fine-tuned encoder and the new modules, linear warmup and decay, gradient
@@ -18,7 +21,10 @@ use arbor_datasets::{Corpus, DocSpan};
 use arbor_eval::Item;
 use arbor_eval::index::top_k;
 use arbor_eval::metrics::{Metrics, score_query};
-use arbor_losses::{attention_structure, info_nce, vae_loss};
+use arbor_datasets::span::gold_units;
+use arbor_eval::node_targets::{leaf_weights, node_targets, parents};
+use arbor_eval::tree::{Similarity, Tree};
+use arbor_losses::{attention_structure, info_nce, node_contrastive, vae_loss};
 use arbor_models::aggregator::AggregationInit;
 use arbor_models::bert::Bert;
 use arbor_models::sproutrag::{SproutRagModel, SproutRagModelConfig};
@@ -164,9 +170,14 @@ fn losses<B: AutodiffBackend>(
     let ep = out.embeddings.clone().select(0, ids(&positives, device));
     let others: Vec<usize> = (0..n).filter(|u| !positives.contains(u)).collect();
     let hard = (config.hard_negatives && !others.is_empty()).then(|| out.embeddings.clone().select(0, ids(&others, device)));
-    let mut terms = vec![("loss/ret", info_nce(eq, ep, hard, config.tau))];
+    let mut terms = vec![("loss/ret", info_nce(eq.clone(), ep, hard, config.tau))];
     if !doc.pairs.is_empty() {
-        terms.push(("loss/attn_weighted", attention_structure(out.m, &doc.pairs, config.eps) * config.lambda));
+        terms.push(("loss/attn_weighted", attention_structure(out.m.clone(), &doc.pairs, config.eps) * config.lambda));
+    }
+    if config.node_loss > 0.0 {
+        if let Some(l_node) = node_loss(out.embeddings.clone(), out.m.clone(), doc, &batch, eq, config.tau) {
+            terms.push(("loss/node_weighted", l_node * config.node_loss));
+        }
     }
     if let (Some(vae), Some(latents)) = (&model.vae, out.vae) {
         // Reconstruct the positive units (teacher forcing): inputs are the tokens shifted right.
@@ -190,6 +201,55 @@ fn losses<B: AutodiffBackend>(
         terms.push(("loss/vae_kl_weighted", kl * config.beta));
     }
     terms
+}
+
+/// L_node over the document's tree as the model builds it now (M and the unit embeddings read as data, so
+/// the tree is fixed): node embeddings are the progressive ones, written as their leaves' weighted sums so
+/// that the gradient reaches the units. `None` when no query of the batch has a positive below the root.
+fn node_loss<B: Backend>(
+    units: Tensor<B, 2>,
+    m: Tensor<B, 2>,
+    doc: &TrainDoc,
+    batch: &[&TrainQuery],
+    eq: Tensor<B, 2>,
+    tau: f64,
+) -> Option<Tensor<B, 1>> {
+    let device = units.device();
+    let [n, dim] = units.dims();
+    let (embeddings, m) = (units.clone().into_data().to_vec::<f32>().ok()?, m.into_data().to_vec::<f32>().ok()?);
+    let tree = Tree::build(doc.units.clone(), &embeddings, dim, &Similarity::Dense { n, values: &m });
+    let parent = parents(&tree);
+    let (mut kept, mut targets) = (Vec::new(), Vec::new());
+    for (i, q) in batch.iter().enumerate() {
+        let gold = match gold_units(&doc.units, &q.gold) {
+            g if g.is_empty() => vec![q.positive],
+            g => g,
+        };
+        if let Some(t) = node_targets(&tree, &parent, &gold) {
+            kept.push(i);
+            targets.push(t);
+        }
+    }
+    if kept.is_empty() {
+        return None;
+    }
+    // Every node any query reads, once: a row of leaf weights each.
+    let mut nodes: Vec<usize> = targets.iter().flat_map(|t| std::iter::once(t.positive).chain(t.negatives.iter().copied())).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let row = |node: usize| nodes.binary_search(&node).expect("collected above");
+    let mut weights = vec![0f32; nodes.len() * n];
+    for (r, &node) in nodes.iter().enumerate() {
+        leaf_weights(&tree, node).into_iter().for_each(|(leaf, w)| weights[r * n + leaf] = w);
+    }
+    let mut candidates = vec![false; kept.len() * nodes.len()];
+    for (q, t) in targets.iter().enumerate() {
+        std::iter::once(t.positive).chain(t.negatives.iter().copied()).for_each(|c| candidates[q * nodes.len() + row(c)] = true);
+    }
+    let weights = Tensor::<B, 2>::from_data(TensorData::new(weights, [nodes.len(), n]), &device);
+    let positive: Vec<usize> = targets.iter().map(|t| row(t.positive)).collect();
+    let candidates = Tensor::from_data(TensorData::new(candidates, [kept.len(), nodes.len()]), &device);
+    Some(node_contrastive(eq.select(0, ids(&kept, &device)), weights.matmul(units), ids(&positive, &device), candidates, tau))
 }
 
 /// The pooled vectors of a document's units: given (frozen encoder), or from the model's own encoder.
@@ -236,4 +296,62 @@ pub fn evaluate<B: Backend>(model: &SproutRagModel<B>, corpus: &Corpus, docs: &[
         }
     }
     Metrics::mean(&per_query)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_datasets::Span;
+    use arbor_models::DefaultBackend;
+    use burn::backend::Autodiff;
+
+    type A = Autodiff<DefaultBackend>;
+
+    fn span(i: usize) -> DocSpan {
+        DocSpan { doc: 0, span: Span::new(10 * i, 10 * i + 10) }
+    }
+
+    fn t(v: &[f32], rows: usize) -> Tensor<A, 2> {
+        Tensor::from_data(TensorData::new(v.to_vec(), [rows, v.len() / rows]), &Default::default())
+    }
+
+    /// Four units; M joins 0-1 first, then 2-3, then the pairs. A query with gold in units 0 and 1 has
+    /// node 4 = (0, 1) as positive and the root and node 5 = (2, 3) as negatives.
+    #[test]
+    fn node_loss_ranks_the_node_covering_the_gold_against_its_ancestors_and_their_siblings() {
+        let units = t(&[1.0, 0.0, 0.8, 0.6, 0.0, 1.0, -0.6, 0.8], 4).require_grad();
+        #[rustfmt::skip]
+        let m = t(&[
+            1.0, 0.9, 0.1, 0.1,
+            0.9, 1.0, 0.2, 0.1,
+            0.1, 0.2, 1.0, 0.8,
+            0.1, 0.1, 0.8, 1.0,
+        ], 4);
+        let gold = vec![DocSpan { doc: 0, span: Span::new(2, 18) }];
+        let query = TrainQuery { pooled: vec![], ids: vec![], positive: 0, gold };
+        let doc = TrainDoc {
+            units: (0..4).map(span).collect(),
+            pooled: vec![],
+            ids: vec![],
+            pairs: vec![],
+            tokens: vec![],
+            queries: vec![query.clone()],
+        };
+        let eq = t(&[1.0, 0.2], 1);
+        let tau = 0.1;
+        let loss = node_loss(units.clone(), m, &doc, &[&query], eq, tau).expect("a positive below the root");
+        let got: f32 = loss.clone().into_scalar();
+        // By hand: node 4 = (0.9, 0.3), node 5 = (-0.3, 0.9), root 6 = (0.3, 0.6).
+        let cos = |x: [f32; 2]| (x[0] + 0.2 * x[1]) / (x[0].hypot(x[1]) * 1f32.hypot(0.2));
+        let l: Vec<f32> = [[0.9, 0.3], [-0.3, 0.9], [0.3, 0.6]].iter().map(|&x| cos(x) / tau as f32).collect();
+        let want = -(l[0] - l.iter().map(|x| x.exp()).sum::<f32>().ln());
+        assert!((got - want).abs() < 1e-4, "{got} vs {want}");
+        // The gradient reaches every unit, since every unit is under a candidate node.
+        let g = units.grad(&loss.backward()).unwrap().into_data().to_vec::<f32>().unwrap();
+        assert!(g.chunks(2).all(|row| row.iter().any(|x| x.abs() > 1e-6)), "{g:?}");
+        // Gold on both sides of the root: nothing to rank.
+        let wide = TrainQuery { gold: vec![DocSpan { doc: 0, span: Span::new(0, 40) }], ..query };
+        let m = t(&[1.0, 0.9, 0.1, 0.1, 0.9, 1.0, 0.2, 0.1, 0.1, 0.2, 1.0, 0.8, 0.1, 0.1, 0.8, 1.0], 4);
+        assert!(node_loss(units, m, &doc, &[&wide], t(&[1.0, 0.2], 1), tau).is_none());
+    }
 }

@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use arbor_datasets::span::merge;
+use arbor_datasets::span::gold_units;
 use arbor_datasets::{Corpus, DocSpan, Query};
 use arbor_eval::bm25::Bm25;
 use arbor_eval::flat::dot;
@@ -129,30 +129,6 @@ fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::
     Ok((Scorer::new(&model, encoder, format.max_query, format.max_len), record))
 }
 
-/// Characters of `unit` inside the (merged) gold spans.
-fn inside(unit: DocSpan, gold: &[DocSpan]) -> usize {
-    gold.iter()
-        .filter(|g| g.doc == unit.doc && g.span.overlaps(&unit.span))
-        .map(|g| g.span.end.min(unit.span.end) - g.span.start.max(unit.span.start))
-        .sum()
-}
-
-/// The positives of a query among `units`: units at least half inside its gold, and for a gold span
-/// shorter than half a unit, the unit that holds most of it.
-pub(crate) fn positives(units: &[DocSpan], gold: &[DocSpan]) -> Vec<usize> {
-    let gold = merge(gold.to_vec());
-    let mut out: Vec<usize> = (0..units.len()).filter(|&u| 2 * inside(units[u], &gold) >= units[u].span.len()).collect();
-    for g in &gold {
-        let best = (0..units.len()).max_by_key(|&u| inside(units[u], std::slice::from_ref(g)));
-        if let Some(u) = best.filter(|&u| 2 * inside(units[u], std::slice::from_ref(g)) >= g.span.len()) {
-            out.push(u);
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    out
-}
-
 /// The training and held-back examples of `training.split`: held back are the queries of whole documents,
 /// at most `holdout_fraction` of the queries (arbor_trainers::data::held_documents).
 fn examples(ctx: &Context, training: &RerankerTraining) -> anyhow::Result<(Vec<RerankExample>, Vec<RerankExample>)> {
@@ -201,10 +177,10 @@ impl FirstStage<'_> {
         let gold = corpus.gold(q);
         let in_scope: Vec<usize> = docs.iter().flat_map(|&d| units.by_doc[d].clone()).collect();
         let spans: Vec<DocSpan> = in_scope.iter().map(|&u| units.spans[u]).collect();
-        let positives: Vec<usize> = positives(&spans, &gold).into_iter().map(|i| in_scope[i]).collect();
+        let positives: Vec<usize> = gold_units(&spans, &gold).into_iter().map(|i| in_scope[i]).collect();
         let input = QueryInput { text: q.text.clone(), docs, embedding: None };
         // Hard negatives from both first stages, alternating: BM25's best and the dense best.
-        let is_negative = |u: &usize| inside(units.spans[*u], &gold) == 0;
+        let is_negative = |u: &usize| !gold.iter().any(|g| g.doc == units.spans[*u].doc && g.span.overlaps(&units.spans[*u].span));
         let lexical: Vec<usize> =
             self.bm25.retrieve(&input, pool + positives.len()).iter().flat_map(|item| units.overlapping(&item.spans)).filter(is_negative).collect();
         let mut dense: Vec<usize> = in_scope.iter().copied().filter(is_negative).collect();
@@ -271,28 +247,5 @@ impl Retriever for Reranked<'_> {
             ranked.extend(rest.into_iter().map(|u| (u, floor)));
         }
         ranked.into_iter().map(|(u, score)| Item::unit(self.units.spans[u], score)).collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use arbor_datasets::Span;
-
-    fn s(start: usize, end: usize) -> DocSpan {
-        DocSpan { doc: 0, span: Span::new(start, end) }
-    }
-
-    #[test]
-    fn positives_are_units_mostly_inside_the_gold_or_holding_a_short_gold() {
-        let units = [s(0, 10), s(10, 20), s(20, 30), s(30, 40)];
-        // Gold 8..24: unit 1 wholly inside, unit 0 only 2 of 10, unit 2 4 of 10.
-        assert_eq!(positives(&units, &[s(8, 24)]), vec![1]);
-        // A short gold (3 characters) inside unit 3.
-        assert_eq!(positives(&units, &[s(33, 36)]), vec![3]);
-        // Overlapping gold spans are merged before counting: 15..25 twice is unit 1's half and unit 2's half.
-        assert_eq!(positives(&units, &[s(15, 25), s(15, 25)]), vec![1, 2]);
-        // Gold in another document gives nothing.
-        assert!(positives(&units, &[DocSpan { doc: 1, span: Span::new(0, 40) }]).is_empty());
     }
 }
