@@ -354,4 +354,24 @@ mod tests {
         let m = t(&[1.0, 0.9, 0.1, 0.1, 0.9, 1.0, 0.2, 0.1, 0.1, 0.2, 1.0, 0.8, 0.1, 0.1, 0.8, 1.0], 4);
         assert!(node_loss(units, m, &doc, &[&wide], t(&[1.0, 0.2], 1), tau).is_none());
     }
+
+    /// The joint loop adds L_node only when its weight is set, scaled by it.
+    #[test]
+    fn the_joint_loss_has_a_node_term_when_node_loss_is_set() {
+        use arbor_models::sllm::SllmConfig;
+        let config = SproutRagModelConfig { sllm: SllmConfig { layers: 1, heads: 2, d_model: 16, d_ff: 32 }, vae: None };
+        let model = config.init::<A>(2, 0, AggregationInit::Uniform, &Default::default());
+        let pooled = vec![vec![1.0, 0.0], vec![0.8, 0.6], vec![0.0, 1.0], vec![-0.6, 0.8]];
+        let query = TrainQuery { pooled: vec![1.0, 0.2], ids: vec![], positive: 0, gold: vec![span(0)] };
+        let doc = TrainDoc { units: (0..4).map(span).collect(), pooled, ids: vec![], pairs: vec![(0, 1)], tokens: vec![], queries: vec![query] };
+        let names = |c: &TrainConfig| losses(&model, c, &doc, &[0], 0).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+        assert_eq!(names(&TrainConfig::default()), ["loss/ret", "loss/attn_weighted"]);
+        let with = TrainConfig { node_loss: 0.5, ..TrainConfig::default() };
+        let terms = losses(&model, &with, &doc, &[0], 0);
+        assert_eq!(terms.iter().map(|t| t.0).collect::<Vec<_>>(), ["loss/ret", "loss/attn_weighted", "loss/node_weighted"]);
+        let value: f32 = terms[2].1.clone().into_scalar();
+        assert!(value.is_finite() && value > 0.0, "{value}");
+        // A negative weight is refused.
+        assert!(TrainConfig { node_loss: -1.0, ..TrainConfig::default() }.check().is_err());
+    }
 }
