@@ -135,10 +135,22 @@ impl MethodSpec for SproutRagConfig {
                 }
             ),
             (AttentionSource::Sllm, Some(t)) => {
-                format!(
-                    "SproutRAG trained (SLLM {}x{}, lambda={}, {} epochs, {search})",
-                    self.model.sllm.layers, self.model.sllm.heads, t.lambda, t.epochs
-                )
+                let mut parts = vec![format!("SLLM {}x{}", self.model.sllm.layers, self.model.sllm.heads)];
+                if let Some(vae) = self.model.vae {
+                    parts.push(format!("SentenceVAE d={}", vae.d_latent));
+                }
+                if !t.freeze_encoder {
+                    parts.push(format!("encoder fine-tuned at {}", t.lr_encoder));
+                }
+                parts.push(format!("lambda={}", t.lambda));
+                if t.merge_pairs != MergePairs::SameParagraph {
+                    parts.push(format!("G {:?}", t.merge_pairs));
+                }
+                if t.node_loss > 0.0 {
+                    parts.push(format!("L_node x{}", t.node_loss));
+                }
+                parts.push(format!("{} epochs", t.epochs));
+                format!("SproutRAG trained ({}, {search})", parts.join(", "))
             }
             (AttentionSource::Sllm, None) => "SproutRAG (untrained SLLM: rejected)".into(),
         }
