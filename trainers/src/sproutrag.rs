@@ -17,11 +17,11 @@
 
 use std::path::Path;
 
+use arbor_datasets::span::gold_units;
 use arbor_datasets::{Corpus, DocSpan};
 use arbor_eval::Item;
 use arbor_eval::index::top_k;
 use arbor_eval::metrics::{Metrics, score_query};
-use arbor_datasets::span::gold_units;
 use arbor_eval::node_targets::{leaf_weights, node_targets, parents};
 use arbor_eval::tree::{Similarity, Tree};
 use arbor_losses::{attention_structure, info_nce, node_contrastive, vae_loss};
@@ -329,14 +329,8 @@ mod tests {
         ], 4);
         let gold = vec![DocSpan { doc: 0, span: Span::new(2, 18) }];
         let query = TrainQuery { pooled: vec![], ids: vec![], positive: 0, gold };
-        let doc = TrainDoc {
-            units: (0..4).map(span).collect(),
-            pooled: vec![],
-            ids: vec![],
-            pairs: vec![],
-            tokens: vec![],
-            queries: vec![query.clone()],
-        };
+        let doc =
+            TrainDoc { units: (0..4).map(span).collect(), pooled: vec![], ids: vec![], pairs: vec![], tokens: vec![], queries: vec![query.clone()] };
         let eq = t(&[1.0, 0.2], 1);
         let tau = 0.1;
         let loss = node_loss(units.clone(), m, &doc, &[&query], eq, tau).expect("a positive below the root");
