@@ -20,6 +20,13 @@ pub struct NodeTargets {
     pub negatives: Vec<usize>,
 }
 
+impl NodeTargets {
+    /// The positive, then the negatives: every node the query's softmax reads.
+    pub fn candidates(&self) -> impl Iterator<Item = usize> + '_ {
+        std::iter::once(self.positive).chain(self.negatives.iter().copied())
+    }
+}
+
 /// The parent of every node (`None` for the root).
 pub fn parents(tree: &Tree) -> Vec<Option<usize>> {
     let mut parent = vec![None; tree.num_nodes()];

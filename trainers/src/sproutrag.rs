@@ -22,7 +22,7 @@ use arbor_datasets::{Corpus, DocSpan};
 use arbor_eval::Item;
 use arbor_eval::index::top_k;
 use arbor_eval::metrics::{Metrics, score_query};
-use arbor_eval::node_targets::{leaf_weights, node_targets, parents};
+use arbor_eval::node_targets::{NodeTargets, leaf_weights, node_targets, parents};
 use arbor_eval::tree::{Similarity, Tree};
 use arbor_losses::{attention_structure, info_nce, node_contrastive, vae_loss};
 use arbor_models::aggregator::AggregationInit;
@@ -234,7 +234,7 @@ fn node_loss<B: Backend>(
         return None;
     }
     // Every node any query reads, once: a row of leaf weights each.
-    let mut nodes: Vec<usize> = targets.iter().flat_map(|t| std::iter::once(t.positive).chain(t.negatives.iter().copied())).collect();
+    let mut nodes: Vec<usize> = targets.iter().flat_map(NodeTargets::candidates).collect();
     nodes.sort_unstable();
     nodes.dedup();
     let row = |node: usize| nodes.binary_search(&node).expect("collected above");
@@ -244,7 +244,7 @@ fn node_loss<B: Backend>(
     }
     let mut candidates = vec![false; kept.len() * nodes.len()];
     for (q, t) in targets.iter().enumerate() {
-        std::iter::once(t.positive).chain(t.negatives.iter().copied()).for_each(|c| candidates[q * nodes.len() + row(c)] = true);
+        t.candidates().for_each(|c| candidates[q * nodes.len() + row(c)] = true);
     }
     let weights = Tensor::<B, 2>::from_data(TensorData::new(weights, [nodes.len(), n]), &device);
     let positive: Vec<usize> = targets.iter().map(|t| row(t.positive)).collect();
