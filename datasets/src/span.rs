@@ -44,6 +44,13 @@ pub struct DocSpan {
     pub span: Span,
 }
 
+impl DocSpan {
+    /// Both spans in the same document and sharing at least one byte.
+    pub fn overlaps(&self, other: &DocSpan) -> bool {
+        self.doc == other.doc && self.span.overlaps(&other.span)
+    }
+}
+
 /// Sorts and merges overlapping or touching spans, per document: the result is a set of disjoint spans.
 pub fn merge(mut spans: Vec<DocSpan>) -> Vec<DocSpan> {
     spans.retain(|s| !s.span.is_empty());
@@ -86,10 +93,7 @@ pub fn intersect(a: &[DocSpan], b: &[DocSpan]) -> Vec<DocSpan> {
 
 /// Characters of `unit` inside the (merged) gold spans.
 fn inside(unit: DocSpan, gold: &[DocSpan]) -> usize {
-    gold.iter()
-        .filter(|g| g.doc == unit.doc && g.span.overlaps(&unit.span))
-        .map(|g| g.span.end.min(unit.span.end) - g.span.start.max(unit.span.start))
-        .sum()
+    gold.iter().filter(|g| g.overlaps(&unit)).map(|g| g.span.end.min(unit.span.end) - g.span.start.max(unit.span.start)).sum()
 }
 
 /// The gold units of a query among `units`: units at least half inside its gold, and for a gold span

@@ -99,7 +99,7 @@ pub fn chars(corpus: &Corpus, spans: &[DocSpan]) -> usize {
 pub fn score_query(corpus: &Corpus, gold: &[DocSpan], gold_units: &[DocSpan], items: &[Item]) -> QueryMetrics {
     let gold_set = merge(gold.to_vec());
     let gold_chars = chars(corpus, &gold_set);
-    let overlaps_gold = |item: &Item| item.spans.iter().any(|s| gold_set.iter().any(|g| g.doc == s.doc && g.span.overlaps(&s.span)));
+    let overlaps_gold = |item: &Item| item.spans.iter().any(|s| gold_set.iter().any(|g| g.overlaps(s)));
     let mut m = QueryMetrics::default();
     for (i, &k) in KS.iter().enumerate() {
         let top = &items[..k.min(items.len())];

@@ -290,8 +290,7 @@ pub fn evaluate<B: Backend>(model: &SproutRagModel<B>, corpus: &Corpus, docs: &[
             let qv = &eq[qi * dm..(qi + 1) * dm];
             let scores = (0..n).map(|u| (u, arbor_eval::beam::cosine(qv, &units[u * dm..(u + 1) * dm])));
             let items: Vec<Item> = top_k(scores, 10).into_iter().map(|(u, s)| Item::unit(doc.units[u], s)).collect();
-            let gold_units: Vec<DocSpan> =
-                doc.units.iter().filter(|u| q.gold.iter().any(|g| g.doc == u.doc && g.span.overlaps(&u.span))).copied().collect();
+            let gold_units: Vec<DocSpan> = doc.units.iter().filter(|u| q.gold.iter().any(|g| g.overlaps(u))).copied().collect();
             per_query.push(score_query(corpus, &q.gold, &gold_units, &items));
         }
     }

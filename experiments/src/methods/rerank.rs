@@ -180,7 +180,7 @@ impl FirstStage<'_> {
         let positives: Vec<usize> = gold_units(&spans, &gold).into_iter().map(|i| in_scope[i]).collect();
         let input = QueryInput { text: q.text.clone(), docs, embedding: None };
         // Hard negatives from both first stages, alternating: BM25's best and the dense best.
-        let is_negative = |u: &usize| !gold.iter().any(|g| g.doc == units.spans[*u].doc && g.span.overlaps(&units.spans[*u].span));
+        let is_negative = |u: &usize| !gold.iter().any(|g| g.overlaps(&units.spans[*u]));
         let lexical: Vec<usize> =
             self.bm25.retrieve(&input, pool + positives.len()).iter().flat_map(|item| units.overlapping(&item.spans)).filter(is_negative).collect();
         let mut dense: Vec<usize> = in_scope.iter().copied().filter(is_negative).collect();

@@ -210,12 +210,8 @@ fn example(ctx: &Context, settings: &PlannerSettings, vocab: PlanVocab, ix: &Ind
     let label = loop {
         let retrieved: Vec<DocSpan> = all.iter().take(k).map(|&(d, c)| chunk_span(ix, d, c)).collect();
         if gold_share(&retrieved, gold) >= settings.recall {
-            let holding: Vec<usize> = all
-                .iter()
-                .take(k)
-                .filter(|&&(d, c)| gold.iter().any(|g| g.doc == d && g.span.overlaps(&chunk_span(ix, d, c).span)))
-                .map(|&(d, c)| level(ix, d, c))
-                .collect();
+            let holding: Vec<usize> =
+                all.iter().take(k).filter(|&&(d, c)| gold.iter().any(|g| g.overlaps(&chunk_span(ix, d, c)))).map(|&(d, c)| level(ix, d, c)).collect();
             break holding.iter().min().zip(holding.iter().max()).map(|(&a, &b)| (a, b));
         }
         if k >= all.len() {
