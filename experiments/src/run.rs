@@ -119,9 +119,9 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
             None => ms,
         };
         let Built { retriever, queries: query_vectors, models: used, details } = built;
-        // A model several rows use (one compressor under several plans) is listed once.
+        // A model several rows use (one compressor under several plans, one SLLM read two ways) is listed once.
         for m in used {
-            if !models.contains(&m) {
+            if !models.iter().any(|known| known.dir == m.dir) {
                 models.push(m);
             }
         }

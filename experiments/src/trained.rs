@@ -3,7 +3,7 @@
 //! training (SmartChunk's out-of-domain rows are made this way).
 //!
 //! A trained model is found by the method settings it was trained for (for SproutRAG
-//! `SproutRagConfig::index_settings`, everything but the search; for SmartChunk its compressor's settings)
+//! `SproutRagConfig::model_settings`, everything but the search and the vectors read from it; for SmartChunk its compressor's settings)
 //! and must have been trained with the same encoder.
 
 use std::path::{Path, PathBuf};

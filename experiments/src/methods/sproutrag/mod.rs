@@ -5,7 +5,9 @@
 //!   encoder's embeddings, leaves too (`leaf_vectors: Alone`) or take them from the attention windows'
 //!   own pass (`InContext`, one pass per document instead of two); the head weights stay at their initial values, or, with `training`, are
 //!   learned on L_attn over the training split's documents ([`train`]);
-//! - `Sllm`: the trained SLLM ([`train`]); leaves are its unit embeddings, queries its query embeddings.
+//! - `Sllm`: the trained SLLM ([`train`]); leaves are its unit embeddings, queries its query embeddings, or,
+//!   with `vectors: Encoder` (the control that isolates what the SLLM adds), both are the encoder's pooled
+//!   vectors (the fine-tuned encoder's, when it is fine-tuned) while M and so the tree still come from the SLLM.
 //!
 //! Trees go into the cache as `trees-<key>/<doc key>.tree` (key: the encoder, the index settings, the
 //! trained model), so methods that differ only in their search share them, and later runs read them back.
@@ -43,6 +45,9 @@ pub struct SproutRagConfig {
     pub search: TreeSearch,
     /// Sizes of the SLLM (and SentenceVAE), for `attention: Sllm`.
     pub model: SproutRagModelConfig,
+    /// With `Sllm`: the vectors of leaves and queries (the SLLM's own by default).
+    #[serde(skip_serializing_if = "SllmVectors::is_model")]
+    pub vectors: SllmVectors,
     /// With `Sllm`: the joint training (required). With `TokenBlocks`: `None` keeps the initial head
     /// weights; `Some` learns them on L_attn over the training split (only the head-weight settings:
     /// lr_aggregation, epochs, warmup, clipping, merge pairs, holdout, seed are read).
@@ -56,6 +61,7 @@ impl Default for SproutRagConfig {
             aggregation: AggregationInit::Uniform,
             search: TreeSearch::Beam(BeamConfig::default()),
             model: SproutRagModelConfig::default(),
+            vectors: SllmVectors::Model,
             training: None,
         }
     }
@@ -86,6 +92,23 @@ pub enum LeafVectors {
     InContext,
 }
 
+/// With `attention: Sllm`, the vectors leaves and queries are compared with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SllmVectors {
+    /// The SLLM's contextual unit embeddings and its query embeddings (the paper's).
+    #[default]
+    Model,
+    /// The encoder's pooled vectors of units and queries, through the fine-tuned encoder when it is
+    /// fine-tuned: the same trained model and tree, without the SLLM's embeddings.
+    Encoder,
+}
+
+impl SllmVectors {
+    fn is_model(&self) -> bool {
+        *self == SllmVectors::Model
+    }
+}
+
 impl LeafVectors {
     fn is_alone(&self) -> bool {
         *self == LeafVectors::Alone
@@ -97,6 +120,12 @@ impl SproutRagConfig {
     /// index and one training run.
     pub fn index_settings(&self) -> SproutRagConfig {
         SproutRagConfig { search: TreeSearch::Collapsed, ..self.clone() }
+    }
+
+    /// The settings the trained model depends on (the index's, but for the vectors read from it): the
+    /// key by which a run records its trained models and `evaluate --from` finds them.
+    pub fn model_settings(&self) -> SproutRagConfig {
+        SproutRagConfig { vectors: SllmVectors::Model, ..self.index_settings() }
     }
 
     fn attention_kind(&self) -> SproutAttention {
@@ -149,6 +178,9 @@ impl MethodSpec for SproutRagConfig {
                 if t.node_loss > 0.0 {
                     parts.push(format!("L_node x{}", t.node_loss));
                 }
+                if self.vectors == SllmVectors::Encoder {
+                    parts.push("leaves and queries: the encoder's vectors".into());
+                }
                 parts.push(format!("{} epochs", t.epochs));
                 format!("SproutRAG trained ({}, {search})", parts.join(", "))
             }
@@ -179,6 +211,9 @@ impl MethodSpec for SproutRagConfig {
             (AttentionSource::Sllm, Some(t)) => t.check().map_err(anyhow::Error::msg)?,
             _ => {}
         }
+        if self.vectors == SllmVectors::Encoder && self.attention != AttentionSource::Sllm {
+            bail!("SproutRag vectors: Encoder needs attention: Sllm (token-attention trees take leaf_vectors)");
+        }
         if let TreeSearch::Beam(b) = self.search {
             if b.beam_width == 0 || b.max_leaves == Some(0) {
                 bail!("SproutRag beam_width and max_leaves must be at least 1");
@@ -198,7 +233,7 @@ impl MethodSpec for SproutRagConfig {
             let model_key = model.and_then(|m| m.file_name()).map(|n| n.to_string_lossy().into_owned());
             ctx.cache.dir("trees", &key(&(&ctx.keys.encoder, self.index_settings(), model_key)))
         };
-        let settings = serde_json::to_value(self.index_settings())?;
+        let settings = serde_json::to_value(self.model_settings())?;
         let record = |dir: PathBuf| TrainedModel { method: label.clone(), settings: settings.clone(), encoder: ctx.keys.encoder.clone(), dir };
         let retriever = |trees| TreeRetriever { name: label.clone(), trees, leaves: &ctx.leaves.units, search: self.search, scope: ctx.scope };
         match (&self.attention, &self.training) {
@@ -252,15 +287,22 @@ impl MethodSpec for SproutRagConfig {
                         Some(unit_vectors) => matrix(units.iter().map(|&u| &unit_vectors[u])),
                         None => own(units.iter().map(|&u| ctx.leaves.units.text(ctx.corpus, u)).collect()),
                     };
-                    let out = model.document(pooled, false);
-                    let dim = out.embeddings.dims()[1];
-                    (to_vec(out.embeddings), dim, M::Dense(to_vec(out.m)))
+                    let out = model.document(pooled.clone(), false);
+                    let leaves = match self.vectors {
+                        SllmVectors::Model => out.embeddings,
+                        SllmVectors::Encoder => pooled,
+                    };
+                    let dim = leaves.dims()[1];
+                    (to_vec(leaves), dim, M::Dense(to_vec(out.m)))
                 })?;
                 let pooled = match model.encoder {
                     Some(_) => own(ctx.queries.iter().map(|q| q.input.text.as_str()).collect()),
                     None => matrix(ctx.query_vectors()?.iter()),
                 };
-                let q = model.queries(pooled);
+                let q = match self.vectors {
+                    SllmVectors::Model => model.queries(pooled),
+                    SllmVectors::Encoder => pooled,
+                };
                 let dim = q.dims()[1];
                 let vectors = to_vec(q).chunks(dim).map(<[f32]>::to_vec).collect();
                 Ok(Built {

@@ -57,7 +57,7 @@ pub(super) fn train_head_weights(
     let doc_ids: Vec<usize> =
         (0..corpus.documents.len()).filter(|&d| corpus.documents[d].split.as_deref() == Some(training.split.as_str())).collect();
     let evidence = evidence_by_doc(corpus, &training.split);
-    let Located { dir: train_dir, may_train } = ctx.training.locate(label, &config.index_settings(), &ctx.keys.encoder, || {
+    let Located { dir: train_dir, may_train } = ctx.training.locate(label, &config.model_settings(), &ctx.keys.encoder, || {
         let data = ctx.keys.of_docs(&doc_ids);
         let gold: Vec<_> = evidence.iter().map(|(&d, spans)| (&ctx.keys.docs[d], spans)).collect();
         ctx.cache.dir("train", &key(&(&ctx.keys.encoder, "head-weights", window_tokens, config.aggregation, training, data, gold)))
@@ -104,7 +104,7 @@ pub(super) fn train_model(
     for q in corpus.eval_queries(Some(&training.split)) {
         by_doc.entry(corpus.gold(q)[0].doc).or_default().push(q);
     }
-    let Located { dir: train_dir, may_train } = ctx.training.locate(label, &config.index_settings(), &keys.encoder, || {
+    let Located { dir: train_dir, may_train } = ctx.training.locate(label, &config.model_settings(), &keys.encoder, || {
         let gold = |q: &arbor_datasets::Query| corpus.gold(q).iter().map(|g| (&keys.docs[g.doc], g.span.start, g.span.end)).collect::<Vec<_>>();
         let data: Vec<_> = by_doc.iter().map(|(&d, qs)| (&keys.docs[d], qs.iter().map(|q| (&q.text, gold(q))).collect::<Vec<_>>())).collect();
         ctx.cache.dir("train", &key(&(&keys.encoder, &config.model, config.aggregation, training, key(&data))))
