@@ -280,8 +280,8 @@ fn legalbench(sweep: &SweepOutcome, full: bool) -> Section {
     Section {
         title: "IE on LegalBench-RAG".into(),
         data: match full {
-            true => "legalbench-rag-mini test: contractnli, maud, privacy_qa, 105 contracts, 325 queries".into(),
-            false => "legalbench-rag-mini test, contractnli and privacy_qa: 91 contracts, 223 queries (maud left out: `reproduce --full-legalbench`)"
+            true => "legalbench-rag-mini test: contractnli, maud, privacy_qa, 105 documents, 325 queries".into(),
+            false => "legalbench-rag-mini test, contractnli and privacy_qa: 46 documents, 223 queries (maud left out: `reproduce --full-legalbench`)"
                 .into(),
         },
         paper: PaperTable { source: SPROUT_TABLE1.source, columns: SPROUT_TABLE1.columns, rows: &SPROUT_TABLE1.rows[1..2] },
