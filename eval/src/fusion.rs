@@ -5,11 +5,13 @@
 //! RRF(c) = Σ_r 1 / (k_rrf + rank_r(c))        rank from 1; k_rrf = 60 in the paper
 //! ```
 //!
-//! summed over the retrievers that rank it within their first `depth` places. Ties go to the chunk first
-//! in index order, so the fused list is deterministic.
+//! summed over the retrievers that rank it within their first `depth` places. An item that is not itself
+//! one of the chunks (a tree node, a larger chunk) credits every chunk it overlaps at its rank, and a chunk
+//! is credited once per retriever, at its best rank. Ties go to the chunk first in index order, so the
+//! fused list is deterministic.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use arbor_datasets::DocSpan;
 
@@ -17,7 +19,7 @@ use crate::index::{Chunks, Item, QueryInput, Retriever, Scope, top_k};
 
 pub struct Fusion<'a> {
     pub name: String,
-    /// Retrievers over the same chunks as `chunks`.
+    /// Retrievers over the documents of `chunks` (their items are mapped onto the chunks they overlap).
     pub parts: Vec<Box<dyn Retriever + 'a>>,
     pub chunks: Cow<'a, Chunks>,
     pub k_rrf: f32,
@@ -40,9 +42,17 @@ impl Retriever for Fusion<'_> {
         let index: HashMap<DocSpan, usize> = candidates.iter().map(|&c| (self.chunks.spans[c], c)).collect();
         let mut fused: HashMap<usize, f32> = candidates.iter().map(|&c| (c, 0.0)).collect();
         for part in &self.parts {
+            let mut credited: HashSet<usize> = HashSet::new();
             for (rank, item) in part.retrieve(query, self.depth.min(candidates.len())).iter().enumerate() {
-                let chunk = item.spans.first().and_then(|s| index.get(s)).expect("fused retrievers rank the same chunks");
-                *fused.get_mut(chunk).expect("a candidate") += 1.0 / (self.k_rrf + rank as f32 + 1.0);
+                let chunks = match item.spans.as_slice() {
+                    [span] if index.contains_key(span) => vec![index[span]],
+                    spans => self.chunks.overlapping(spans),
+                };
+                for chunk in chunks {
+                    if let Some(score) = fused.get_mut(&chunk).filter(|_| credited.insert(chunk)) {
+                        *score += 1.0 / (self.k_rrf + rank as f32 + 1.0);
+                    }
+                }
             }
         }
         top_k(fused.into_iter(), k).into_iter().map(|(c, score)| Item::unit(self.chunks.spans[c], score)).collect()
@@ -70,5 +80,48 @@ mod tests {
         let shallow = Fusion { depth: 1, ..fusion };
         let got: Vec<usize> = shallow.retrieve(&query, 4).iter().map(|i| i.spans[0].span.start).collect();
         assert_eq!(got, vec![0, 2, 1, 3]);
+    }
+
+    /// A retriever that hands on the given items, best first.
+    struct Items(Vec<Item>, Chunks);
+
+    impl Retriever for Items {
+        fn name(&self) -> &str {
+            "items"
+        }
+        fn leaves(&self) -> &Chunks {
+            &self.1
+        }
+        fn retrieve(&self, _: &QueryInput, k: usize) -> Vec<Item> {
+            self.0.iter().take(k).cloned().collect()
+        }
+    }
+
+    #[test]
+    fn a_node_credits_each_chunk_it_covers_once_at_its_best_rank() {
+        let span = |d: usize, s: usize, e: usize| DocSpan { doc: d, span: Span::new(s, e) };
+        let mut spans: Vec<DocSpan> = (0..4).map(|i| span(0, i, i + 1)).collect();
+        spans.push(span(1, 0, 1));
+        let chunks = Chunks { spans, by_doc: vec![0..4, 4..5] };
+        // a: 3, 2, 1, 0. b: a node over chunks 1 and 2 (one span), chunk 2 again, chunk 0, then a chunk of
+        // another document (outside the query's scope: no credit).
+        let b = vec![
+            Item { spans: vec![span(0, 1, 3)], score: 1.0, node: None },
+            Item::unit(span(0, 2, 3), 0.9),
+            Item::unit(span(0, 0, 1), 0.8),
+            Item::unit(span(1, 0, 1), 0.7),
+        ];
+        let parts: Vec<Box<dyn Retriever>> = vec![Box::new(FixedRanking(vec![3, 2, 1, 0], chunks.clone())), Box::new(Items(b, chunks.clone()))];
+        let fusion = Fusion { name: "rrf".into(), parts, chunks: Cow::Borrowed(&chunks), k_rrf: 0.0, depth: 100, scope: Scope::QueryDocuments };
+        let query = QueryInput { text: String::new(), docs: vec![0], embedding: None };
+        let scores: Vec<(usize, f32)> = fusion.retrieve(&query, 4).iter().map(|i| (i.spans[0].span.start, i.score)).collect();
+        // k_rrf = 0: chunk 3 = 1; chunk 2 = 1/2 + 1 (the node, not again at rank 2); chunk 1 = 1/3 + 1;
+        // chunk 0 = 1/4 + 1/3.
+        let want = [(2, 1.5), (1, 4.0 / 3.0), (3, 1.0), (0, 7.0 / 12.0)];
+        assert_eq!(scores.len(), 4, "only the query's document is in scope");
+        for ((c, s), (wc, ws)) in scores.into_iter().zip(want) {
+            assert_eq!(c, wc);
+            assert!((s - ws).abs() < 1e-6, "chunk {c}: {s} against {ws}");
+        }
     }
 }

@@ -249,6 +249,9 @@ fn every_baseline_runs_on_the_fixture_with_its_own_chunks() {
     // parent expansion never fires, so it ranks exactly as flat does.
     assert!(row("Heading hierarchy").details.contains("2 with neither"), "{}", row("Heading hierarchy").details);
     assert_eq!(row("Heading hierarchy").metrics, row("Flat").metrics);
+    // A hybrid whose dense side is named Flat fuses what the default hybrid fuses.
+    assert_eq!(row("Hybrid (BM25 + Flat").metrics, row("Hybrid (BM25 + dense units").metrics);
+    assert_ne!(row("Hybrid (BM25 + dense units").metrics, row("Flat").metrics, "BM25 is fused in");
     // RAPTOR builds a layer of summaries over each article and says how it made them.
     let raptor = &row("RAPTOR (collapsed").details;
     assert!(raptor.contains("max 1") && raptor.contains("extractive") && raptor.contains("PCA"), "{raptor}");

@@ -1,5 +1,6 @@
-//! Hybrid retrieval: BM25 and dense retrieval over the shared leaf units, fused by reciprocal rank
-//! (arbor_eval::fusion).
+//! Hybrid retrieval: BM25 and a dense method fused by reciprocal rank over the shared leaf units
+//! (arbor_eval::fusion). The dense side is flat ranking of the encoder's unit vectors unless the
+//! experiment names another method (a trained SproutRAG, say), whose items credit the units they cover.
 
 use std::borrow::Cow;
 
@@ -9,8 +10,9 @@ use arbor_eval::fusion::Fusion;
 use serde::{Deserialize, Serialize};
 
 use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+use crate::experiment::Method;
 
-/// `Hybrid((k_rrf: 60))` in an experiment file.
+/// `Hybrid((k_rrf: 60))`, or `Hybrid((dense: Some(SproutRag((...)))))`, in an experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HybridConfig {
@@ -18,18 +20,21 @@ pub struct HybridConfig {
     pub k_rrf: f32,
     /// How deep each ranking is read (`None`: every unit in scope).
     pub depth: Option<usize>,
+    /// The dense side (`None`: flat ranking of the encoder's vectors of the shared units).
+    pub dense: Option<Box<Method>>,
 }
 
 impl Default for HybridConfig {
     fn default() -> Self {
-        HybridConfig { k_rrf: 60.0, depth: None }
+        HybridConfig { k_rrf: 60.0, depth: None, dense: None }
     }
 }
 
 impl MethodSpec for HybridConfig {
     fn label(&self) -> String {
         let depth = self.depth.map_or(String::new(), |d| format!(", depth {d}"));
-        format!("Hybrid (BM25 + dense units, RRF k={}{depth})", self.k_rrf)
+        let dense = self.dense.as_ref().map_or("dense units".to_string(), |m| m.label());
+        format!("Hybrid (BM25 + {dense}, RRF k={}{depth})", self.k_rrf)
     }
 
     fn kind(&self) -> MethodKind {
@@ -38,22 +43,34 @@ impl MethodSpec for HybridConfig {
 
     fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(self.k_rrf >= 0.0 && self.depth != Some(0), "Hybrid: k_rrf must be >= 0 and depth at least 1");
-        Ok(())
+        self.dense.as_ref().map_or(Ok(()), |m| m.spec().check())
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
         let units = &ctx.leaves.units;
-        let dense =
-            FlatDense { name: "dense".into(), chunks: Cow::Borrowed(units), embeddings: Cow::Borrowed(ctx.unit_vectors()?), scope: ctx.scope };
+        let dense = match &self.dense {
+            Some(method) => method.spec().build(ctx)?,
+            None => Built {
+                retriever: Box::new(FlatDense {
+                    name: "dense".into(),
+                    chunks: Cow::Borrowed(units),
+                    embeddings: Cow::Borrowed(ctx.unit_vectors()?),
+                    scope: ctx.scope,
+                }),
+                queries: QueryVectors::Encoder,
+                models: Vec::new(),
+                details: None,
+            },
+        };
         let bm25 = Bm25::build(ctx.corpus, units, ctx.scope);
         let fusion = Fusion {
             name: self.label(),
-            parts: vec![Box::new(bm25), Box::new(dense)],
+            parts: vec![Box::new(bm25), dense.retriever],
             chunks: Cow::Borrowed(units),
             k_rrf: self.k_rrf,
             depth: self.depth.unwrap_or(usize::MAX),
             scope: ctx.scope,
         };
-        Ok(Built { retriever: Box::new(fusion), queries: QueryVectors::Encoder, models: Vec::new(), details: None })
+        Ok(Built { retriever: Box::new(fusion), ..dense })
     }
 }
