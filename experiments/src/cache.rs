@@ -4,12 +4,16 @@
 //!
 //! | artefact | key |
 //! |---|---|
-//! | `units-<encoder>/<doc>.vec` | the encoder's fingerprint (weights, tokenizer, config, token limit, kernel); the document key |
+//! | `units-<encoder>/<doc>-<texts>.vec` | the encoder's fingerprint (weights, tokenizer, config, token limit, kernel); the document key and the texts |
 //! | `queries-<key>.vec` | the encoder's fingerprint and the query texts |
 //! | `train-<key>/` | the encoder, the method's settings, the training documents' keys and the training queries |
 //! | `trees-<key>/<doc>.tree` | the encoder, the method's index settings, the trained model's key; the document key |
-//! | `chunks-<key>/<doc>.vec` | the encoder and a method's own chunking; the document key |
-//! | `raptor-<key>/<doc>.raptor` | the encoder, RAPTOR's tree settings, the summariser (a file's content); the document key |
+//! | `chunks-<key>/<doc>-<texts>.vec` | the encoder and a method's own chunking; the document key and the texts encoded |
+//! | `raptor-<key>/<doc>.raptor` | the encoder, RAPTOR's tree settings, the summariser (a file's content; an endpoint's model, address and prompt); the document key |
+//!
+//! Every vector file also names a digest of the very texts it encodes (a chunk's text with whatever a
+//! method writes before it: AutoContext's header, a summary), so a changed summariser or header can never
+//! read back vectors of other texts, whatever the folder's key holds.
 //!
 //! A document key ([`Keys`]) digests the document's text and sections, the unit rules and the encoder
 //! (its tokenizer cuts units to `max_tokens`). So an edited document gets new vectors and a new tree while
@@ -107,8 +111,9 @@ impl Cache {
     }
 
     /// The encoder's vector of `text(c)` for every chunk `c` of `docs` (others stay empty), saved in `dir`
-    /// (whose name keys the chunking and the encoder) per document under its key; documents already saved
-    /// are read back, the rest are encoded a few at a time, each saved as soon as it is done.
+    /// (whose name keys the chunking and the encoder) per document under its key and a digest of its
+    /// chunks' texts; documents already saved are read back, the rest are encoded a few at a time, each
+    /// saved as soon as it is done.
     #[allow(clippy::too_many_arguments)]
     pub fn chunk_embeddings(
         &self,
@@ -120,7 +125,12 @@ impl Cache {
         batch: usize,
         text: &dyn Fn(usize) -> String,
     ) -> anyhow::Result<Vec<Vec<f32>>> {
-        let path = |d: usize| dir.join(format!("{}.vec", keys.docs[d]));
+        let mut names = vec![String::new(); keys.docs.len()];
+        for &d in docs {
+            let texts: Vec<String> = chunks.by_doc[d].clone().map(text).collect();
+            names[d] = format!("{}-{}.vec", keys.docs[d], key(&texts));
+        }
+        let path = |d: usize| dir.join(&names[d]);
         let mut out = vec![Vec::new(); chunks.len()];
         let mut missing = Vec::new();
         for &d in docs {

@@ -98,7 +98,7 @@ impl MethodSpec for RaptorConfig {
         );
         anyhow::ensure!(self.threshold > 0.0 && self.threshold < 1.0, "RAPTOR: threshold {} must lie in (0, 1)", self.threshold);
         anyhow::ensure!(!matches!(self.search, RaptorSearchConfig::Traversal { top_k: 0 }), "RAPTOR: traversal top_k must be at least 1");
-        Ok(())
+        self.summariser.check()
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
@@ -111,7 +111,7 @@ impl MethodSpec for RaptorConfig {
             if ctx.docs.contains(&d) { pack_sentences(&docs[d].text, &ctx.leaves.tokens.0[d], &spans, self.leaf_tokens) } else { Vec::new() }
         }));
         let vectors = ctx.chunk_vectors(&("raptor leaves", self.leaf_tokens), &leaves, &|c| leaves.text(ctx.corpus, c).to_owned())?;
-        let summariser = self.summariser.open(ctx.corpus, ctx.leaves, ctx.unit_vectors()?, ctx.cache.root.join("summaries-needed.jsonl"))?;
+        let summariser = self.summariser.open(ctx.corpus, ctx.leaves, ctx.unit_vectors()?, &ctx.cache.root)?;
         // The tree does not depend on how it is searched: both searches share one cached tree per document.
         let built_by = RaptorConfig { search: RaptorSearchConfig::Collapsed, ..self.clone() };
         let dir = ctx.cache.dir("raptor", &key(&(&ctx.keys.encoder, &built_by, self.summariser.key()?)))?;

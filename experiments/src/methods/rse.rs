@@ -47,6 +47,9 @@ impl MethodSpec for RseConfig {
     }
 
     fn check(&self) -> anyhow::Result<()> {
+        if self.auto_context {
+            self.summariser.check()?;
+        }
         self.chunks.check()
     }
 
@@ -54,7 +57,7 @@ impl MethodSpec for RseConfig {
         let mut headers = vec![String::new(); ctx.corpus.documents.len()];
         let mut described = String::from("no AutoContext");
         if self.auto_context {
-            let summariser = self.summariser.open(ctx.corpus, ctx.leaves, ctx.unit_vectors()?, ctx.cache.root.join("summaries-needed.jsonl"))?;
+            let summariser = self.summariser.open(ctx.corpus, ctx.leaves, ctx.unit_vectors()?, &ctx.cache.root)?;
             for &d in ctx.docs {
                 let doc = &ctx.corpus.documents[d];
                 let summary = summariser.summarise(d, &[Span::new(0, doc.text.len())], self.context_tokens)?;
@@ -78,5 +81,49 @@ impl MethodSpec for RseConfig {
         let details = format!("{described}; {over} header + chunk inputs longer than the encoder reads (their ends unseen)");
         let rse = Rse { name: self.label(), chunks, embeddings, chars, params: self.preset.params(), scope: ctx.scope };
         Ok(Built { retriever: Box::new(rse), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::cache::Cache;
+    use crate::experiment::Experiment;
+    use crate::run::run_in;
+    use crate::summaries::endpoint::tests::{completion, serve};
+    use crate::trained::Training;
+
+    /// AutoContext's header is part of what a chunk vector is computed from: a header written by another
+    /// summariser gets new vectors in the shared cache, and the generator is asked once per document.
+    #[test]
+    fn autocontext_headers_from_another_summariser_are_encoded_anew_and_generated_once() {
+        let (url, seen) = serve(2, |_| (200, completion("A survey of the article, written by a generator.")));
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/squad-mini");
+        let exp = |summariser: &str| {
+            let text = format!(
+                r#"Experiment(name: "autocontext", data: (format: Jsonl, path: "{}", split: Some("test")),
+                   methods: [Rse((preset: Precision, summariser: {summariser}))])"#,
+                fixture.display()
+            );
+            Experiment::parse(&text, Path::new("x.ron")).unwrap()
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = Cache { root: tmp.path().to_path_buf() };
+        let vector_files = || {
+            let folders = std::fs::read_dir(&cache.root).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("chunks-"));
+            folders.map(|f| std::fs::read_dir(f.path()).unwrap().count()).sum::<usize>()
+        };
+        let extractive = run_in(&exp("Extractive"), &tmp.path().join("a"), &cache, &Training::Never(None)).unwrap();
+        assert_eq!(vector_files(), 2, "one file per test article");
+        let generated = exp(&format!(r#"Endpoint((url: "{url}", model: "m"))"#));
+        let first = run_in(&generated, &tmp.path().join("b"), &cache, &Training::Never(None)).unwrap();
+        assert_eq!(vector_files(), 4, "the generated headers are encoded, not read back from the extractive ones");
+        assert_ne!(first.methods[0].metrics, extractive.methods[0].metrics);
+        assert!(first.methods[0].details.contains("written by m at http://127.0.0.1"), "{}", first.methods[0].details);
+        assert_eq!(seen.iter().take(2).count(), 2, "one summary per test article");
+        // The server is gone: a rerun finds every summary in the record and every vector in the cache.
+        let again = run_in(&generated, &tmp.path().join("c"), &cache, &Training::Never(None)).unwrap();
+        assert_eq!((again.methods[0].metrics.clone(), vector_files()), (first.methods[0].metrics.clone(), 4));
     }
 }

@@ -149,6 +149,7 @@ impl MethodSpec for SmartChunkConfig {
     }
 
     fn check(&self) -> anyhow::Result<()> {
+        self.summariser.check()?;
         if let LevelScheme::Tokens(sizes) = &self.levels {
             anyhow::ensure!(!sizes.is_empty() && sizes[0] > 0, "SmartChunk: levels Tokens needs at least one size, all positive");
             anyhow::ensure!(sizes.windows(2).all(|w| w[0] < w[1]), "SmartChunk: level sizes {sizes:?} must ascend");
@@ -217,7 +218,7 @@ pub(crate) fn embed_levels(
             ctx.chunk_vectors_of(&("smartchunk direct", &config.levels), &uppers, docs, &text)?
         }
         (ChunkEmbedding::Summarize, _) => {
-            let summariser = config.summariser.open(ctx.corpus, ctx.leaves, unit_vectors, ctx.cache.root.join("summaries-needed.jsonl"))?;
+            let summariser = config.summariser.open(ctx.corpus, ctx.leaves, unit_vectors, &ctx.cache.root)?;
             train::summary_vectors(ctx, &*summariser, &uppers, docs, config.summary_tokens, &config.levels)?
         }
         (ChunkEmbedding::Compress(settings), Some(compressor)) => {

@@ -87,7 +87,7 @@ pub(super) fn compressor(
     let levels: Vec<Option<Levels>> =
         (0..corpus.documents.len()).map(|d| train_docs.contains(&d).then(|| hierarchy(ctx, &config.levels, d))).collect();
     let uppers = upper_chunks(&levels);
-    let summariser = config.summariser.open(corpus, ctx.leaves, &unit_vectors, ctx.cache.root.join("summaries-needed.jsonl"))?;
+    let summariser = config.summariser.open(corpus, ctx.leaves, &unit_vectors, &ctx.cache.root)?;
     let targets = summary_vectors(ctx, &*summariser, &uppers, &train_docs, config.summary_tokens, &config.levels)?;
     // Examples by document, so that the held-back share is whole documents.
     let mut by_doc: Vec<Vec<CompressionExample>> = Vec::new();
