@@ -70,7 +70,7 @@ pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcom
         let run_dir = dir.join("runs").join(&run.slug);
         let start = Instant::now();
         let exp = &run.experiment;
-        let today = match inputs.entry(key(&(&exp.data.format, exp.data.resolved_path()?, &exp.encoder))) {
+        let today = match inputs.entry(key(&(&exp.data, exp.data.resolved_path()?, &exp.encoder))) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(current_inputs(exp)?),
         };

@@ -56,6 +56,24 @@ pub struct DataConfig {
     /// legalbench-rag-mini's `contractnli/...`) and the queries asked against them; `None`: every document.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collections: Option<Vec<String>>,
+    /// Other corpora whose `train` split joins this one's for training (never their other splits): their
+    /// training documents and queries are added under ids `<source>:<id>`, ahead of this corpus's own, so
+    /// held-out training documents stay this corpus's. Nothing of theirs is evaluated. Needs
+    /// `retrieval.scope: QueryDocuments` (under `Corpus` their documents would join the ranked pool).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub train_with: Vec<TrainSource>,
+}
+
+/// A corpus that lends its `train` split to an experiment's training (`data.train_with`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainSource {
+    pub format: Format,
+    /// A path, `$ARBOR_DATA` expanded as in `data.path`.
+    pub path: String,
+    /// Keep only these collections' documents (as `data.collections`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collections: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -163,6 +181,18 @@ impl Experiment {
         for m in &self.methods {
             m.spec().check()?;
         }
+        if !self.data.train_with.is_empty() && self.retrieval.scope != Scope::QueryDocuments {
+            bail!(
+                "data.train_with needs retrieval.scope: QueryDocuments (under Corpus the training corpora's documents would \
+                 join the ranked pool): train in an experiment ranked within each query's documents and score this one \
+                 with `evaluate --from` that run"
+            );
+        }
+        let mut names: Vec<String> = self.data.train_with.iter().map(TrainSource::name).collect();
+        names.sort();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            bail!("data.train_with names the corpus {:?} twice", w[0]);
+        }
         if self.name.is_empty() || self.name.contains(['/', '\\']) {
             bail!("name {:?} must be a non-empty folder name", self.name);
         }
@@ -178,18 +208,35 @@ impl Experiment {
 impl DataConfig {
     /// The corpus path with `$ARBOR_DATA` expanded.
     pub fn resolved_path(&self) -> anyhow::Result<PathBuf> {
-        match self.path.strip_prefix("$ARBOR_DATA") {
-            None => Ok(PathBuf::from(&self.path)),
-            Some(rest) => {
-                let root = std::env::var_os("ARBOR_DATA").with_context(|| {
-                    format!(
-                        "data.path {:?} needs the data root: set ARBOR_DATA to the folder that holds it \
-                         (for example ARBOR_DATA=../shared/data)",
-                        self.path
-                    )
-                })?;
-                Ok(PathBuf::from(root).join(rest.trim_start_matches(['/', '\\'])))
-            }
+        resolve(&self.path)
+    }
+}
+
+impl TrainSource {
+    /// The corpus path with `$ARBOR_DATA` expanded.
+    pub fn resolved_path(&self) -> anyhow::Result<PathBuf> {
+        resolve(&self.path)
+    }
+
+    /// The prefix of its documents' and queries' ids: the corpus folder's (or file's) name.
+    pub fn name(&self) -> String {
+        let path = Path::new(&self.path);
+        path.file_stem().map_or_else(|| self.path.clone(), |n| n.to_string_lossy().into_owned())
+    }
+}
+
+/// A data path with a leading `$ARBOR_DATA` replaced by that environment variable.
+fn resolve(path: &str) -> anyhow::Result<PathBuf> {
+    match path.strip_prefix("$ARBOR_DATA") {
+        None => Ok(PathBuf::from(path)),
+        Some(rest) => {
+            let root = std::env::var_os("ARBOR_DATA").with_context(|| {
+                format!(
+                    "data.path {path:?} needs the data root: set ARBOR_DATA to the folder that holds it \
+                     (for example ARBOR_DATA=../shared/data)"
+                )
+            })?;
+            Ok(PathBuf::from(root).join(rest.trim_start_matches(['/', '\\'])))
         }
     }
 }
@@ -221,6 +268,24 @@ mod tests {
         let bad = GOOD.replace("[Flat, Bm25]", "[Flat Bm25]");
         let err = Experiment::parse(&bad, Path::new("x.ron")).unwrap_err().to_string();
         assert!(err.starts_with("x.ron:4:24:"), "{err}");
+    }
+
+    #[test]
+    fn training_corpora_are_refused_under_corpus_scope_and_named_once() {
+        let lend = |sources: &str, scope: &str| {
+            let text = GOOD
+                .replace(r#"split: Some("test")"#, &format!(r#"split: Some("test"), train_with: [{sources}]"#))
+                .replace("methods:", &format!("retrieval: (scope: {scope}), methods:"));
+            Experiment::parse(&text, Path::new("x.ron"))
+        };
+        let squad = r#"(format: Jsonl, path: "$ARBOR_DATA/squad-long")"#;
+        let exp = lend(squad, "QueryDocuments").unwrap();
+        assert_eq!(exp.data.train_with[0].name(), "squad-long");
+        assert_eq!(Experiment::parse(&exp.to_ron(), Path::new("back.ron")).unwrap(), exp);
+        let err = lend(squad, "Corpus").unwrap_err().to_string();
+        assert!(err.contains("QueryDocuments") && err.contains("--from"), "{err}");
+        let err = lend(&format!("{squad}, {squad}"), "QueryDocuments").unwrap_err().to_string();
+        assert!(err.contains("\"squad-long\" twice"), "{err}");
     }
 
     #[test]

@@ -2,11 +2,11 @@
 //! reads, the encoder, every method scored on the same queries, gold spans, k and token budget, the report.
 //! `train` may train the methods' models; `evaluate` never does ([`Training`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use arbor_datasets::{Corpus, TokenStarts, UnitConfig};
+use arbor_datasets::{Corpus, Document, Evidence, Query, TokenStarts, UnitConfig};
 use arbor_eval::report::{Inputs, Report, UnitStats, atomic_write};
 use arbor_eval::runner::{EvalQuery, EvalSettings, evaluate};
 use arbor_eval::{LeafIndex, QueryInput, Scope};
@@ -44,17 +44,34 @@ fn cache_in(dir: &Path, shared: Option<&Path>) -> Cache {
 /// What a run of `exp` computes from today: the digests of its corpus and of its encoder (without loading
 /// the encoder's weights). A finished run whose report names other inputs is stale.
 pub fn current_inputs(exp: &Experiment) -> anyhow::Result<Inputs> {
-    let corpus = load_corpus(exp)?;
+    let (corpus, _) = load_corpus(exp)?;
     Ok(Inputs { corpus: corpus_digest(&corpus), encoder: arbor_models::encoder::fingerprint(&exp.encoder)? })
 }
 
-fn load_corpus(exp: &Experiment) -> anyhow::Result<Corpus> {
+/// The experiment's corpus, with the training split of every `data.train_with` corpus ahead of its own
+/// documents; and the index of its own first document (documents before it are only trained on).
+fn load_corpus(exp: &Experiment) -> anyhow::Result<(Corpus, usize)> {
     let data_path = exp.data.resolved_path()?;
-    let corpus = arbor_datasets::loaders::load(&exp.data.format, &data_path)
+    let own = load_one(&exp.data.format, &data_path, exp.data.collections.as_deref())
         .with_context(|| format!("cannot load the corpus of experiment {:?}", exp.name))?;
-    match &exp.data.collections {
+    if exp.data.train_with.is_empty() {
+        return Ok((own, 0));
+    }
+    let mut lent = Vec::new();
+    for source in &exp.data.train_with {
+        let path = source.resolved_path()?;
+        let corpus = load_one(&source.format, &path, source.collections.as_deref())
+            .with_context(|| format!("cannot load {} (data.train_with)", path.display()))?;
+        lent.push((source.name(), corpus));
+    }
+    with_training_corpora(own, lent, &data_path)
+}
+
+fn load_one(format: &arbor_datasets::loaders::Format, path: &Path, collections: Option<&[String]>) -> anyhow::Result<Corpus> {
+    let corpus = arbor_datasets::loaders::load(format, path)?;
+    match collections {
         None => Ok(corpus),
-        Some(collections) => keep_collections(corpus, collections, &data_path),
+        Some(collections) => keep_collections(corpus, collections, path),
     }
 }
 
@@ -71,14 +88,41 @@ fn keep_collections(corpus: Corpus, collections: &[String], source: &Path) -> an
     Ok(Corpus::new(documents, queries, source)?)
 }
 
+/// `own` with the `train` documents of each lent corpus (named) in front of its own, ids `<name>:<id>`,
+/// and the lent corpora's `train` queries asked only against those; returns where `own` starts.
+fn with_training_corpora(own: Corpus, lent: Vec<(String, Corpus)>, source: &Path) -> anyhow::Result<(Corpus, usize)> {
+    let train = Some("train");
+    let (mut documents, mut queries) = (Vec::new(), Vec::new());
+    for (name, corpus) in lent {
+        let prefix = |id: &str| format!("{name}:{id}");
+        let kept: HashSet<String> = corpus.documents.iter().filter(|d| d.split.as_deref() == train).map(|d| d.id.clone()).collect();
+        anyhow::ensure!(!kept.is_empty(), "data.train_with: {name} has no document of split \"train\"");
+        documents.extend(corpus.documents.into_iter().filter(|d| kept.contains(&d.id)).map(|d| Document { id: prefix(&d.id), ..d }));
+        let lends = |q: &Query| q.split.as_deref().is_none_or(|s| Some(s) == train) && q.doc_ids.iter().all(|d| kept.contains(d));
+        queries.extend(corpus.queries.into_iter().filter(lends).map(|q| Query {
+            id: prefix(&q.id),
+            doc_ids: q.doc_ids.iter().map(|d| prefix(d)).collect(),
+            evidence: q.evidence.into_iter().map(|e| Evidence { doc_id: prefix(&e.doc_id), ..e }).collect(),
+            split: train.map(String::from),
+            ..q
+        }));
+    }
+    let own_from = documents.len();
+    documents.extend(own.documents);
+    queries.extend(own.queries);
+    Ok((Corpus::new(documents, queries, source)?, own_from))
+}
+
 /// Runs an experiment into the folder `dir`, keeping (and reusing) embeddings, trained models and trees
 /// in `cache` (the run folder itself, or a sweep's shared folder); `training` says whether models may be
 /// trained. Writes report.json, report.md and models.json (the trained models used) into `dir`.
 pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) -> anyhow::Result<Report> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     atomic_write(&dir.join("experiment.ron"), exp.to_ron().as_bytes())?;
-    let corpus = load_corpus(exp)?;
-    let mut selected = corpus.eval_queries(exp.data.split.as_deref());
+    let (corpus, own_from) = load_corpus(exp)?;
+    // Only the experiment's own corpus is evaluated (`data.train_with` lends training data alone).
+    let mut selected: Vec<&Query> =
+        corpus.eval_queries(exp.data.split.as_deref()).into_iter().filter(|q| corpus.query_docs(q).iter().all(|&d| d >= own_from)).collect();
     if let Some(n) = exp.data.max_queries {
         selected.truncate(n);
     }
@@ -98,7 +142,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     let docs = needed_docs(&corpus, &queries, exp.retrieval.scope);
     let mut report = Report {
         experiment: exp.name.clone(),
-        setting: setting(exp, &corpus, &docs, queries.len()),
+        setting: setting(exp, &corpus, own_from, &docs, queries.len()),
         inputs: Inputs { corpus: corpus_digest(&corpus), encoder: encoder.fingerprint.clone() },
         units: unit_stats(&leaves, &docs, &queries, &encoder, units.max_tokens.expect("resolved above")),
         methods: vec![],
@@ -190,20 +234,28 @@ fn needed_docs(corpus: &Corpus, queries: &[EvalQuery], scope: Scope) -> Vec<usiz
     }
 }
 
-fn setting(exp: &Experiment, corpus: &Corpus, docs: &[usize], queries: usize) -> String {
+fn setting(exp: &Experiment, corpus: &Corpus, own_from: usize, docs: &[usize], queries: usize) -> String {
     let budget = exp.retrieval.max_tokens.map_or("no token budget".to_owned(), |b| format!("a budget of {b} tokens handed on per query"));
+    let lent = match own_from {
+        0 => String::new(),
+        n => {
+            let names: Vec<String> = exp.data.train_with.iter().map(|s| s.name()).collect();
+            let lent_queries = corpus.queries.iter().filter(|q| corpus.query_docs(q).iter().all(|&d| d < n)).count();
+            format!(" Training also reads the `train` split of {} ({n} documents, {lent_queries} queries).", names.join(", "))
+        }
+    };
     format!(
         "Corpus `{}` ({:?}, {} documents), split {}: {queries} queries over {} documents; leaf units of at most {} \
          sentences; scope {:?}; top_k {}; {budget}.",
         exp.data.path,
         exp.data.format,
-        corpus.documents.len(),
+        corpus.documents.len() - own_from,
         exp.data.split.as_deref().unwrap_or("all"),
         docs.len(),
         exp.units.max_sentences,
         exp.retrieval.scope,
         exp.retrieval.top_k,
-    )
+    ) + &lent
 }
 
 /// The newest run folder of `exp` under `out`, which must hold the same experiment.
@@ -266,27 +318,77 @@ mod tests {
         assert_eq!(at(1_795_315_414), "20261122-024334");
     }
 
-    #[test]
-    fn collections_keep_their_documents_and_the_queries_asked_against_them() {
-        use arbor_datasets::{Document, Evidence, Query};
-        let doc = |id: &str| Document { id: id.into(), title: String::new(), text: "Some text.".into(), sections: vec![], split: None };
-        let query = |id: &str, docs: &[&str]| Query {
+    fn doc(id: &str, split: Option<&str>) -> Document {
+        Document { id: id.into(), title: String::new(), text: "Some text.".into(), sections: vec![], split: split.map(String::from) }
+    }
+
+    fn query(id: &str, docs: &[&str], split: Option<&str>) -> Query {
+        Query {
             id: id.into(),
             text: "q".into(),
             doc_ids: docs.iter().map(|d| d.to_string()).collect(),
             evidence: vec![Evidence { doc_id: docs[0].into(), start: 0, end: 4 }],
             answers: vec![],
-            split: None,
-        };
+            split: split.map(String::from),
+        }
+    }
+
+    fn ids<T>(items: &[T], id: impl Fn(&T) -> &str) -> Vec<&str> {
+        items.iter().map(id).collect()
+    }
+
+    #[test]
+    fn collections_keep_their_documents_and_the_queries_asked_against_them() {
         let corpus = || {
-            let docs = vec![doc("nda/a"), doc("maud/b"), doc("nda/c"), doc("plain")];
-            let queries = vec![query("1", &["nda/a"]), query("2", &["maud/b"]), query("3", &["nda/c", "maud/b"]), query("4", &["nda/c"])];
+            let docs = vec![doc("nda/a", None), doc("maud/b", None), doc("nda/c", None), doc("plain", None)];
+            let queries = vec![
+                query("1", &["nda/a"], None),
+                query("2", &["maud/b"], None),
+                query("3", &["nda/c", "maud/b"], None),
+                query("4", &["nda/c"], None),
+            ];
             Corpus::new(docs, queries, Path::new("t")).unwrap()
         };
         let kept = keep_collections(corpus(), &["nda".into()], Path::new("t")).unwrap();
-        assert_eq!(kept.documents.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(), ["nda/a", "nda/c"]);
-        assert_eq!(kept.queries.iter().map(|q| q.id.as_str()).collect::<Vec<_>>(), ["1", "4"]);
+        assert_eq!(ids(&kept.documents, |d| &d.id), ["nda/a", "nda/c"]);
+        assert_eq!(ids(&kept.queries, |q| &q.id), ["1", "4"]);
         let err = keep_collections(corpus(), &["cuad".into()], Path::new("t")).unwrap_err().to_string();
         assert!(err.contains("keeps no document"), "{err}");
+    }
+
+    #[test]
+    fn training_corpora_lend_their_train_split_alone_ahead_of_the_own_documents() {
+        let own = Corpus::new(
+            vec![doc("x", Some("train")), doc("y", Some("test"))],
+            vec![query("q1", &["x"], Some("train")), query("q2", &["y"], Some("test"))],
+            Path::new("own"),
+        )
+        .unwrap();
+        // A lent corpus has ids of its own that clash with ours ("x"), a test document and query, a
+        // query across a train and a test document, and a query whose split is left to its document's.
+        let lent = Corpus::new(
+            vec![doc("x", Some("train")), doc("t", Some("test")), doc("u", Some("train"))],
+            vec![
+                query("q1", &["x"], Some("train")),
+                query("q3", &["t"], Some("test")),
+                query("q4", &["u", "t"], Some("train")),
+                query("q5", &["u"], None),
+            ],
+            Path::new("lent"),
+        )
+        .unwrap();
+        let (merged, own_from) = with_training_corpora(own, vec![("squad".into(), lent)], Path::new("own")).unwrap();
+        assert_eq!(own_from, 2);
+        assert_eq!(ids(&merged.documents, |d| &d.id), ["squad:x", "squad:u", "x", "y"]);
+        assert_eq!(ids(&merged.queries, |q| &q.id), ["squad:q1", "squad:q5", "q1", "q2"]);
+        assert_eq!(merged.queries[1].split.as_deref(), Some("train"));
+        assert_eq!(merged.gold(&merged.queries[1])[0].doc, 1, "evidence follows its renamed document");
+        // The lent queries train (split "train") but are not the corpus's own.
+        let train: Vec<&str> = merged.eval_queries(Some("train")).iter().map(|q| q.id.as_str()).collect();
+        assert_eq!(train, ["squad:q1", "squad:q5", "q1"]);
+        let none = Corpus::new(vec![doc("t", Some("test"))], vec![], Path::new("lent")).unwrap();
+        let only_own = Corpus::new(vec![doc("x", None)], vec![], Path::new("own")).unwrap();
+        let err = with_training_corpora(only_own, vec![("covid".into(), none)], Path::new("own")).unwrap_err().to_string();
+        assert!(err.contains("covid has no document of split \"train\""), "{err}");
     }
 }

@@ -314,3 +314,43 @@ fn smartchunk_builds_levels_and_its_three_embeddings_on_the_fixture() {
         assert_eq!(a.metrics, b.metrics, "{}", a.name);
     }
 }
+
+#[test]
+fn a_corpus_without_a_train_split_trains_on_another_corpus_and_is_scored_alone() {
+    std::env::set_current_dir(workspace()).unwrap();
+    // filing-mini has one test document and no training split; squad-mini lends its four train articles.
+    let exp = |lend: &str, methods: &str| {
+        let text = format!(
+            r#"Experiment(name: "lent", data: (format: Jsonl, path: "experiments/fixtures/filing-mini", split: Some("test"){lend}),
+                methods: [{methods}])"#
+        );
+        Experiment::parse(&text, Path::new("x.ron")).unwrap()
+    };
+    let sllm = "SproutRag((attention: Sllm, model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None), training: Some((epochs: 1, holdout_docs: 1))))";
+    let lend = r#", train_with: [(format: Jsonl, path: "experiments/fixtures/squad-mini")]"#;
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = Cache { root: tmp.path().join("shared") };
+    let alone = run_in(&exp("", "Flat"), &tmp.path().join("flat"), &cache, &Training::Allowed).unwrap();
+    let err = format!("{:#}", run_in(&exp("", sllm), &tmp.path().join("alone"), &cache, &Training::Allowed).unwrap_err());
+    assert!(err.contains("no query with evidence in training split"), "{err}");
+    let report = run_in(&exp(lend, &format!("Flat, {sllm}")), &tmp.path().join("lent"), &cache, &Training::Allowed).unwrap();
+    assert_eq!(report.methods[0].metrics, alone.methods[0].metrics, "a lent corpus changes nothing that does not train");
+    assert!(report.methods.iter().all(|m| m.metrics.queries == 26), "only filing-mini's own queries are scored");
+    assert!(
+        report.setting.contains("1 documents") && report.setting.contains("`train` split of squad-mini (4 documents, 513 queries)"),
+        "{}",
+        report.setting
+    );
+    // The SLLM trained on squad-mini's questions (three articles; the fourth held out) and is recorded.
+    let trained: Vec<_> = std::fs::read_dir(&cache.root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("checkpoints/state.json"))
+        .filter(|state| state.is_file() && state.to_string_lossy().contains("/train-"))
+        .collect();
+    assert_eq!(trained.len(), 1);
+    let state = std::fs::read_to_string(&trained[0]).unwrap();
+    let state: serde_json::Value = serde_json::from_str(&state).unwrap();
+    assert!(state["step"].as_u64().unwrap() >= 10 && state["complete"] == true, "{state}");
+    assert!(std::fs::read_to_string(tmp.path().join("lent/models.json")).unwrap().contains("SproutRAG trained"));
+}
