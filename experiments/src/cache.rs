@@ -5,6 +5,7 @@
 //! | artefact | key |
 //! |---|---|
 //! | `units-<encoder>/<doc>-<texts>.vec` | the encoder's fingerprint (weights, tokenizer, config, token limit, kernel); the document key and the texts |
+//! | `units-<encoder, trained model>/<doc>-<texts>.vec` | the encoder's fingerprint and the folder key of the trained model whose fine-tuned encoder pooled them; the document key and the texts |
 //! | `queries-<key>.vec` | the encoder's fingerprint and the query texts |
 //! | `train-<key>/` | the encoder, the method's settings, the training documents' keys and the training queries |
 //! | `trees-<key>/<doc>.tree` | the encoder, the method's index settings, the trained model's key; the document key |
@@ -107,22 +108,20 @@ impl Cache {
         batch: usize,
     ) -> anyhow::Result<Vec<Vec<f32>>> {
         let dir = self.dir("units", &key(&keys.encoder))?;
-        self.chunk_embeddings(&dir, encoder, &index.units, keys, docs, batch, &|c| index.units.text(corpus, c).into())
+        self.chunk_embeddings(&dir, &|t, p| encoder.embed(t, batch, p), &index.units, keys, docs, &|c| index.units.text(corpus, c).into())
     }
 
-    /// The encoder's vector of `text(c)` for every chunk `c` of `docs` (others stay empty), saved in `dir`
-    /// (whose name keys the chunking and the encoder) per document under its key and a digest of its
-    /// chunks' texts; documents already saved are read back, the rest are encoded a few at a time, each
-    /// saved as soon as it is done.
-    #[allow(clippy::too_many_arguments)]
+    /// The vector `embed` gives `text(c)` for every chunk `c` of `docs` (others stay empty), saved in `dir`
+    /// (whose name keys the chunking and the encoder's weights) per document under its key and a digest of
+    /// its chunks' texts; documents already saved are read back, the rest are encoded a few at a time, each
+    /// saved as soon as it is done. `embed` takes texts and a progress counter.
     pub fn chunk_embeddings(
         &self,
         dir: &Path,
-        encoder: &SentenceEncoder<DefaultBackend>,
+        embed: &dyn Fn(&[&str], &mut dyn FnMut(usize)) -> Vec<Vec<f32>>,
         chunks: &Chunks,
         keys: &Keys,
         docs: &[usize],
-        batch: usize,
         text: &dyn Fn(usize) -> String,
     ) -> anyhow::Result<Vec<Vec<f32>>> {
         let mut names = vec![String::new(); keys.docs.len()];
@@ -161,7 +160,7 @@ impl Cache {
             let ids: Vec<usize> = group.iter().flat_map(|&d| chunks.by_doc[d].clone()).collect();
             let texts: Vec<String> = ids.iter().map(|&c| text(c)).collect();
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let vectors = encoder.embed(&refs, batch, &mut |n| pb.inc(n as u64));
+            let vectors = embed(&refs, &mut |n| pb.inc(n as u64));
             for (c, v) in ids.into_iter().zip(vectors) {
                 out[c] = v;
             }

@@ -45,6 +45,16 @@ fn the_encoder_is_fine_tuned_in_its_own_optimizer_group() {
     let models: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("models.json")).unwrap()).unwrap();
     assert_eq!(models.as_array().unwrap().len(), 1, "{models}");
     assert!(report.methods[1].name.contains("the encoder's vectors"), "{}", report.methods[1].name);
+    // Both rows read the fine-tuned encoder's unit vectors from one cache folder (of the test article the 20
+    // queries ask about), beside the frozen encoder's vectors of the four training articles.
+    let mut units: Vec<usize> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() && p.file_name().unwrap().to_str().unwrap().starts_with("units-"))
+        .map(|p| std::fs::read_dir(p).unwrap().count())
+        .collect();
+    units.sort();
+    assert_eq!(units, [1, 4]);
     let train = &trainings[0];
     let state: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(train.join("checkpoints/state.json")).unwrap()).unwrap();
     assert_eq!(state["complete"], true);

@@ -33,12 +33,14 @@ pub mod sproutrag;
 
 use std::cell::{Cell, OnceCell};
 use std::fmt;
+use std::path::Path;
 use std::time::Instant;
 
 use arbor_datasets::Corpus;
 use arbor_eval::index::Chunks;
 use arbor_eval::runner::EvalQuery;
 use arbor_eval::{LeafIndex, Retriever, Scope};
+use arbor_models::encoder::Kernel;
 use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder};
 use serde::{Deserialize, Serialize};
 
@@ -249,7 +251,18 @@ impl<'a> Context<'a> {
         text: &dyn Fn(usize) -> String,
     ) -> anyhow::Result<Vec<Vec<f32>>> {
         let dir = self.cache.dir("chunks", &key(&(&self.keys.encoder, what)))?;
-        self.cache.chunk_embeddings(&dir, self.encoder, chunks, self.keys, docs, self.encoder_config.batch_size, text)
+        self.cache.chunk_embeddings(&dir, &|t, p| self.encoder.embed(t, self.encoder_config.batch_size, p), chunks, self.keys, docs, text)
+    }
+
+    /// The pooled vector of every shared leaf unit of the context's documents through `kernel`, the
+    /// encoder as fine-tuned in the trained model `model` (a `train-<key>` folder, whose content key names
+    /// them), cached in `units-<encoder and model>/` as the frozen encoder's are: a run's rows over one
+    /// fine-tuned encoder (the SLLM's and its control's) encode the corpus once, later runs not at all.
+    pub fn tuned_unit_vectors(&self, model: &Path, kernel: &Kernel<DefaultBackend>) -> anyhow::Result<Vec<Vec<f32>>> {
+        let trained = model.file_name().map(|n| n.to_string_lossy().into_owned());
+        let dir = self.cache.dir("units", &key(&(&self.keys.encoder, "fine-tuned in", trained)))?;
+        let embed = |t: &[&str], p: &mut dyn FnMut(usize)| self.encoder.embed_with(kernel, t, self.encoder_config.batch_size, p);
+        self.cache.chunk_embeddings(&dir, &embed, &self.leaves.units, self.keys, self.docs, &|c| self.leaves.units.text(self.corpus, c).into())
     }
 
     /// Every document's sentences (those of its leaf units, over-long ones already cut to the encoder's

@@ -33,7 +33,7 @@ pub(super) fn summary_vectors(
             texts[c] = summariser.summarise(d, &[uppers.spans[c].span], summary_tokens)?.text;
         }
     }
-    ctx.cache.chunk_embeddings(&dir, ctx.encoder, uppers, ctx.keys, docs, ctx.encoder_config.batch_size, &|c| texts[c].clone())
+    ctx.cache.chunk_embeddings(&dir, &|t, p| ctx.encoder.embed(t, ctx.encoder_config.batch_size, p), uppers, ctx.keys, docs, &|c| texts[c].clone())
 }
 
 /// The compressed vector of every chunk of `uppers`, from the unit vectors of its leaves.

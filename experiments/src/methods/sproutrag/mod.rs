@@ -14,6 +14,7 @@
 
 mod train;
 
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
 use anyhow::bail;
@@ -260,7 +261,7 @@ impl MethodSpec for SproutRagConfig {
                         Some(unit_vectors) => units.iter().flat_map(|&u| unit_vectors[u].iter().copied()).collect(),
                         None => links.vectors.expect("in_context asks the pass for the vectors").concat(),
                     };
-                    (leaves, e.dim(), M::Sparse(links.edges))
+                    Ok((leaves, e.dim(), M::Sparse(links.edges)))
                 })?;
                 Ok(Built {
                     retriever: Box::new(retriever(trees)),
@@ -274,29 +275,38 @@ impl MethodSpec for SproutRagConfig {
                 // A fine-tuned encoder (inside the model) re-encodes units and queries; a frozen one's vectors are given.
                 // Pooled vectors through the fine-tuned encoder, by the encoder's one embedding path.
                 let kernel = model.encoder.as_ref().map(|bert| ctx.encoder.kernel_for(bert));
-                let own = |texts: Vec<&str>| {
-                    let kernel = kernel.as_ref().expect("called only when the model holds a fine-tuned encoder");
-                    matrix(ctx.encoder.embed_with(kernel, &texts, ctx.encoder_config.batch_size, &mut |_| {}).iter())
-                };
                 let frozen = match model.encoder {
                     Some(_) => None,
                     None => Some(ctx.unit_vectors()?),
                 };
+                // The fine-tuned encoder's unit vectors, cached under the trained model, computed only when a
+                // tree is missing.
+                let tuned = OnceCell::new();
                 let trees = index_docs(ctx, &trees_dir(Some(&model_dir))?, "SLLM trees", |units| {
-                    let pooled = match frozen {
-                        Some(unit_vectors) => matrix(units.iter().map(|&u| &unit_vectors[u])),
-                        None => own(units.iter().map(|&u| ctx.leaves.units.text(ctx.corpus, u)).collect()),
+                    let unit_vectors: &[Vec<f32>] = match (frozen, &kernel) {
+                        (Some(frozen), _) => frozen,
+                        (None, Some(kernel)) => {
+                            if tuned.get().is_none() {
+                                let _ = tuned.set(ctx.tuned_unit_vectors(&model_dir, kernel)?);
+                            }
+                            tuned.get().expect("set above")
+                        }
+                        (None, None) => unreachable!("a model without a fine-tuned encoder uses the frozen vectors"),
                     };
+                    let pooled = matrix(units.iter().map(|&u| &unit_vectors[u]));
                     let out = model.document(pooled.clone(), false);
                     let leaves = match self.vectors {
                         SllmVectors::Model => out.embeddings,
                         SllmVectors::Encoder => pooled,
                     };
                     let dim = leaves.dims()[1];
-                    (to_vec(leaves), dim, M::Dense(to_vec(out.m)))
+                    Ok((to_vec(leaves), dim, M::Dense(to_vec(out.m))))
                 })?;
-                let pooled = match model.encoder {
-                    Some(_) => own(ctx.queries.iter().map(|q| q.input.text.as_str()).collect()),
+                let pooled = match &kernel {
+                    Some(kernel) => {
+                        let texts: Vec<&str> = ctx.queries.iter().map(|q| q.input.text.as_str()).collect();
+                        matrix(ctx.encoder.embed_with(kernel, &texts, ctx.encoder_config.batch_size, &mut |_| {}).iter())
+                    }
                     None => matrix(ctx.query_vectors()?.iter()),
                 };
                 let q = match self.vectors {
@@ -337,7 +347,7 @@ fn index_docs(
     ctx: &Context,
     trees_dir: &Path,
     what: &str,
-    mut leaf_inputs: impl FnMut(&[usize]) -> (Vec<f32>, usize, M),
+    mut leaf_inputs: impl FnMut(&[usize]) -> anyhow::Result<(Vec<f32>, usize, M)>,
 ) -> anyhow::Result<Vec<Option<Tree>>> {
     let mut trees = vec![None; ctx.corpus.documents.len()];
     let pb = bar(ctx.docs.len(), what);
@@ -355,7 +365,7 @@ fn index_docs(
                 tree
             }
             false => {
-                let (leaves, dim, m) = leaf_inputs(&units);
+                let (leaves, dim, m) = leaf_inputs(&units)?;
                 let n = units.len();
                 let m = match &m {
                     M::Dense(values) => Similarity::Dense { n, values },
