@@ -456,7 +456,7 @@ mod tests {
                 metrics: Metrics { ie_mean: ie, generous: reading(ie), strict: reading(ie), ..Default::default() },
                 latency_ms: Latency::default(),
                 tokens_per_query: 0.0,
-                index_ms_per_doc: 0.0,
+                index_ms_per_doc: None,
                 details: String::new(),
             },
         }

@@ -59,7 +59,7 @@ pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcom
     std::fs::create_dir_all(dir.join("runs")).with_context(|| format!("cannot create {}", dir.display()))?;
     atomic_write(&dir.join("sweep.ron"), loaded.text.as_bytes())?;
     atomic_write(&dir.join("base.ron"), loaded.base.to_ron().as_bytes())?;
-    let cache = Cache { root: shared_dir(out) };
+    let cache = Cache::new(shared_dir(out));
     let axes: Vec<String> = loaded.sweep.axes.iter().map(|a| a.name()).collect();
     // How long finished runs took when they ran (kept across invocations).
     let before: Vec<RunEntry> = std::fs::read_to_string(dir.join("index.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();

@@ -137,9 +137,9 @@ pub fn csv(axes: &[String], rows: &[Row]) -> String {
             res.latency_ms.mean,
             res.latency_ms.p50,
             res.latency_ms.p95,
-            res.index_ms_per_doc,
         ];
         line.extend(numbers.iter().map(|v| format!("{v:.4}")));
+        line.push(res.index_ms_per_doc.map_or(String::new(), |v| format!("{v:.4}")));
         text.push_str(&(line.join(",") + "\n"));
     }
     text
@@ -208,7 +208,7 @@ mod tests {
                 metrics: Metrics { ie_mean: ie, queries: 3, ..Default::default() },
                 latency_ms: Latency::default(),
                 tokens_per_query: 100.0,
-                index_ms_per_doc: 1.0,
+                index_ms_per_doc: Some(1.0),
                 details: String::new(),
             },
         }

@@ -75,7 +75,7 @@ pub fn evaluate(
         metrics: Metrics::mean(&per_query),
         latency_ms: Latency::of(&mut latencies),
         tokens_per_query: handed_tokens as f64 / queries.len().max(1) as f64,
-        index_ms_per_doc: 0.0,
+        index_ms_per_doc: None,
         details: String::new(),
     }
 }

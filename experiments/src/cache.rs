@@ -24,12 +24,19 @@
 //! A run keeps its artefacts in its own folder; a sweep points all of its runs at one shared folder, so runs
 //! that differ only in retrieval settings train once and index once. Files are written atomically, so an
 //! interrupted run leaves complete files only, and the next one picks up what is there.
+//!
+//! Beside every per-document artefact, `<file>.ms` records how long it took to build, so a method's index
+//! time per document is what building it cost even when a later run reads it back ([`BuildTime`]); an
+//! artefact without that record (written before it existed) makes the time unknown, never zero.
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use anyhow::Context;
 use arbor_datasets::{Corpus, UnitConfig};
 use arbor_eval::index::Chunks;
+use arbor_eval::report::atomic_write;
 use arbor_eval::{LeafIndex, vectors_io};
 use arbor_models::{DefaultBackend, SentenceEncoder};
 use serde::Serialize;
@@ -39,6 +46,31 @@ use crate::progress::bar;
 
 pub struct Cache {
     pub root: PathBuf,
+    /// What the artefacts read back so far took to build.
+    reused: Cell<BuildTime>,
+}
+
+/// The recorded build time of artefacts read back from the cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BuildTime {
+    /// Milliseconds, summed over the artefacts whose time is recorded.
+    pub ms: f64,
+    /// How many artefacts were read back with no recorded time.
+    pub unrecorded: usize,
+}
+
+impl std::ops::Add for BuildTime {
+    type Output = BuildTime;
+    fn add(self, other: BuildTime) -> BuildTime {
+        BuildTime { ms: self.ms + other.ms, unrecorded: self.unrecorded + other.unrecorded }
+    }
+}
+
+impl std::ops::Sub for BuildTime {
+    type Output = BuildTime;
+    fn sub(self, earlier: BuildTime) -> BuildTime {
+        BuildTime { ms: self.ms - earlier.ms, unrecorded: self.unrecorded - earlier.unrecorded }
+    }
 }
 
 /// A short hex digest of `parts` (their JSON form).
@@ -89,6 +121,53 @@ impl Keys {
 }
 
 impl Cache {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Cache { root: root.into(), reused: Cell::new(BuildTime::default()) }
+    }
+
+    /// The build time of every artefact read back so far (a running total: callers take differences).
+    pub fn reused(&self) -> BuildTime {
+        self.reused.get()
+    }
+
+    /// Records that `artefact` took `ms` to build, beside it.
+    fn record_build(&self, artefact: &Path, ms: f64) -> anyhow::Result<()> {
+        let path = build_time_path(artefact);
+        atomic_write(&path, format!("{ms}\n").as_bytes()).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Adds the build time recorded beside `artefact`, just read back, to the running total.
+    fn note_reused(&self, artefact: &Path) {
+        let recorded = std::fs::read_to_string(build_time_path(artefact)).ok().and_then(|s| s.trim().parse::<f64>().ok());
+        let mut total = self.reused.get();
+        match recorded {
+            Some(ms) => total.ms += ms,
+            None => total.unrecorded += 1,
+        }
+        self.reused.set(total);
+    }
+
+    /// The artefact at `path`: read back with `load` if it is there, else made with `build`, saved with
+    /// `save` and its build time recorded beside it.
+    pub fn load_or_build<T>(
+        &self,
+        path: &Path,
+        load: impl FnOnce(&Path) -> anyhow::Result<T>,
+        build: impl FnOnce() -> anyhow::Result<T>,
+        save: impl FnOnce(&T, &Path) -> anyhow::Result<()>,
+    ) -> anyhow::Result<T> {
+        if path.exists() {
+            let value = load(path)?;
+            self.note_reused(path);
+            return Ok(value);
+        }
+        let start = Instant::now();
+        let value = build()?;
+        save(&value, path)?;
+        self.record_build(path, start.elapsed().as_secs_f64() * 1e3)?;
+        Ok(value)
+    }
+
     /// The folder of one artefact, created if missing.
     pub fn dir(&self, kind: &str, key: &str) -> anyhow::Result<PathBuf> {
         let dir = self.root.join(format!("{kind}-{key}"));
@@ -147,6 +226,7 @@ impl Cache {
                     for (c, v) in range.zip(rows) {
                         out[c] = v;
                     }
+                    self.note_reused(&path(d));
                 }
                 false => missing.push(d),
             }
@@ -157,15 +237,19 @@ impl Cache {
         }
         let pb = bar(total, "embedding chunks");
         for group in missing.chunks(8) {
+            let start = Instant::now();
             let ids: Vec<usize> = group.iter().flat_map(|&d| chunks.by_doc[d].clone()).collect();
             let texts: Vec<String> = ids.iter().map(|&c| text(c)).collect();
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let vectors = embed(&refs, &mut |n| pb.inc(n as u64));
+            // The group's time, shared among its documents by their number of chunks.
+            let per_chunk = start.elapsed().as_secs_f64() * 1e3 / ids.len().max(1) as f64;
             for (c, v) in ids.into_iter().zip(vectors) {
                 out[c] = v;
             }
             for &d in group {
                 vectors_io::save(&out[chunks.by_doc[d].clone()], &path(d))?;
+                self.record_build(&path(d), per_chunk * chunks.by_doc[d].len() as f64)?;
             }
         }
         pb.finish_and_clear();
@@ -196,10 +280,17 @@ impl Cache {
     }
 }
 
+/// Where the build time of `artefact` is recorded: `<file>.ms` beside it.
+fn build_time_path(artefact: &Path) -> PathBuf {
+    let mut name = artefact.as_os_str().to_owned();
+    name.push(".ms");
+    PathBuf::from(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arbor_datasets::{Document, Query};
+    use arbor_datasets::{Document, Query, Span};
 
     #[test]
     fn keys_change_with_any_setting_and_only_then() {
@@ -208,6 +299,71 @@ mod tests {
         assert_eq!(a.len(), 16);
         assert_ne!(a, key(&("x", 2, [0.5f32])));
         assert_ne!(a, key(&("x", 1, [0.25f32])));
+    }
+
+    #[test]
+    fn read_back_artefacts_count_at_their_recorded_build_time() {
+        let tmp = tempfile::tempdir().unwrap();
+        let keys = Keys { encoder: "enc".into(), docs: vec!["a".into(), "b".into()] };
+        let chunks = Chunks::from_docs([vec![Span { start: 0, end: 3 }], vec![Span { start: 0, end: 1 }, Span { start: 1, end: 2 }]]);
+        let embed = |texts: &[&str], _: &mut dyn FnMut(usize)| -> Vec<Vec<f32>> {
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            texts.iter().map(|t| vec![t.len() as f32]).collect()
+        };
+        let text = |c: usize| format!("chunk {c}");
+        let first = Cache::new(tmp.path());
+        let dir = first.dir("chunks", "k").unwrap();
+        let built = first.chunk_embeddings(&dir, &embed, &chunks, &keys, &[0, 1], &text).unwrap();
+        assert_eq!(first.reused(), BuildTime::default(), "nothing was read back");
+        let mut recorded: Vec<f64> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "ms"))
+            .map(|p| std::fs::read_to_string(p).unwrap().trim().parse().unwrap())
+            .collect();
+        recorded.sort_by(f64::total_cmp);
+        assert_eq!(recorded.len(), 2, "one record per document");
+        // One batch of 3 chunks shared by chunk count: document b took twice document a's time.
+        assert!((recorded[1] - 2.0 * recorded[0]).abs() < 1e-6 && recorded[0] >= 10.0, "{recorded:?}");
+
+        let second = Cache::new(tmp.path());
+        let read = second.chunk_embeddings(&dir, &|_, _| panic!("all cached"), &chunks, &keys, &[0, 1], &text).unwrap();
+        assert_eq!(read, built);
+        let reused = second.reused();
+        assert_eq!(reused.unrecorded, 0);
+        assert!((reused.ms - recorded.iter().sum::<f64>()).abs() < 1e-6);
+
+        // A file from before build times were kept: the time is unknown, not zero.
+        let ms_file = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "ms")).unwrap();
+        std::fs::remove_file(ms_file).unwrap();
+        let third = Cache::new(tmp.path());
+        third.chunk_embeddings(&dir, &|_, _| panic!("all cached"), &chunks, &keys, &[0, 1], &text).unwrap();
+        assert_eq!(third.reused().unrecorded, 1);
+    }
+
+    #[test]
+    fn load_or_build_builds_once_then_reads_back_with_the_time_it_took() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("x.tree");
+        let save = |v: &String, p: &Path| Ok(std::fs::write(p, v)?);
+        let load = |p: &Path| Ok(std::fs::read_to_string(p)?);
+        let cache = Cache::new(tmp.path());
+        let built = cache
+            .load_or_build(
+                &path,
+                load,
+                || {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    Ok("tree".to_string())
+                },
+                save,
+            )
+            .unwrap();
+        assert_eq!((built.as_str(), cache.reused()), ("tree", BuildTime::default()));
+        let again = Cache::new(tmp.path());
+        let read = again.load_or_build(&path, load, || panic!("cached"), save).unwrap();
+        assert_eq!(read, "tree");
+        assert!(again.reused().ms >= 20.0 && again.reused().unrecorded == 0, "{:?}", again.reused());
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub fn evaluate_only(exp: &Experiment, out: &Path, from: Option<&Path>, cache: O
 }
 
 fn cache_in(dir: &Path, shared: Option<&Path>) -> Cache {
-    Cache { root: shared.unwrap_or(dir).to_path_buf() }
+    Cache::new(shared.unwrap_or(dir))
 }
 
 /// What a run of `exp` computes from today: the digests of its corpus and of its encoder (without loading
@@ -153,7 +153,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     let settings = EvalSettings { scope: exp.retrieval.scope, top_k: exp.retrieval.top_k, max_tokens: exp.retrieval.max_tokens };
     let ctx = Context::new(&corpus, &leaves, &keys, &encoder, &exp.encoder, cache, training, &docs, &queries, exp.retrieval.scope);
     // Methods that share an index (SproutRAG search variants) report the time it took to build once.
-    let mut index_ms: HashMap<String, f64> = HashMap::new();
+    let mut index_ms: HashMap<String, Option<f64>> = HashMap::new();
     let mut models: Vec<TrainedModel> = Vec::new();
     for method in &exp.methods {
         let spec = method.spec();

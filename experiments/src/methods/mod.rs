@@ -44,7 +44,7 @@ use arbor_models::encoder::Kernel;
 use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder};
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{Cache, Keys, key};
+use crate::cache::{BuildTime, Cache, Keys, key};
 use crate::trained::{TrainedModel, Training};
 
 /// What a method is, for sweep rows and plots (independent of its numeric settings).
@@ -184,11 +184,13 @@ pub struct Context<'a> {
     /// The evaluated queries (embeddings not filled in).
     pub queries: &'a [EvalQuery],
     pub scope: Scope,
-    unit_vectors: OnceCell<(Vec<Vec<f32>>, f64)>,
+    /// The unit vectors and what they cost to build (encoding now, or as recorded when read back).
+    unit_vectors: OnceCell<(Vec<Vec<f32>>, BuildTime)>,
     query_vectors: OnceCell<Vec<Vec<f32>>>,
-    /// Whether the method being built used the unit vectors, and how long filling them took during it.
+    /// Whether the method being built used the unit vectors, and what filling them took during it: wall
+    /// time, and the recorded build time of the vectors read back.
     used_units: Cell<bool>,
-    filled_ms: Cell<f64>,
+    filled: Cell<(f64, BuildTime)>,
 }
 
 impl<'a> Context<'a> {
@@ -219,7 +221,7 @@ impl<'a> Context<'a> {
             unit_vectors: OnceCell::new(),
             query_vectors: OnceCell::new(),
             used_units: Cell::new(false),
-            filled_ms: Cell::new(0.0),
+            filled: Cell::new((0.0, BuildTime::default())),
         }
     }
 
@@ -227,11 +229,12 @@ impl<'a> Context<'a> {
     pub fn unit_vectors(&self) -> anyhow::Result<&[Vec<f32>]> {
         self.used_units.set(true);
         if self.unit_vectors.get().is_none() {
-            let start = Instant::now();
+            let (start, before) = (Instant::now(), self.cache.reused());
             let vectors = self.cache.unit_embeddings(self.encoder, self.corpus, self.leaves, self.keys, self.docs, self.encoder_config.batch_size)?;
-            let ms = start.elapsed().as_secs_f64() * 1e3;
-            self.filled_ms.set(self.filled_ms.get() + ms);
-            let _ = self.unit_vectors.set((vectors, ms));
+            let read_back = self.cache.reused() - before;
+            let wall = start.elapsed().as_secs_f64() * 1e3;
+            self.filled.set((wall, read_back));
+            let _ = self.unit_vectors.set((vectors, BuildTime { ms: wall, unrecorded: 0 } + read_back));
         }
         Ok(&self.unit_vectors.get().expect("set above").0)
     }
@@ -282,16 +285,21 @@ impl<'a> Context<'a> {
     }
 
     /// Builds one method's index, timing it per document: the build itself plus the encoding of the unit
-    /// vectors when it uses them (whichever method encoded them first).
-    pub fn build(&'a self, method: &dyn MethodSpec) -> anyhow::Result<(Built<'a>, f64)> {
+    /// vectors when it uses them (whichever method encoded them first), artefacts read back from the cache
+    /// counted at their recorded build time; None when one of them has no recorded time.
+    pub fn build(&'a self, method: &dyn MethodSpec) -> anyhow::Result<(Built<'a>, Option<f64>)> {
         self.used_units.set(false);
-        self.filled_ms.set(0.0);
-        let start = Instant::now();
+        self.filled.set((0.0, BuildTime::default()));
+        let (start, before) = (Instant::now(), self.cache.reused());
         let built = method.build(self)?;
-        let mut ms = start.elapsed().as_secs_f64() * 1e3 - self.filled_ms.get();
+        // Wall time and the recorded build time of what was read back, both less filling the unit vectors;
+        // then the unit vectors' whole cost if the method used them.
+        let (filled_wall, filled_read) = self.filled.get();
+        let read_back = self.cache.reused() - before - filled_read;
+        let mut cost = BuildTime { ms: start.elapsed().as_secs_f64() * 1e3 - filled_wall, unrecorded: 0 } + read_back;
         if self.used_units.get() {
-            ms += self.unit_vectors.get().map_or(0.0, |(_, ms)| *ms);
+            cost = cost + self.unit_vectors.get().map_or(BuildTime::default(), |(_, units)| *units);
         }
-        Ok((built, ms / self.docs.len().max(1) as f64))
+        Ok((built, (cost.unrecorded == 0).then(|| cost.ms / self.docs.len().max(1) as f64)))
     }
 }

@@ -11,6 +11,7 @@
 //! summariser and a summaries file's content), so both searches, and later runs, build each tree once.
 
 use std::borrow::Cow;
+use std::path::Path;
 
 use arbor_eval::chunkers::pack_sentences;
 use arbor_eval::gmm::ClusterParams;
@@ -122,20 +123,18 @@ impl MethodSpec for RaptorConfig {
             let range = leaves.by_doc[d].clone();
             let spans: Vec<_> = leaves.spans[range.clone()].iter().map(|s| s.span).collect();
             let path = dir.join(format!("{}.raptor", ctx.keys.docs[d]));
-            let tree = match path.exists() {
-                true => raptor_io::load(&path).map_err(anyhow::Error::msg)?,
-                false => {
-                    let tokens: Vec<usize> = spans.iter().map(|&s| ctx.leaves.tokens.0[d].count(s)).collect();
-                    let mut summarise = |under: &[arbor_datasets::Span]| summariser.summarise(d, under, self.summary_tokens);
-                    let mut embed = |texts: &[String]| -> anyhow::Result<Vec<Vec<f32>>> {
-                        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                        Ok(ctx.encoder.embed(&refs, ctx.encoder_config.batch_size, &mut |_| {}))
-                    };
-                    let tree = RaptorTree::build(&spans, vectors[range].to_vec(), &tokens, &params, &mut summarise, &mut embed)?;
-                    raptor_io::save(&tree, &path)?;
-                    tree
-                }
+            let load = |path: &Path| raptor_io::load(path).map_err(anyhow::Error::msg);
+            let build = || {
+                let tokens: Vec<usize> = spans.iter().map(|&s| ctx.leaves.tokens.0[d].count(s)).collect();
+                let mut summarise = |under: &[arbor_datasets::Span]| summariser.summarise(d, under, self.summary_tokens);
+                let mut embed = |texts: &[String]| -> anyhow::Result<Vec<Vec<f32>>> {
+                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                    Ok(ctx.encoder.embed(&refs, ctx.encoder_config.batch_size, &mut |_| {}))
+                };
+                RaptorTree::build(&spans, vectors[range.clone()].to_vec(), &tokens, &params, &mut summarise, &mut embed)
             };
+            let save = |tree: &RaptorTree, path: &Path| Ok(raptor_io::save(tree, path)?);
+            let tree = ctx.cache.load_or_build(&path, load, build, save)?;
             // The file is named by the document's content; its leaves must be this run's leaf chunks.
             let same = tree.nodes.iter().filter(|n| n.layer == 0).count() == spans.len()
                 && tree.nodes.iter().zip(&spans).all(|(n, s)| n.layer == 0 && n.spans == [*s]);

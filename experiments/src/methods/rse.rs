@@ -109,7 +109,7 @@ mod tests {
             Experiment::parse(&text, Path::new("x.ron")).unwrap()
         };
         let tmp = tempfile::tempdir().unwrap();
-        let cache = Cache { root: tmp.path().to_path_buf() };
+        let cache = Cache::new(tmp.path());
         let vector_files = || {
             let folders = std::fs::read_dir(&cache.root).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("chunks-"));
             folders.map(|f| std::fs::read_dir(f.path()).unwrap().count()).sum::<usize>()

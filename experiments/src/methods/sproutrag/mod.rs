@@ -355,27 +355,25 @@ fn index_docs(
         let units: Vec<usize> = ctx.leaves.units.by_doc[d].clone().collect();
         let spans: Vec<DocSpan> = units.iter().map(|&u| ctx.leaves.units.spans[u]).collect();
         let path = trees_dir.join(format!("{}.tree", ctx.keys.docs[d]));
-        let tree = match path.exists() {
-            true => {
-                let mut tree = arbor_eval::tree_io::load(&path).map_err(anyhow::Error::msg)?;
-                // The file is named by the document's content; where the document sits in this corpus is ours.
-                let same = tree.leaves.len() == spans.len() && tree.leaves.iter().zip(&spans).all(|(a, b)| a.span == b.span);
-                anyhow::ensure!(same, "{} does not hold the units of document {:?}: delete it", path.display(), ctx.corpus.documents[d].id);
-                tree.leaves.iter_mut().for_each(|leaf| leaf.doc = d);
-                tree
-            }
-            false => {
-                let (leaves, dim, m) = leaf_inputs(&units)?;
-                let n = units.len();
-                let m = match &m {
-                    M::Dense(values) => Similarity::Dense { n, values },
-                    M::Sparse(edges) => Similarity::Sparse { n, edges },
-                };
-                let tree = Tree::build(spans, &leaves, dim, &m);
-                arbor_eval::tree_io::save(&tree, &path)?;
-                tree
-            }
+        let load = |path: &Path| -> anyhow::Result<Tree> {
+            let mut tree = arbor_eval::tree_io::load(path).map_err(anyhow::Error::msg)?;
+            // The file is named by the document's content; where the document sits in this corpus is ours.
+            let same = tree.leaves.len() == spans.len() && tree.leaves.iter().zip(&spans).all(|(a, b)| a.span == b.span);
+            anyhow::ensure!(same, "{} does not hold the units of document {:?}: delete it", path.display(), ctx.corpus.documents[d].id);
+            tree.leaves.iter_mut().for_each(|leaf| leaf.doc = d);
+            Ok(tree)
         };
+        let build = || -> anyhow::Result<Tree> {
+            let (leaves, dim, m) = leaf_inputs(&units)?;
+            let n = units.len();
+            let m = match &m {
+                M::Dense(values) => Similarity::Dense { n, values },
+                M::Sparse(edges) => Similarity::Sparse { n, edges },
+            };
+            Ok(Tree::build(spans.clone(), &leaves, dim, &m))
+        };
+        let save = |tree: &Tree, path: &Path| Ok(arbor_eval::tree_io::save(tree, path)?);
+        let tree = ctx.cache.load_or_build(&path, load, build, save)?;
         trees[d] = Some(tree);
         pb.inc(1);
     }
