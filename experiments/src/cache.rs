@@ -25,9 +25,10 @@
 //! that differ only in retrieval settings train once and index once. Files are written atomically, so an
 //! interrupted run leaves complete files only, and the next one picks up what is there.
 //!
-//! Beside every per-document artefact, `<file>.ms` records how long it took to build, so a method's index
-//! time per document is what building it cost even when a later run reads it back ([`BuildTime`]); an
-//! artefact without that record (written before it existed) makes the time unknown, never zero.
+//! For every per-document artefact, `build-times/<kind>-<key>/<file>.ms` records how long it took to build
+//! (apart from the artefacts, whose folders hold nothing else), so a method's index time per document is
+//! what building it cost even when a later run reads it back ([`BuildTime`]); an artefact without that
+//! record (written before it existed) makes the time unknown, never zero.
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -130,15 +131,27 @@ impl Cache {
         self.reused.get()
     }
 
-    /// Records that `artefact` took `ms` to build, beside it.
+    /// Where the build time of `artefact` (a file in one of the cache's folders) is recorded:
+    /// `build-times/<folder>/<file>.ms`.
+    fn build_time_path(&self, artefact: &Path) -> PathBuf {
+        let relative = artefact.strip_prefix(&self.root).unwrap_or(artefact);
+        let mut name = self.root.join("build-times").join(relative).into_os_string();
+        name.push(".ms");
+        PathBuf::from(name)
+    }
+
+    /// Records that `artefact` took `ms` to build.
     fn record_build(&self, artefact: &Path, ms: f64) -> anyhow::Result<()> {
-        let path = build_time_path(artefact);
+        let path = self.build_time_path(artefact);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
         atomic_write(&path, format!("{ms}\n").as_bytes()).with_context(|| format!("cannot write {}", path.display()))
     }
 
     /// Adds the build time recorded beside `artefact`, just read back, to the running total.
     fn note_reused(&self, artefact: &Path) {
-        let recorded = std::fs::read_to_string(build_time_path(artefact)).ok().and_then(|s| s.trim().parse::<f64>().ok());
+        let recorded = std::fs::read_to_string(self.build_time_path(artefact)).ok().and_then(|s| s.trim().parse::<f64>().ok());
         let mut total = self.reused.get();
         match recorded {
             Some(ms) => total.ms += ms,
@@ -280,13 +293,6 @@ impl Cache {
     }
 }
 
-/// Where the build time of `artefact` is recorded: `<file>.ms` beside it.
-fn build_time_path(artefact: &Path) -> PathBuf {
-    let mut name = artefact.as_os_str().to_owned();
-    name.push(".ms");
-    PathBuf::from(name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,10 +321,11 @@ mod tests {
         let dir = first.dir("chunks", "k").unwrap();
         let built = first.chunk_embeddings(&dir, &embed, &chunks, &keys, &[0, 1], &text).unwrap();
         assert_eq!(first.reused(), BuildTime::default(), "nothing was read back");
-        let mut recorded: Vec<f64> = std::fs::read_dir(&dir)
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2, "the folder holds the two vector files only");
+        let records = tmp.path().join("build-times/chunks-k");
+        let mut recorded: Vec<f64> = std::fs::read_dir(&records)
             .unwrap()
             .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "ms"))
             .map(|p| std::fs::read_to_string(p).unwrap().trim().parse().unwrap())
             .collect();
         recorded.sort_by(f64::total_cmp);
@@ -334,7 +341,7 @@ mod tests {
         assert!((reused.ms - recorded.iter().sum::<f64>()).abs() < 1e-6);
 
         // A file from before build times were kept: the time is unknown, not zero.
-        let ms_file = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "ms")).unwrap();
+        let ms_file = std::fs::read_dir(&records).unwrap().next().unwrap().unwrap().path();
         std::fs::remove_file(ms_file).unwrap();
         let third = Cache::new(tmp.path());
         third.chunk_embeddings(&dir, &|_, _| panic!("all cached"), &chunks, &keys, &[0, 1], &text).unwrap();
