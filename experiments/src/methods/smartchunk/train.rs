@@ -26,14 +26,13 @@ pub(super) fn summary_vectors(
     summary_tokens: usize,
     what: &impl serde::Serialize,
 ) -> anyhow::Result<Vec<Vec<f32>>> {
-    let dir = ctx.cache.dir("chunks", &key(&(&ctx.keys.encoder, "smartchunk summaries", what, summary_tokens)))?;
     let mut texts = vec![String::new(); uppers.len()];
     for &d in docs {
         for c in uppers.by_doc[d].clone() {
             texts[c] = summariser.summarise(d, &[uppers.spans[c].span], summary_tokens)?.text;
         }
     }
-    ctx.cache.chunk_embeddings(&dir, &|t, p| ctx.encoder.embed(t, ctx.encoder_config.batch_size, p), uppers, ctx.keys, docs, &|c| texts[c].clone())
+    ctx.chunk_vectors_of(&("smartchunk summaries", what, summary_tokens), uppers, docs, &|c| texts[c].clone())
 }
 
 /// The compressed vector of every chunk of `uppers`, from the unit vectors of its leaves.
