@@ -18,6 +18,10 @@
 //!
 //! Values are written as in the experiment's data form (overrides.rs): a unit enum variant in quotes
 //! (`"LastLayer"`), a variant with fields as a map (`{"Beam": (beam_width: 3)}`).
+//!
+//! `select: Some((metric: IeMean, method: 3))` makes the sweep a selection: every point runs on the
+//! validation split, the point whose `methods[3]` row is best there is chosen, and that point alone is then
+//! scored on the base's own split (test), once (runner.rs).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,6 +42,40 @@ pub struct Sweep {
     /// No axes: the base experiment alone, as one run.
     #[serde(default)]
     pub axes: Vec<Axis>,
+    /// Choose one point on the validation split, then score it on the base's split once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub select: Option<Select>,
+}
+
+/// How a sweep chooses its point: on the validation split (never on the split it reports), by one row's
+/// figure.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Select {
+    #[serde(default)]
+    pub metric: SelectMetric,
+    /// The row that decides: the base experiment's `methods[method]` (0-based).
+    pub method: usize,
+}
+
+/// The figure a selection maximises.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SelectMetric {
+    /// Character IE, the mean of IE@1, 3, 5.
+    #[default]
+    IeMean,
+    Hit5,
+    Ndcg10,
+}
+
+impl SelectMetric {
+    pub fn of(self, m: &arbor_eval::Metrics) -> f64 {
+        match self {
+            SelectMetric::IeMean => m.ie_mean,
+            SelectMetric::Hit5 => m.hit[2],
+            SelectMetric::Ndcg10 => m.ndcg10,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,6 +161,25 @@ impl LoadedSweep {
         let base_path = path.parent().unwrap_or(Path::new("")).join(&sweep.base);
         let base = Experiment::load(&base_path).with_context(|| format!("the base experiment of sweep {}", path.display()))?;
         let runs = expand(&sweep, &base)?;
+        if let Some(select) = &sweep.select {
+            anyhow::ensure!(
+                select.method < base.methods.len(),
+                "{}: select.method {} names no method (the base has {})",
+                path.display(),
+                select.method,
+                base.methods.len()
+            );
+            anyhow::ensure!(
+                base.data.validation.is_some(),
+                "{}: select needs the base's data.validation (the split points are compared on)",
+                path.display()
+            );
+            anyhow::ensure!(
+                base.data.split.as_deref() != Some(arbor_experiments::validation::VALIDATION),
+                "{}: the base is already evaluated on validation; select scores the chosen point on the base's split",
+                path.display()
+            );
+        }
         Ok(LoadedSweep { sweep, path: path.to_owned(), text, base, runs })
     }
 }

@@ -19,9 +19,10 @@ const BASE: &str = r#"Experiment(
             attention: Sllm,
             search: Beam((beam_width: 5)),
             model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None),
-            training: Some((epochs: 1, batch_size: 16, lr_new: 1e-3, holdout_docs: 1, checkpoint_every: 5)),
+            training: Some((epochs: 1, batch_size: 16, lr_new: 1e-3, checkpoint_every: 5)),
         )),
     ],
+    controls: [],
 )"#;
 
 fn folders(dir: &Path, kind: &str) -> Vec<PathBuf> {
@@ -145,6 +146,90 @@ fn an_edited_corpus_gets_fresh_vectors_and_its_finished_runs_are_rerun() {
     assert_eq!(fresh.methods[0].metrics, second.rows[0].result.metrics);
 }
 
+/// Two training documents (one becomes validation: fraction 0.5) whose gold is one sentence, and a test
+/// document whose gold is a whole two-sentence paragraph: units of one sentence win on validation, units of
+/// two on test.
+fn write_selection_corpus(dir: &Path) {
+    let doc =
+        |id: &str, split: &str, paragraphs: [&str; 2]| serde_json::json!({"id": id, "title": id, "text": paragraphs.join("\n\n"), "split": split});
+    let docs = [
+        doc(
+            "a",
+            "train",
+            [
+                "Saturn has bright rings of ice. The weather today is mild and calm.",
+                "Jupiter is the largest planet of all. Bakers rise early in the morning.",
+            ],
+        ),
+        doc(
+            "b",
+            "train",
+            [
+                "Mercury orbits closest to the sun. Farmers sell apples at the market.",
+                "Venus spins backwards very slowly. The train left the station late.",
+            ],
+        ),
+        doc(
+            "t",
+            "test",
+            ["The violin was made in Cremona. Its maple back is carved by hand.", "Rivers flow north in spring. Snow melts on the high hills."],
+        ),
+    ];
+    let query = |id: &str, doc: &serde_json::Value, text: &str, gold: &str| {
+        let body = doc["text"].as_str().unwrap();
+        let start = body.find(gold).unwrap();
+        serde_json::json!({"id": id, "text": text, "doc_ids": [doc["id"]], "split": doc["split"],
+            "evidence": [{"doc_id": doc["id"], "start": start, "end": start + gold.len()}]})
+    };
+    let queries = [
+        query("qa", &docs[0], "Which planet has bright rings of ice?", "Saturn has bright rings of ice."),
+        query("qb", &docs[1], "Which planet orbits closest to the sun?", "Mercury orbits closest to the sun."),
+        query(
+            "qt",
+            &docs[2],
+            "Where was the violin made, and how is its maple back carved?",
+            "The violin was made in Cremona. Its maple back is carved by hand.",
+        ),
+    ];
+    std::fs::create_dir_all(dir).unwrap();
+    let lines = |items: &[serde_json::Value]| items.iter().map(|v| format!("{v}\n")).collect::<String>();
+    std::fs::write(dir.join("documents.jsonl"), lines(&docs)).unwrap();
+    std::fs::write(dir.join("queries.jsonl"), lines(&queries)).unwrap();
+}
+
+#[test]
+fn selection_reads_validation_alone_and_scores_the_chosen_point_on_test_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    write_selection_corpus(&data);
+    let base = format!(
+        r#"Experiment(name: "sel", data: (format: Jsonl, path: "{}", split: Some("test"), validation: Some((fraction: 0.5, seed: 0))), methods: [Bm25])"#,
+        data.display()
+    );
+    std::fs::write(tmp.path().join("base.ron"), &base).unwrap();
+    let sweep_file = tmp.path().join("sweep.ron");
+    let axis = r#"Values(path: "units.max_sentences", values: [2, 1])"#;
+    std::fs::write(&sweep_file, format!(r#"Sweep(name: "sel", base: "base.ron", axes: [{axis}], select: Some((metric: IeMean, method: 0)))"#))
+        .unwrap();
+    let out = tmp.path().join("out");
+    let outcome = run_sweep(&LoadedSweep::load(&sweep_file).unwrap(), &out).unwrap();
+    let selected = outcome.selected.expect("a selection");
+    assert_eq!(selected.slug, "max_sentences=1", "one-sentence units win on validation");
+    let slugs: Vec<String> = outcome.runs.iter().map(|r| r.slug.clone()).collect();
+    assert_eq!(slugs, ["max_sentences=2,split=validation", "max_sentences=1,split=validation", "max_sentences=1,split=test"]);
+    assert!(!out.join("sel/runs/max_sentences=2,split=test").exists(), "no other point is scored on test");
+    assert!(selected.report.selection.contains("chosen on the validation split"), "{}", selected.report.selection);
+    assert!(selected.report.setting.contains("split test"), "{}", selected.report.setting);
+    // On test the other point would have won: the selection did not look.
+    let mut other = arbor_experiments::experiment::Experiment::parse(&base, Path::new("base.ron")).unwrap();
+    other.units.max_sentences = 2;
+    let (_, two) = arbor_experiments::run::run(&other, &tmp.path().join("check"), false, None).unwrap();
+    let (chosen, better) = (selected.report.methods[0].metrics.ie_mean, two.methods[0].metrics.ie_mean);
+    assert!(better > chosen, "test optimum {better} (two sentences) differs from the chosen point's {chosen}");
+    let table = std::fs::read_to_string(outcome.dir.join("table.md")).unwrap();
+    assert!(table.contains("Selection on validation") && table.contains("| 1 | test |"), "{table}");
+}
+
 #[test]
 fn every_shipped_sweep_expands() {
     let dir = workspace().join("ablations");
@@ -159,7 +244,7 @@ fn every_shipped_sweep_expands() {
         }
     }
     assert!(seen >= 7, "{seen} sweep files");
-    for file in arbor_ablations::reproduce::SWEEPS.iter().chain(&[arbor_ablations::reproduce::LEGALBENCH_FULL]) {
+    for file in arbor_ablations::reproduce::SWEEPS {
         assert!(dir.join(file).is_file(), "reproduce needs {file}");
     }
 }

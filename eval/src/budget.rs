@@ -78,7 +78,7 @@ mod tests {
     use super::*;
     use crate::LeafIndex;
     use crate::beam::Layers;
-    use crate::index::{FixedRanking, Scope, word_tokens};
+    use crate::index::{FixedRanking, word_tokens};
     use crate::tree::{Similarity, Tree};
     use crate::tree_retrieval::{TreeRetriever, TreeSearch};
     use arbor_datasets::{Document, Query};
@@ -132,7 +132,7 @@ mod tests {
         let trees = vec![Some(Tree::build(index.units.spans.clone(), &emb, 2, &Similarity::Dense { n: 4, values: &m }))];
         let ranked = crate::beam::collapsed(trees[0].as_ref().unwrap(), &[1.0, 0.0], Layers::Upper, 1);
         assert_eq!(ranked[0].0, 4, "node 4 (6 tokens) ranks first");
-        let tree = TreeRetriever { name: "t".into(), trees, leaves: &index.units, search: TreeSearch::Collapsed, scope: Scope::QueryDocuments };
+        let tree = TreeRetriever { name: "t".into(), trees, leaves: &index.units, search: TreeSearch::Collapsed };
         let q = query();
         let items = tree.retrieve(&q, 7);
         // A budget of 5: the root (12 tokens) and node 4 (6 tokens) are too large, so leaf 0 (3 tokens) is

@@ -3,14 +3,13 @@
 
 use std::borrow::Cow;
 
-use crate::index::{Chunks, Item, QueryInput, Retriever, Scope, top_k};
+use crate::index::{Chunks, Item, QueryInput, Retriever, top_k};
 
 pub struct FlatDense<'a> {
     pub name: String,
     pub chunks: Cow<'a, Chunks>,
     /// One unit-norm embedding per chunk.
     pub embeddings: Cow<'a, [Vec<f32>]>,
-    pub scope: Scope,
 }
 
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -28,7 +27,7 @@ impl Retriever for FlatDense<'_> {
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
         let q = query.embedding.as_deref().expect("dense retrieval needs a query embedding");
-        let scores = self.chunks.candidates(query, self.scope).map(|u| (u, dot(q, &self.embeddings[u])));
+        let scores = self.chunks.candidates(query).map(|u| (u, dot(q, &self.embeddings[u])));
         top_k(scores, k).into_iter().map(|(u, score)| Item::unit(self.chunks.spans[u], score)).collect()
     }
 }
@@ -44,11 +43,10 @@ mod tests {
         let chunks = Chunks { spans: vec![ds(0, 0), ds(0, 1), ds(1, 0)], by_doc: vec![0..2, 2..3] };
         let embeddings = vec![vec![1.0, 0.0], vec![0.6, 0.8], vec![0.0, 1.0]];
         let query = QueryInput { text: String::new(), docs: vec![0], embedding: Some(vec![0.0, 1.0]) };
-        let flat =
-            FlatDense { name: "flat".into(), chunks: Cow::Borrowed(&chunks), embeddings: Cow::Borrowed(&embeddings), scope: Scope::QueryDocuments };
+        let flat = FlatDense { name: "flat".into(), chunks: Cow::Borrowed(&chunks), embeddings: Cow::Borrowed(&embeddings) };
         let got: Vec<DocSpan> = flat.retrieve(&query, 5).into_iter().map(|i| i.spans[0]).collect();
         assert_eq!(got, vec![ds(0, 1), ds(0, 0)]);
-        let corpus_wide = FlatDense { scope: Scope::Corpus, ..flat };
-        assert_eq!(corpus_wide.retrieve(&query, 1)[0].spans[0], ds(1, 0));
+        let pool = QueryInput { docs: vec![0, 1], ..query };
+        assert_eq!(flat.retrieve(&pool, 1)[0].spans[0], ds(1, 0), "a query whose scope is both documents");
     }
 }

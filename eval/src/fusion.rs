@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 
 use arbor_datasets::DocSpan;
 
-use crate::index::{Chunks, Item, QueryInput, Retriever, Scope, top_k};
+use crate::index::{Chunks, Item, QueryInput, Retriever, top_k};
 
 pub struct Fusion<'a> {
     pub name: String,
@@ -25,7 +25,6 @@ pub struct Fusion<'a> {
     pub k_rrf: f32,
     /// How deep each retriever's list is read (chunks below it get nothing from that retriever).
     pub depth: usize,
-    pub scope: Scope,
 }
 
 impl Retriever for Fusion<'_> {
@@ -38,7 +37,7 @@ impl Retriever for Fusion<'_> {
     }
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
-        let candidates: Vec<usize> = self.chunks.candidates(query, self.scope).collect();
+        let candidates: Vec<usize> = self.chunks.candidates(query).collect();
         let index: HashMap<DocSpan, usize> = candidates.iter().map(|&c| (self.chunks.spans[c], c)).collect();
         let mut fused: HashMap<usize, f32> = candidates.iter().map(|&c| (c, 0.0)).collect();
         for part in &self.parts {
@@ -71,7 +70,7 @@ mod tests {
         // a: 0, 1, 2, 3; b: 2, 1, 3, 0. With k_rrf = 1: chunk 0 = 1/2 + 1/5, 1 = 1/3 + 1/3, 2 = 1/4 + 1/2, 3 = 1/5 + 1/4.
         let parts: Vec<Box<dyn Retriever>> =
             vec![Box::new(FixedRanking(vec![0, 1, 2, 3], chunks.clone())), Box::new(FixedRanking(vec![2, 1, 3, 0], chunks.clone()))];
-        let fusion = Fusion { name: "rrf".into(), parts, chunks: Cow::Borrowed(&chunks), k_rrf: 1.0, depth: 100, scope: Scope::QueryDocuments };
+        let fusion = Fusion { name: "rrf".into(), parts, chunks: Cow::Borrowed(&chunks), k_rrf: 1.0, depth: 100 };
         let query = QueryInput { text: String::new(), docs: vec![0], embedding: None };
         let got: Vec<usize> = fusion.retrieve(&query, 4).iter().map(|i| i.spans[0].span.start).collect();
         assert_eq!(got, vec![2, 0, 1, 3]);
@@ -112,7 +111,7 @@ mod tests {
             Item::unit(span(1, 0, 1), 0.7),
         ];
         let parts: Vec<Box<dyn Retriever>> = vec![Box::new(FixedRanking(vec![3, 2, 1, 0], chunks.clone())), Box::new(Items(b, chunks.clone()))];
-        let fusion = Fusion { name: "rrf".into(), parts, chunks: Cow::Borrowed(&chunks), k_rrf: 0.0, depth: 100, scope: Scope::QueryDocuments };
+        let fusion = Fusion { name: "rrf".into(), parts, chunks: Cow::Borrowed(&chunks), k_rrf: 0.0, depth: 100 };
         let query = QueryInput { text: String::new(), docs: vec![0], embedding: None };
         let scores: Vec<(usize, f32)> = fusion.retrieve(&query, 4).iter().map(|i| (i.spans[0].span.start, i.score)).collect();
         // k_rrf = 0: chunk 3 = 1; chunk 2 = 1/2 + 1 (the node, not again at rank 2); chunk 1 = 1/3 + 1;

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use arbor_datasets::{DocSpan, Span};
 
 use crate::flat::dot;
-use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, Scope, top_k};
+use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, top_k};
 
 /// One node: its span, its parent, its children and, for a leaf, its global chunk index.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,7 +80,6 @@ pub struct AutoMerging<'a> {
     pub embeddings: Cow<'a, [Vec<f32>]>,
     /// A parent replaces its retrieved children when more than this share of them is retrieved.
     pub ratio: f32,
-    pub scope: Scope,
 }
 
 impl Retriever for AutoMerging<'_> {
@@ -94,7 +93,7 @@ impl Retriever for AutoMerging<'_> {
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
         let q = query.embedding.as_deref().expect("dense retrieval needs a query embedding");
-        let ranked = top_k(self.chunks.candidates(query, self.scope).map(|c| (c, dot(q, &self.embeddings[c]))), usize::MAX);
+        let ranked = top_k(self.chunks.candidates(query).map(|c| (c, dot(q, &self.embeddings[c]))), usize::MAX);
         let node_of: HashMap<usize, NodeRef> = self.leaf_nodes(ranked.iter().take(k).map(|&(c, _)| c));
         let mut retrieved: Vec<(NodeRef, f32)> = ranked.iter().take(k).map(|&(c, s)| (node_of[&c], s)).collect();
         loop {
@@ -212,7 +211,6 @@ mod tests {
             chunks: Cow::Borrowed(&chunks),
             embeddings: Cow::Borrowed(&embeddings),
             ratio: 0.5,
-            scope: Scope::QueryDocuments,
         };
         let q = QueryInput { text: String::new(), docs: vec![0], embedding: Some(vec![1.0, 0.0]) };
         let items = r.retrieve(&q, 4);

@@ -7,13 +7,15 @@ use arbor_datasets::units::{Segmented, UnitConfig, UnitError, segment};
 use arbor_datasets::{Corpus, DocSpan, Span, TokenStarts};
 use serde::{Deserialize, Serialize};
 
-/// Which units a query is ranked against.
+/// Which units a query is ranked against. Retrievers rank within [`QueryInput::docs`]; the runner fills it
+/// by the scope, and BM25 takes its IDF from it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Scope {
-    /// Only the units of the documents the query names (SQuAD-style long-document QA).
+    /// Only the units of the documents the query names (long-document QA): IDF per document.
     #[default]
     QueryDocuments,
-    /// Every unit of the corpus (open retrieval, BEIR).
+    /// Every unit of every evaluated document (open retrieval, BEIR, LegalBench-RAG's protocol): the
+    /// query's `docs` hold the whole pool; one IDF over it.
     Corpus,
 }
 
@@ -46,12 +48,9 @@ impl Chunks {
         self.spans.is_empty()
     }
 
-    /// The chunks a query may retrieve under a scope.
-    pub fn candidates<'a>(&'a self, query: &'a QueryInput, scope: Scope) -> Box<dyn Iterator<Item = usize> + 'a> {
-        match scope {
-            Scope::Corpus => Box::new(0..self.spans.len()),
-            Scope::QueryDocuments => Box::new(query.docs.iter().flat_map(|&d| self.by_doc[d].clone())),
-        }
+    /// The chunks a query may retrieve: those of the documents in its scope.
+    pub fn candidates<'a>(&'a self, query: &'a QueryInput) -> impl Iterator<Item = usize> + 'a {
+        query.docs.iter().flat_map(|&d| self.by_doc[d].clone())
     }
 
     /// The text of a chunk.
@@ -115,7 +114,8 @@ impl LeafIndex {
 #[derive(Debug, Clone)]
 pub struct QueryInput {
     pub text: String,
-    /// The query's documents, as corpus indices.
+    /// The documents the query ranks, as corpus indices: its own, or under [`Scope::Corpus`] every evaluated
+    /// document.
     pub docs: Vec<usize>,
     /// The query's dense embedding, for dense retrievers.
     pub embedding: Option<Vec<f32>>,

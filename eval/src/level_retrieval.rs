@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use arbor_datasets::DocSpan;
 
 use crate::flat::dot;
-use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, Scope, top_k};
+use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, top_k};
 use crate::levels::Levels;
 
 /// Multi-level retrieval over one hierarchy per document.
@@ -23,16 +23,12 @@ pub struct LevelRetriever<'a> {
     pub leaves: Cow<'a, Chunks>,
     /// The plan of a query: its `(level_min, level_max)`.
     pub plan: Box<dyn Fn(&QueryInput) -> (usize, usize) + Sync + 'a>,
-    pub scope: Scope,
 }
 
 impl LevelRetriever<'_> {
     /// The documents a query searches.
     fn docs(&self, query: &QueryInput) -> Vec<usize> {
-        match self.scope {
-            Scope::QueryDocuments => query.docs.clone(),
-            Scope::Corpus => (0..self.levels.len()).collect(),
-        }
+        query.docs.clone()
     }
 
     /// The chunks a plan makes candidates in a query's documents: its cost (each is built and scored).
@@ -102,7 +98,6 @@ mod tests {
             embeddings,
             leaves: Cow::Owned(Chunks::from_docs([leaves.iter().map(|l| l.0).collect()])),
             plan: Box::new(move |_| plan),
-            scope: Scope::QueryDocuments,
         }
     }
 

@@ -10,12 +10,13 @@
 //! - [`levels::Levels`]: SmartChunk's multi-level chunk hierarchy (unit to document), searched within a
 //!   query's planned levels by [`level_retrieval::LevelRetriever`].
 //! - [`runner::evaluate`]: one method over the queries; [`report`]: a run's report.md + report.json,
-//!   written atomically.
+//!   written atomically, with [`stats`]' paired intervals and p-values on every difference it draws.
 
 pub mod beam;
 pub mod bm25;
 pub mod budget;
 pub mod chunkers;
+pub mod files;
 pub mod flat;
 pub mod fusion;
 pub mod gmm;
@@ -30,6 +31,7 @@ pub mod raptor_io;
 pub mod report;
 pub mod rse;
 pub mod runner;
+pub mod stats;
 pub mod tree;
 pub mod tree_io;
 pub mod tree_retrieval;

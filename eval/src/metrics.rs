@@ -12,6 +12,8 @@
 //! evidence_recall@k = share of gold evidence spans wholly inside chars(R_k)   (SmartChunk's Recall@5)
 //! nDCG@10     = Σ_i rel_i / log2(i + 1) over the top 10 / the ideal, where rel_i = 1 when item i
 //!               overlaps a gold span no earlier item overlapped; ideal = min(|G|, 10) such items
+//! doc hit@k   = 1 if one of the first k distinct documents of the ranking (in the order their first
+//!               item appears) holds gold (k = 1, 5): LegalBench-RAG's "right contract" under corpus scope
 //! ```
 //!
 //! Beside the character reading, the SproutRAG reference code's id-based reading
@@ -51,7 +53,13 @@ pub struct QueryMetrics {
     /// The reference code's reading, only a gold leaf unit being a hit.
     pub strict: IdReading,
     pub ndcg10: f64,
+    /// [`DOC_KS`]: a gold document among the first 1 and 5 distinct documents ranked.
+    #[serde(default)]
+    pub doc_hit: [f64; 2],
 }
+
+/// The cut-offs of the document-level hit rate.
+pub const DOC_KS: [usize; 2] = [1, 5];
 
 /// Id-based precision, recall and IE at each k of [`KS`], and the mean IE (see the module doc).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -133,7 +141,19 @@ pub fn score_query(corpus: &Corpus, gold: &[DocSpan], gold_units: &[DocSpan], it
         (hits, ratio(hits, gold_units.len()))
     });
     m.ndcg10 = ndcg10(gold, items);
+    m.doc_hit = doc_hits(gold, items);
     m
+}
+
+/// Whether a gold document is among the first k distinct documents of the ranking, for each k of [`DOC_KS`].
+fn doc_hits(gold: &[DocSpan], items: &[Item]) -> [f64; 2] {
+    let mut docs: Vec<usize> = Vec::new();
+    for d in items.iter().flat_map(|i| i.spans.iter().map(|s| s.doc)) {
+        if !docs.contains(&d) {
+            docs.push(d);
+        }
+    }
+    DOC_KS.map(|k| f64::from(u8::from(docs.iter().take(k).any(|d| gold.iter().any(|g| g.doc == *d)))))
 }
 
 fn ratio(a: usize, b: usize) -> f64 {
@@ -176,6 +196,9 @@ pub struct Metrics {
     pub generous: IdReading,
     pub strict: IdReading,
     pub ndcg10: f64,
+    /// Document hit rate at 1 and 5 ([`DOC_KS`]); absent from reports written before it was measured.
+    #[serde(default)]
+    pub doc_hit: [f64; 2],
 }
 
 impl Metrics {
@@ -203,6 +226,7 @@ impl Metrics {
             generous: IdReading::mean(per_query.iter().map(|q| q.generous.clone()), n),
             strict: IdReading::mean(per_query.iter().map(|q| q.strict.clone()), n),
             ndcg10: per_query.iter().map(|q| 100.0 * q.ndcg10 / n).sum(),
+            doc_hit: [0, 1].map(|i| per_query.iter().map(|q| 100.0 * q.doc_hit[i] / n).sum()),
         }
     }
 }
@@ -270,6 +294,20 @@ mod tests {
         assert_eq!(m.strict.precision, [0.0, 1.0 / 3.0, 1.0 / 5.0]);
         assert_eq!(m.strict.recall, [0.0, 0.5, 0.5]);
         assert!((m.strict.ie_mean - (0.0 + 1.0 / 6.0 + 1.0 / 10.0) / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn document_hits_read_the_documents_in_the_order_they_are_first_ranked() {
+        let text = "x".repeat(20);
+        let doc = |id: &str| Document { id: id.into(), title: String::new(), text: text.clone(), sections: vec![], split: None };
+        let c = Corpus::new((0..7).map(|i| doc(&format!("d{i}"))).collect(), Vec::<Query>::new(), Path::new("t")).unwrap();
+        let at = |d: usize| Item::unit(DocSpan { doc: d, span: Span::new(0, 5) }, 0.0);
+        let gold = [DocSpan { doc: 5, span: Span::new(0, 3) }];
+        // Documents ranked 2, 2, 3, 1, 4, 5: the gold document is the fifth distinct one.
+        let items: Vec<Item> = [2, 2, 3, 1, 4, 5].map(at).to_vec();
+        assert_eq!(score_query(&c, &gold, &[], &items).doc_hit, [0.0, 1.0]);
+        assert_eq!(score_query(&c, &gold, &[], &[at(5)]).doc_hit, [1.0, 1.0]);
+        assert_eq!(score_query(&c, &gold, &[], &[2, 3, 1, 4, 6, 5].map(at)).doc_hit, [0.0, 0.0]);
     }
 
     #[test]

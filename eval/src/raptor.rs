@@ -26,7 +26,7 @@ use arbor_datasets::{DocSpan, Span};
 
 use crate::flat::dot;
 use crate::gmm::{ClusterParams, principal_components, reduced_dimension, soft_clusters};
-use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, Scope, top_k};
+use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, top_k};
 
 /// RAPTOR's tree-building parameters (its defaults in [`RaptorParams::default`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -194,7 +194,6 @@ pub struct RaptorRetriever<'a> {
     pub trees: Vec<Option<RaptorTree>>,
     pub leaves: Cow<'a, Chunks>,
     pub search: RaptorSearch,
-    pub scope: Scope,
 }
 
 impl Retriever for RaptorRetriever<'_> {
@@ -208,10 +207,7 @@ impl Retriever for RaptorRetriever<'_> {
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
         let q = query.embedding.as_deref().expect("RAPTOR needs a query embedding");
-        let docs: Vec<usize> = match self.scope {
-            Scope::QueryDocuments => query.docs.clone(),
-            Scope::Corpus => (0..self.trees.len()).collect(),
-        };
+        let docs = query.docs.clone();
         let trees = || docs.iter().filter_map(|&d| self.trees[d].as_ref().map(|t| (d, t)));
         let score = |d: usize, n: usize| dot(q, &self.trees[d].as_ref().expect("indexed").embeddings[n]);
         let (mut refs, mut scores) = (Vec::new(), Vec::new());
@@ -329,13 +325,8 @@ mod tests {
         let chunks = Chunks::from_docs([tree.nodes[..30].iter().map(|n| n.spans[0]).collect::<Vec<_>>()]);
         let y_summary = (30..32).find(|&n| tree.nodes[n].children.contains(&20)).unwrap();
         let query = QueryInput { text: String::new(), docs: vec![0], embedding: Some(vec![0.0, 0.0, 1.0]) };
-        let collapsed = RaptorRetriever {
-            name: "r".into(),
-            trees: vec![Some(tree)],
-            leaves: Cow::Borrowed(&chunks),
-            search: RaptorSearch::Collapsed,
-            scope: Scope::QueryDocuments,
-        };
+        let collapsed =
+            RaptorRetriever { name: "r".into(), trees: vec![Some(tree)], leaves: Cow::Borrowed(&chunks), search: RaptorSearch::Collapsed };
         let items = collapsed.retrieve(&query, 5);
         assert_eq!(items[0].node.unwrap().node, y_summary, "the y summary is exactly the query");
         let kids = collapsed.children(&query, &items[0]).unwrap();

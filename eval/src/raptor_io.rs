@@ -7,14 +7,15 @@
 //! nodes x dim x f32                              node embeddings
 //! ```
 //!
-//! Written through a temporary file, fsynced and renamed (report::atomic_write).
+//! Written through a temporary file, fsynced and renamed, with a checksum trailer checked on read
+//! ([`crate::files`]).
 
 use std::path::Path;
 
 use arbor_datasets::Span;
 
+use crate::files::{read_checked, write_checked};
 use crate::raptor::{Node, RaptorTree};
-use crate::report::atomic_write;
 use crate::tree_io::Reader;
 
 const MAGIC: &[u8; 8] = b"ARBORRAP";
@@ -76,11 +77,11 @@ pub fn decode(bytes: &[u8]) -> Result<RaptorTree, String> {
 }
 
 pub fn save(tree: &RaptorTree, path: &Path) -> std::io::Result<()> {
-    atomic_write(path, &encode(tree))
+    write_checked(path, &encode(tree))
 }
 
 pub fn load(path: &Path) -> Result<RaptorTree, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = read_checked(path).map_err(|e| format!("{} {e}", path.display()))?;
     decode(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -1,12 +1,30 @@
-//! A run's report: report.json (every figure) and report.md (the table a person reads), each written to
-//! a temporary file, fsynced, then renamed into place.
+//! A run's report: report.json (every figure, every query's IE, the comparisons and the code that made
+//! it) and report.md (the table a person reads), each written to a temporary file, fsynced, then renamed.
+//!
+//! Every report draws its comparisons the same way ([`Report::compare`]): each row against the best
+//! untrained baseline, and each trained method against its matched controls, with the paired bootstrap
+//! interval and randomization p-value of [`crate::stats`] on the per-query character IE, Holm-adjusted
+//! over the report's comparisons. A difference "holds" only where the adjusted p is below 0.05.
 
-use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::Metrics;
+use crate::stats::{Paired, holm, paired};
+
+/// What a row is, for the comparisons a report draws.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// A method that learns nothing from the corpus's training split.
+    #[default]
+    Untrained,
+    /// A method trained on the training split.
+    Trained,
+    /// A matched control: the same training queries, epochs and units as the trained rows it names,
+    /// without their method.
+    Control { of: Vec<String> },
+}
 
 /// Latency of retrieval per query, in milliseconds (query embedding excluded).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -42,6 +60,68 @@ pub struct MethodResult {
     /// found), printed under the table.
     #[serde(default)]
     pub details: String,
+    #[serde(default)]
+    pub role: Role,
+    /// Each query's IE mean (the mean of IE@1, 3, 5, in percent), in [`Report::queries`]' order: what the
+    /// comparisons are computed from, kept so a table can be recomputed without rerunning.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_query: Vec<f64>,
+}
+
+/// Why two rows are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Against {
+    /// The untrained baseline with the highest IE mean in the report.
+    BestUntrained,
+    /// A matched control of the trained row.
+    MatchedControl,
+}
+
+/// One paired comparison of a report's rows on character IE (row minus `against`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub row: String,
+    pub against: String,
+    pub why: Against,
+    #[serde(flatten)]
+    pub paired: Paired,
+    /// p adjusted by Holm-Bonferroni over every comparison of the report.
+    pub p_holm: f64,
+}
+
+impl Comparison {
+    /// "holds" (better, significant), "worse" (significant the other way) or "not significant", at 0.05
+    /// after Holm's adjustment.
+    pub fn verdict(&self) -> &'static str {
+        match (self.p_holm < 0.05, self.paired.difference > 0.0) {
+            (true, true) => "holds",
+            (true, false) => "worse",
+            (false, _) => "not significant",
+        }
+    }
+}
+
+/// The code and machine that made a report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// arbor's version (the workspace's).
+    pub version: String,
+    /// The git commit the binary was built from (`unknown` outside a git checkout).
+    pub commit: String,
+    /// Whether the checkout had changes not committed when the binary was built.
+    pub dirty: bool,
+    /// A digest of the workspace's sources as built (what a dirty checkout held).
+    pub source_digest: String,
+    /// A digest of Cargo.lock: every dependency's version.
+    pub cargo_lock: String,
+    /// The command line.
+    pub command: Vec<String>,
+    /// The tensor backend.
+    pub backend: String,
+    /// The cores the process could use.
+    pub cores: usize,
+    /// When the run started (UTC, `YYYYMMDD-HHMMSS`).
+    pub started: String,
 }
 
 /// What a run's figures were computed from: a finished run whose inputs differ from today's is stale.
@@ -83,20 +163,65 @@ pub struct Report {
     #[serde(default)]
     pub units: UnitStats,
     pub methods: Vec<MethodResult>,
+    /// How the configuration of the trained rows was chosen, in words (on validation, or by looking at
+    /// test: then its test figures are optimistic, and the report says so).
+    #[serde(default)]
+    pub selection: String,
+    /// The evaluated queries' ids, in the order of every row's `per_query`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queries: Vec<String>,
+    #[serde(default)]
+    pub comparisons: Vec<Comparison>,
+    /// None in reports written before provenance was recorded.
+    #[serde(default)]
+    pub provenance: Option<Provenance>,
 }
 
 impl Report {
+    /// Draws the report's comparisons from its rows' per-query IE: every row against the best untrained
+    /// baseline (by IE mean), every trained row against each of its controls; Holm over all of them.
+    pub fn compare(&mut self) {
+        let rows = &self.methods;
+        let usable = |r: &MethodResult| r.per_query.len() == self.queries.len() && !self.queries.is_empty();
+        let best = rows.iter().filter(|r| r.role == Role::Untrained && usable(r)).max_by(|a, b| a.metrics.ie_mean.total_cmp(&b.metrics.ie_mean));
+        let mut pairs: Vec<(&MethodResult, &MethodResult, Against)> = Vec::new();
+        if let Some(best) = best {
+            pairs.extend(rows.iter().filter(|r| r.name != best.name && usable(r)).map(|r| (r, best, Against::BestUntrained)));
+        }
+        for control in rows.iter().filter(|r| usable(r)) {
+            if let Role::Control { of } = &control.role {
+                pairs.extend(rows.iter().filter(|r| of.contains(&r.name) && usable(r)).map(|r| (r, control, Against::MatchedControl)));
+            }
+        }
+        let tested: Vec<Paired> = pairs.iter().map(|(a, b, _)| paired(&a.per_query, &b.per_query)).collect();
+        let adjusted = holm(&tested.iter().map(|t| t.p).collect::<Vec<_>>());
+        self.comparisons = pairs
+            .iter()
+            .zip(tested)
+            .zip(adjusted)
+            .map(|(((a, b, why), paired), p_holm)| Comparison { row: a.name.clone(), against: b.name.clone(), why: *why, paired, p_holm })
+            .collect();
+    }
+
     pub fn markdown(&self) -> String {
         let mut md = format!("# {}\n\n{}\n\n", self.experiment, self.setting);
-        md.push_str(
-            "| method | IE@1 | IE@3 | IE@5 | IE mean | ref. IE generous | ref. IE strict | P@5 | R@5 | hit@1 | hit@5 | nDCG@10 | evidence R@5 | IoU@5 | tokens/query | latency ms (p50) | index ms/doc |\n",
-        );
-        md.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        if !self.selection.is_empty() {
+            md.push_str(&format!("**Configuration:** {}\n\n", self.selection));
+        }
+        // Document hits tell methods apart only when a query may rank other documents than its own.
+        let doc_hits = self.methods.iter().any(|r| r.metrics.doc_hit[0] < 100.0 && r.metrics.queries > 0 && r.metrics.doc_hit != [0.0; 2]);
+        let extra = if doc_hits { " doc hit@1 | doc hit@5 |" } else { "" };
+        md.push_str(&format!(
+            "| method | role | IE@1 | IE@3 | IE@5 | IE mean | ref. IE generous | ref. IE strict | P@5 | R@5 | hit@1 | hit@5 | nDCG@10 | evidence R@5 | IoU@5 |{extra} tokens/query | latency ms (p50) | index ms/doc |\n"
+        ));
+        md.push_str(&format!("|{}\n", "---|".repeat(18 + if doc_hits { 2 } else { 0 })));
         for r in &self.methods {
             let m = &r.metrics;
+            let docs = if doc_hits { format!(" {:.1} | {:.1} |", m.doc_hit[0], m.doc_hit[1]) } else { String::new() };
             md.push_str(&format!(
-                "| {} | {:.1} | {:.1} | {:.1} | **{:.1}** | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.3} | {} |\n",
+                "| {} | {} | {:.1} | {:.1} | {:.1} | **{:.1}** | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |{docs} {:.0} | {:.3} | {} |\n",
                 r.name,
+                role_cell(&r.role, &self.methods),
                 m.ie[0],
                 m.ie[1],
                 m.ie[2],
@@ -130,14 +255,83 @@ impl Report {
              hit, recall = hits / gold leaf units.\n\
              - **IoU@5**: characters of the top 5 items that are gold over the characters of their union with the gold \
              (Chroma's chunking evaluation).\n\
+             - **doc hit@k** (corpus scope): a gold document among the first k distinct documents ranked.\n\
              - tokens/query: encoder tokens of the union of the top 5 items (what a reader is handed).\n\
              - index ms/doc: wall time to build the method's index (encoding included) per document, artefacts read back \
              from a cache counted at the time their first build took; n/a where one was built before such times were kept.\n",
             u.units, u.max_tokens, u.cut_sentences, u.truncated_inputs, u.unseen_tokens, u.tokens
         ));
+        md.push_str(&self.comparisons_markdown());
         let details: Vec<String> = self.methods.iter().filter(|r| !r.details.is_empty()).map(|r| format!("- {}: {}\n", r.name, r.details)).collect();
         if !details.is_empty() {
             md.push_str(&format!("\nWhat each method built:\n\n{}", details.concat()));
+        }
+        if let Some(p) = &self.provenance {
+            md.push_str(&format!(
+                "\n## Provenance\n\n- arbor {}, commit `{}`{}, sources `{}`, Cargo.lock `{}`\n- command: `{}`\n- backend {}, {} cores; started {} UTC\n\
+                 - inputs: corpus `{}`, encoder `{}`\n",
+                p.version,
+                p.commit,
+                if p.dirty { " with uncommitted changes" } else { "" },
+                p.source_digest,
+                p.cargo_lock,
+                p.command.join(" "),
+                p.backend,
+                p.cores,
+                p.started,
+                self.inputs.corpus,
+                self.inputs.encoder,
+            ));
+        }
+        md
+    }
+
+    /// The comparisons as a table, with what they mean; a sentence when there are none.
+    pub fn comparisons_markdown(&self) -> String {
+        let trained = self.methods.iter().any(|r| r.role == Role::Trained);
+        let controlled = |name: &str| self.methods.iter().any(|r| matches!(&r.role, Role::Control { of } if of.iter().any(|o| o == name)));
+        let mut md = String::from("\n## Differences in IE mean, with their uncertainty\n\n");
+        if self.comparisons.is_empty() {
+            md.push_str("No comparison: the report has fewer than two rows with per-query figures.\n");
+        } else {
+            md.push_str("| row | against | Δ IE mean | 95 % interval | p | p (Holm) | verdict |\n|---|---|---|---|---|---|---|\n");
+            for c in &self.comparisons {
+                let why = match c.why {
+                    Against::BestUntrained => "best untrained baseline",
+                    Against::MatchedControl => "its matched control",
+                };
+                md.push_str(&format!(
+                    "| {} | {} ({why}) | {:+.2} | [{:+.2}, {:+.2}] | {:.4} | {:.4} | {} |\n",
+                    c.row,
+                    c.against,
+                    c.paired.difference,
+                    c.paired.low,
+                    c.paired.high,
+                    c.paired.p,
+                    c.p_holm,
+                    c.verdict()
+                ));
+            }
+            md.push_str(&format!(
+                "\nPaired over the {} queries on their character IE mean: the bootstrap 95 % percentile interval of the \
+                 difference ({} resamples) and Fisher's two-sided randomization test ({} sign flips, exact when fewer \
+                 suffice), seed {:#x}; p (Holm) is adjusted over the {} comparisons of this report. A difference holds \
+                 only where p (Holm) < 0.05; the id readings are not tested.\n",
+                self.queries.len(),
+                crate::stats::RESAMPLES,
+                crate::stats::RESAMPLES,
+                crate::stats::SEED,
+                self.comparisons.len()
+            ));
+        }
+        let uncontrolled: Vec<&str> =
+            self.methods.iter().filter(|r| r.role == Role::Trained && !controlled(&r.name)).map(|r| r.name.as_str()).collect();
+        if trained && !uncontrolled.is_empty() {
+            md.push_str(&format!(
+                "\n**No matched control** for {}: a margin over untrained baselines includes whatever any use of the \
+                 training data gives, and says nothing about the method itself.\n",
+                uncontrolled.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            ));
         }
         md
     }
@@ -150,20 +344,19 @@ impl Report {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder: write, fsync, rename, so a
-/// crash leaves either the old file or the new one, never a torn one.
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().ok_or_else(|| std::io::Error::other(format!("{} names no file", path.display())))?;
-    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
-    let mut file = std::fs::File::create(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    drop(file);
-    std::fs::rename(&tmp, path)?;
-    // Make the rename itself durable.
-    std::fs::File::open(dir)?.sync_all()
+/// A row's role as a table cell: a control names the rows it controls by number.
+fn role_cell(role: &Role, rows: &[MethodResult]) -> String {
+    match role {
+        Role::Untrained => "untrained".into(),
+        Role::Trained => "trained".into(),
+        Role::Control { of } => {
+            let at: Vec<String> = of.iter().filter_map(|o| rows.iter().position(|r| &r.name == o)).map(|i| format!("{}", i + 1)).collect();
+            format!("control of row {}", at.join(", "))
+        }
+    }
 }
+
+pub use crate::files::atomic_write;
 
 #[cfg(test)]
 mod tests {
@@ -191,15 +384,83 @@ mod tests {
                 tokens_per_query: 80.0,
                 index_ms_per_doc: Some(1.0),
                 details: "a tree".into(),
+                role: Role::Untrained,
+                per_query: vec![20.0, 23.4],
             }],
+            selection: String::new(),
+            queries: vec!["q1".into(), "q2".into()],
+            comparisons: vec![],
+            provenance: Some(Provenance { commit: "abc".into(), ..Default::default() }),
         };
         report.write(&dir).unwrap();
         report.write(&dir).unwrap();
         let back: Report = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
         assert_eq!(back, report);
         assert!(std::fs::read_to_string(dir.join("report.md")).unwrap().contains("| flat |"));
+        assert!(std::fs::read_to_string(dir.join("report.md")).unwrap().contains("commit `abc`"));
         let leftovers = std::fs::read_dir(&dir).unwrap().count();
         assert_eq!(leftovers, 2, "no temporary file is left behind");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    fn row(name: &str, role: Role, per_query: Vec<f64>) -> MethodResult {
+        let n = per_query.len() as f64;
+        MethodResult {
+            name: name.into(),
+            metrics: Metrics { ie_mean: per_query.iter().sum::<f64>() / n, queries: per_query.len(), ..Default::default() },
+            latency_ms: Latency::default(),
+            tokens_per_query: 0.0,
+            index_ms_per_doc: None,
+            details: String::new(),
+            role,
+            per_query,
+        }
+    }
+
+    #[test]
+    fn every_row_meets_the_best_untrained_baseline_and_trained_rows_their_controls() {
+        let queries: Vec<String> = (0..30).map(|i| format!("q{i}")).collect();
+        let flat: Vec<f64> = (0..30).map(|i| (i % 3) as f64).collect();
+        let bm25: Vec<f64> = (0..30).map(|i| (i % 3) as f64 + 1.0).collect();
+        let trained: Vec<f64> = bm25.iter().map(|x| x + 5.0).collect();
+        let control: Vec<f64> = bm25.iter().map(|x| x + 4.9).collect();
+        let mut report = Report {
+            experiment: "t".into(),
+            setting: String::new(),
+            inputs: Inputs::default(),
+            units: UnitStats::default(),
+            methods: vec![
+                row("flat", Role::Untrained, flat),
+                row("bm25", Role::Untrained, bm25),
+                row("sprout", Role::Trained, trained.clone()),
+                row("control", Role::Control { of: vec!["sprout".into()] }, control),
+                row("lone", Role::Trained, trained),
+            ],
+            selection: String::new(),
+            queries,
+            comparisons: vec![],
+            provenance: None,
+        };
+        report.compare();
+        let pairs: Vec<(&str, &str, Against)> = report.comparisons.iter().map(|c| (c.row.as_str(), c.against.as_str(), c.why)).collect();
+        assert_eq!(
+            pairs,
+            [
+                ("flat", "bm25", Against::BestUntrained),
+                ("sprout", "bm25", Against::BestUntrained),
+                ("control", "bm25", Against::BestUntrained),
+                ("lone", "bm25", Against::BestUntrained),
+                ("sprout", "control", Against::MatchedControl),
+            ]
+        );
+        // +5 on every query against BM25 holds; +0.1 on every query against the control holds too (a
+        // constant difference is as significant as 30 queries allow), flat is worse.
+        assert_eq!(report.comparisons[1].verdict(), "holds");
+        assert!((report.comparisons[4].paired.difference - 0.1).abs() < 1e-9);
+        assert_eq!(report.comparisons[0].verdict(), "worse");
+        let md = report.markdown();
+        assert!(md.contains("| control | control of row 3 |"), "{md}");
+        assert!(md.contains("**No matched control** for `lone`"), "{md}");
+        assert!(!md.contains("`sprout`,"), "sprout has its control");
     }
 }

@@ -21,7 +21,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use crate::flat::dot;
-use crate::index::{Chunks, Item, QueryInput, Retriever, Scope, top_k};
+use crate::index::{Chunks, Item, QueryInput, Retriever, top_k};
 use arbor_datasets::DocSpan;
 
 /// dsRAG's RSE parameters (`RSE_PARAMS_PRESETS`).
@@ -113,7 +113,6 @@ pub struct Rse<'a> {
     /// Each chunk's length in characters.
     pub chars: Vec<usize>,
     pub params: RseParams,
-    pub scope: Scope,
 }
 
 impl Retriever for Rse<'_> {
@@ -127,7 +126,7 @@ impl Retriever for Rse<'_> {
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
         let q = query.embedding.as_deref().expect("RSE needs a query embedding");
-        let scores = self.chunks.candidates(query, self.scope).map(|c| (c, dot(q, &self.embeddings[c])));
+        let scores = self.chunks.candidates(query).map(|c| (c, dot(q, &self.embeddings[c])));
         let ranked = top_k(scores, usize::MAX);
         let mut docs: Vec<usize> = ranked.iter().take(self.params.top_k_for_document_selection).map(|&(c, _)| self.chunks.spans[c].doc).collect();
         docs.sort_unstable();
@@ -220,9 +219,9 @@ mod tests {
             embeddings: Cow::Borrowed(&embeddings),
             chars: vec![5; 6],
             params: params(15, 30, 0.5),
-            scope: Scope::Corpus,
         };
-        let query = QueryInput { text: String::new(), docs: vec![0], embedding: Some(vec![1.0, 0.0]) };
+        // Both documents in scope (corpus scope).
+        let query = QueryInput { text: String::new(), docs: vec![0, 1], embedding: Some(vec![1.0, 0.0]) };
         let items = rse.retrieve(&query, 3);
         assert_eq!(items[0].spans, vec![DocSpan { doc: 0, span: Span::new(10, 25) }], "chunks 1 and 2 as one segment");
         assert_eq!(items.len(), 3);

@@ -7,7 +7,7 @@ use arbor_datasets::{Corpus, DocSpan};
 use serde::{Deserialize, Serialize};
 
 use crate::budget::spend;
-use crate::index::{Chunks, Item, QueryInput, Retriever, Scope, Tokens};
+use crate::index::{Chunks, Item, QueryInput, Retriever, Tokens};
 use crate::metrics::{Metrics, score_query};
 use crate::report::{Latency, MethodResult};
 
@@ -25,7 +25,6 @@ pub const CONTEXT_K: usize = 5;
 /// How every method is asked and scored in a run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct EvalSettings {
-    pub scope: Scope,
     /// Items retrieved per query (at least 10 are, for nDCG@10).
     pub top_k: usize,
     /// The token budget on the ranked items ([`crate::budget`]); `None` for none.
@@ -51,7 +50,7 @@ pub fn evaluate(
     for q in queries {
         let start = Instant::now();
         let mut items = retriever.retrieve(&q.input, k);
-        let in_scope: Vec<usize> = leaves.candidates(&q.input, settings.scope).collect();
+        let in_scope: Vec<usize> = leaves.candidates(&q.input).collect();
         assert!(
             items.len() >= k.min(in_scope.len()) || covers(&items, leaves, &in_scope),
             "{} returned {} items of {} for query {}",
@@ -77,6 +76,8 @@ pub fn evaluate(
         tokens_per_query: handed_tokens as f64 / queries.len().max(1) as f64,
         index_ms_per_doc: None,
         details: String::new(),
+        role: Default::default(),
+        per_query: per_query.iter().map(|m| 100.0 * m.ie.iter().sum::<f64>() / m.ie.len() as f64).collect(),
     }
 }
 

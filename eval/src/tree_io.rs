@@ -7,13 +7,14 @@
 //! (2n - 1) x dim x f32                           node embeddings
 //! ```
 //!
-//! The file is written through a temporary file, fsynced and renamed (report::atomic_write).
+//! The file is written through a temporary file, fsynced and renamed, with a checksum trailer checked on
+//! read ([`crate::files`]).
 
 use std::path::Path;
 
 use arbor_datasets::{DocSpan, Span};
 
-use crate::report::atomic_write;
+use crate::files::{read_checked, write_checked};
 use crate::tree::Tree;
 
 const MAGIC: &[u8; 8] = b"ARBORTRE";
@@ -66,11 +67,11 @@ pub fn decode(bytes: &[u8]) -> Result<Tree, String> {
 }
 
 pub fn save(tree: &Tree, path: &Path) -> std::io::Result<()> {
-    atomic_write(path, &encode(tree))
+    write_checked(path, &encode(tree))
 }
 
 pub fn load(path: &Path) -> Result<Tree, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = read_checked(path).map_err(|e| format!("{} {e}", path.display()))?;
     decode(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -133,7 +134,7 @@ mod tests {
         assert_eq!(back, t);
         let bits = |t: &Tree| t.embeddings.iter().map(|e| e.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&back), bits(&t));
-        assert_eq!(encode(&back), std::fs::read(&path).unwrap());
+        assert_eq!(crate::files::with_checksum(&encode(&back)), std::fs::read(&path).unwrap());
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::beam::{BeamConfig, Layers, beam_search, collapsed, cosine};
-use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, Scope, top_k};
+use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, top_k};
 use crate::tree::Tree;
 
 /// How a tree is searched.
@@ -27,7 +27,6 @@ pub struct TreeRetriever<'a> {
     /// The trees' leaves.
     pub leaves: &'a Chunks,
     pub search: TreeSearch,
-    pub scope: Scope,
 }
 
 impl Retriever for TreeRetriever<'_> {
@@ -41,10 +40,7 @@ impl Retriever for TreeRetriever<'_> {
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
         let q = query.embedding.as_deref().expect("tree retrieval needs a query embedding");
-        let docs: Vec<usize> = match self.scope {
-            Scope::QueryDocuments => query.docs.clone(),
-            Scope::Corpus => (0..self.trees.len()).collect(),
-        };
+        let docs = query.docs.clone();
         let mut found: Vec<(usize, usize, f32)> = Vec::new();
         for d in docs {
             let Some(tree) = &self.trees[d] else { continue };
@@ -96,7 +92,7 @@ mod tests {
     fn multi_document_queries_merge_per_document_results_by_score() {
         let trees = vec![Some(tree(0, &[1.0, 0.0, 0.0, 1.0])), None, Some(tree(2, &[0.9, 0.1, -1.0, 0.0]))];
         let chunks = leaves(&trees);
-        let r = TreeRetriever { name: "t".into(), trees, leaves: &chunks, search: TreeSearch::Collapsed, scope: Scope::QueryDocuments };
+        let r = TreeRetriever { name: "t".into(), trees, leaves: &chunks, search: TreeSearch::Collapsed };
         let q = QueryInput { text: String::new(), docs: vec![0, 2], embedding: Some(vec![1.0, 0.0]) };
         let items = r.retrieve(&q, 2);
         assert_eq!(items[0].spans, vec![DocSpan { doc: 0, span: Span::new(0, 4) }]);
@@ -108,7 +104,7 @@ mod tests {
     fn children_of_a_node_are_its_two_children_ranked_for_the_query() {
         let trees = vec![Some(tree(0, &[1.0, 0.0, 0.0, 1.0]))];
         let chunks = leaves(&trees);
-        let r = TreeRetriever { name: "t".into(), trees, leaves: &chunks, search: TreeSearch::Collapsed, scope: Scope::QueryDocuments };
+        let r = TreeRetriever { name: "t".into(), trees, leaves: &chunks, search: TreeSearch::Collapsed };
         let q = QueryInput { text: String::new(), docs: vec![0], embedding: Some(vec![0.0, 1.0]) };
         let root = r.item(0, 2, 0.5);
         let kids = r.children(&q, &root).unwrap();

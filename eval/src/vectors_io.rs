@@ -5,11 +5,12 @@
 //! b"ARBORVEC"  u32 version (= 1)  u64 rows  u64 dim  rows x dim x f32
 //! ```
 //!
-//! Every row has the same width; written through a temporary file, fsynced and renamed.
+//! Every row has the same width; written through a temporary file, fsynced and renamed, with a checksum
+//! trailer checked on read ([`crate::files`]).
 
 use std::path::Path;
 
-use crate::report::atomic_write;
+use crate::files::{read_checked, write_checked};
 use crate::tree_io::Reader;
 
 const MAGIC: &[u8; 8] = b"ARBORVEC";
@@ -42,11 +43,11 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Vec<f32>>, String> {
 }
 
 pub fn save(rows: &[Vec<f32>], path: &Path) -> std::io::Result<()> {
-    atomic_write(path, &encode(rows).map_err(std::io::Error::other)?)
+    write_checked(path, &encode(rows).map_err(std::io::Error::other)?)
 }
 
 pub fn load(path: &Path) -> Result<Vec<Vec<f32>>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = read_checked(path).map_err(|e| format!("{} {e}", path.display()))?;
     decode(&bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -106,29 +106,32 @@ proptest! {
         let trees: Vec<Option<Tree>> = (0..corpus.documents.len()).map(|d| Some(tree(&index, d, &embeddings))).collect();
         let text = query_words.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" ");
         for scope in [Scope::QueryDocuments, Scope::Corpus] {
-            let query = QueryInput { text: text.clone(), docs: vec![0], embedding: Some(vector(999)) };
-            let units = index.units.candidates(&query, scope).count();
-            let flat = FlatDense { name: "flat".into(), chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings), scope };
-            let bm25 = Bm25::build(&corpus, &index.units, scope);
+            // Under corpus scope the query ranks every document (the runner puts the pool in its docs).
+            let all: Vec<usize> = (0..corpus.documents.len()).collect();
+            let docs = if scope == Scope::Corpus { all.clone() } else { vec![0] };
+            let query = QueryInput { text: text.clone(), docs, embedding: Some(vector(999)) };
+            let units = index.units.candidates(&query).count();
+            let flat = FlatDense { name: "flat".into(), chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings) };
+            let bm25 = Bm25::build(&corpus, &index.units, scope, &all);
             let mut retrievers: Vec<Box<dyn Retriever + '_>> = vec![Box::new(flat), Box::new(bm25)];
             let beam = BeamConfig { beam_width, delta, strategy: Strategy::Threshold, max_leaves };
             for search in [TreeSearch::Beam(beam), TreeSearch::Collapsed, TreeSearch::LeavesOnly, TreeSearch::UpperOnly] {
                 let trees = trees.clone();
-                retrievers.push(Box::new(TreeRetriever { name: format!("{search:?}"), trees, leaves: &index.units, search, scope }));
+                retrievers.push(Box::new(TreeRetriever { name: format!("{search:?}"), trees, leaves: &index.units, search }));
             }
             let parts: Vec<Box<dyn Retriever + '_>> = vec![
-                Box::new(FlatDense { name: "dense".into(), chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings), scope }),
-                Box::new(Bm25::build(&corpus, &index.units, scope)),
+                Box::new(FlatDense { name: "dense".into(), chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings) }),
+                Box::new(Bm25::build(&corpus, &index.units, scope, &all)),
             ];
-            retrievers.push(Box::new(Fusion { name: "hybrid".into(), parts, chunks: Cow::Borrowed(&index.units), k_rrf: 60.0, depth: usize::MAX, scope }));
+            retrievers.push(Box::new(Fusion { name: "hybrid".into(), parts, chunks: Cow::Borrowed(&index.units), k_rrf: 60.0, depth: usize::MAX }));
             let chars = index.units.spans.iter().map(|s| s.span.len()).collect();
             let params = RsePreset::Balanced.params();
-            retrievers.push(Box::new(Rse { name: "rse".into(), chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings), chars, params, scope }));
+            retrievers.push(Box::new(Rse { name: "rse".into(), chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings), chars, params }));
             let hierarchies = (0..corpus.documents.len()).map(|d| Some(hierarchy(&corpus, &index, d))).collect();
-            retrievers.push(Box::new(AutoMerging { name: "hierarchy".into(), trees: hierarchies, chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings), ratio: 0.3, scope }));
+            retrievers.push(Box::new(AutoMerging { name: "hierarchy".into(), trees: hierarchies, chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings), ratio: 0.3 }));
             for search in [RaptorSearch::Collapsed, RaptorSearch::Traversal { top_k: beam_width }] {
                 let trees = (0..corpus.documents.len()).map(|d| Some(raptor(&index, d, &embeddings))).collect();
-                retrievers.push(Box::new(RaptorRetriever { name: format!("{search:?}"), trees, leaves: Cow::Borrowed(&index.units), search, scope }));
+                retrievers.push(Box::new(RaptorRetriever { name: format!("{search:?}"), trees, leaves: Cow::Borrowed(&index.units), search }));
             }
             let levels: Vec<Option<Levels>> = (0..corpus.documents.len())
                 .map(|d| {
@@ -139,11 +142,11 @@ proptest! {
             let level_vectors = levels.iter().map(|l| (0..l.as_ref().unwrap().chunks.len()).map(|c| vector(c + 77)).collect()).collect();
             let (lo, hi) = (plan.0.min(plan.1), plan.0.max(plan.1));
             let plan = Box::new(move |_: &QueryInput| (lo, hi));
-            retrievers.push(Box::new(LevelRetriever { name: "levels".into(), levels, embeddings: level_vectors, leaves: Cow::Borrowed(&index.units), plan, scope }));
+            retrievers.push(Box::new(LevelRetriever { name: "levels".into(), levels, embeddings: level_vectors, leaves: Cow::Borrowed(&index.units), plan }));
             for r in &retrievers {
                 let items = r.retrieve(&query, k);
                 let held: Vec<DocSpan> = merge(items.iter().flat_map(|i| i.spans.clone()).collect());
-                let in_scope: Vec<usize> = index.units.candidates(&query, scope).collect();
+                let in_scope: Vec<usize> = index.units.candidates(&query).collect();
                 let covers = in_scope.iter().all(|&c| held.iter().any(|h| h.doc == index.units.spans[c].doc && h.span.contains(&index.units.spans[c].span)));
                 prop_assert!((items.len() >= k.min(units) || covers) && items.len() <= k, "{}: {} items, k {k}, {units} units", r.name(), items.len());
                 let handed = spend(items, budget, r.as_ref(), &query, &index.tokens, &corpus);

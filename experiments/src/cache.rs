@@ -25,6 +25,11 @@
 //! that differ only in retrieval settings train once and index once. Files are written atomically, so an
 //! interrupted run leaves complete files only, and the next one picks up what is there.
 //!
+//! Every kind of artefact has a version of the code that makes it ([`Artefact`]), part of its folder's key:
+//! bumped when that code changes (tests/artefact_versions.rs fails until it is), so artefacts made by older
+//! code are never read back. Every file carries a checksum checked on read (arbor_eval::files): a damaged or
+//! cut-short artefact is rebuilt with a warning, never read silently and never a hard stop.
+//!
 //! For every per-document artefact, `build-times/<kind>-<key>/<file>.ms` records how long it took to build
 //! (apart from the artefacts, whose folders hold nothing else), so a method's index time per document is
 //! what building it cost even when a later run reads it back ([`BuildTime`]); an artefact without that
@@ -49,6 +54,8 @@ pub struct Cache {
     pub root: PathBuf,
     /// What the artefacts read back so far took to build.
     reused: Cell<BuildTime>,
+    /// Artefacts found damaged and rebuilt so far.
+    rebuilt: Cell<usize>,
 }
 
 /// The recorded build time of artefacts read back from the cache.
@@ -71,6 +78,140 @@ impl std::ops::Sub for BuildTime {
     type Output = BuildTime;
     fn sub(self, earlier: BuildTime) -> BuildTime {
         BuildTime { ms: self.ms - earlier.ms, unrecorded: self.unrecorded - earlier.unrecorded }
+    }
+}
+
+/// A kind of cached artefact: the folder prefix it lives under, the version of the code that makes it, and
+/// the source files (relative to the workspace) that code lives in, which tests/artefact_versions.rs
+/// digests against `experiments/artefact-versions.txt`: change one of them and the test fails until the
+/// version is bumped (and recorded), so artefacts of the old code are never read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Artefact {
+    /// The encoder's unit vectors (the frozen encoder's, or a fine-tuned one's).
+    Units,
+    /// The encoder's query vectors.
+    Queries,
+    /// A method's own chunks' vectors (windows, semantic chunks, AutoContext, SmartChunk levels).
+    Chunks,
+    /// SproutRAG's trees.
+    Trees,
+    /// RAPTOR's trees.
+    Raptor,
+    /// Trained models, by trainer.
+    SproutRag,
+    HeadWeights,
+    Reranker,
+    Compressor,
+    Planner,
+    Dense,
+}
+
+/// The encoder's code: every artefact computed through it lists these.
+const ENCODER: [&str; 3] = ["models/src/encoder.rs", "models/src/bert", "eval/src/files.rs"];
+/// The trainer skeleton and the checkpoints every trained model goes through.
+const TRAINING: [&str; 5] =
+    ["trainers/src/skeleton.rs", "trainers/src/checkpoint.rs", "trainers/src/data.rs", "trainers/src/config.rs", "losses/src"];
+
+impl Artefact {
+    pub const ALL: [Artefact; 11] = [
+        Artefact::Units,
+        Artefact::Queries,
+        Artefact::Chunks,
+        Artefact::Trees,
+        Artefact::Raptor,
+        Artefact::SproutRag,
+        Artefact::HeadWeights,
+        Artefact::Reranker,
+        Artefact::Compressor,
+        Artefact::Planner,
+        Artefact::Dense,
+    ];
+
+    /// The folder prefix: `<folder>-<key>`.
+    pub fn folder(self) -> &'static str {
+        match self {
+            Artefact::Units => "units",
+            Artefact::Queries => "queries",
+            Artefact::Chunks => "chunks",
+            Artefact::Trees => "trees",
+            Artefact::Raptor => "raptor",
+            _ => "train",
+        }
+    }
+
+    /// Its name in artefact-versions.txt.
+    pub fn name(self) -> &'static str {
+        match self {
+            Artefact::SproutRag => "train-sproutrag",
+            Artefact::HeadWeights => "train-head-weights",
+            Artefact::Reranker => "train-reranker",
+            Artefact::Compressor => "train-compressor",
+            Artefact::Planner => "train-planner",
+            Artefact::Dense => "train-dense",
+            other => other.folder(),
+        }
+    }
+
+    /// The version of the code that makes it: bump it when that code changes.
+    pub fn version(self) -> u32 {
+        match self {
+            Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Trees | Artefact::Raptor => 2,
+            Artefact::SproutRag | Artefact::HeadWeights | Artefact::Reranker | Artefact::Compressor | Artefact::Planner => 2,
+            Artefact::Dense => 1,
+        }
+    }
+
+    /// The source files and folders (relative to the workspace) of the code that makes it.
+    pub fn sources(self) -> Vec<&'static str> {
+        let own: &[&str] = match self {
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => &["eval/src/vectors_io.rs"],
+            Artefact::Trees => &[
+                "eval/src/tree.rs",
+                "eval/src/tree_io.rs",
+                "models/src/unit_attention.rs",
+                "models/src/aggregator.rs",
+                "experiments/src/methods/sproutrag/mod.rs",
+            ],
+            Artefact::Raptor => {
+                &["eval/src/raptor.rs", "eval/src/gmm.rs", "eval/src/raptor_io.rs", "experiments/src/methods/raptor.rs", "experiments/src/summaries"]
+            }
+            Artefact::SproutRag => &[
+                "trainers/src/sproutrag.rs",
+                "models/src/sproutrag.rs",
+                "models/src/sllm.rs",
+                "models/src/sentence_vae.rs",
+                "models/src/aggregator.rs",
+                "experiments/src/methods/sproutrag/train.rs",
+                "experiments/src/methods/training.rs",
+            ],
+            Artefact::HeadWeights => &[
+                "trainers/src/head_weights.rs",
+                "models/src/unit_attention.rs",
+                "models/src/aggregator.rs",
+                "experiments/src/methods/sproutrag/train.rs",
+            ],
+            Artefact::Reranker => &["trainers/src/reranker.rs", "models/src/reranker.rs", "experiments/src/methods/rerank.rs"],
+            Artefact::Compressor => {
+                &["trainers/src/compressor.rs", "trainers/src/learner.rs", "models/src/compressor.rs", "experiments/src/methods/smartchunk/train.rs"]
+            }
+            Artefact::Planner => &[
+                "trainers/src/planner.rs",
+                "trainers/src/stitch.rs",
+                "trainers/src/learner.rs",
+                "models/src/planner.rs",
+                "experiments/src/methods/smartchunk/plan.rs",
+            ],
+            Artefact::Dense => {
+                &["trainers/src/dense.rs", "models/src/dense.rs", "experiments/src/methods/dense.rs", "experiments/src/methods/training.rs"]
+            }
+        };
+        let trained = !matches!(self, Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Trees | Artefact::Raptor);
+        let mut all: Vec<&'static str> = own.to_vec();
+        all.extend(ENCODER);
+        if trained {
+            all.extend(TRAINING);
+        }
+        all
     }
 }
 
@@ -123,7 +264,18 @@ impl Keys {
 
 impl Cache {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Cache { root: root.into(), reused: Cell::new(BuildTime::default()) }
+        Cache { root: root.into(), reused: Cell::new(BuildTime::default()), rebuilt: Cell::new(0) }
+    }
+
+    /// How many artefacts were found damaged (or cut short) and rebuilt so far.
+    pub fn rebuilt(&self) -> usize {
+        self.rebuilt.get()
+    }
+
+    /// Says, on one warning line, that the artefact at `path` cannot be read back and is being rebuilt.
+    fn rebuilding(&self, path: &Path, why: &dyn std::fmt::Display) {
+        eprintln!("warning: {}: {why}: rebuilding it", path.display());
+        self.rebuilt.set(self.rebuilt.get() + 1);
     }
 
     /// The build time of every artefact read back so far (a running total: callers take differences).
@@ -160,8 +312,8 @@ impl Cache {
         self.reused.set(total);
     }
 
-    /// The artefact at `path`: read back with `load` if it is there, else made with `build`, saved with
-    /// `save` and its build time recorded beside it.
+    /// The artefact at `path`: read back with `load` if it is there and sound, else made with `build`
+    /// (a damaged one with a warning), saved with `save` and its build time recorded beside it.
     pub fn load_or_build<T>(
         &self,
         path: &Path,
@@ -170,9 +322,13 @@ impl Cache {
         save: impl FnOnce(&T, &Path) -> anyhow::Result<()>,
     ) -> anyhow::Result<T> {
         if path.exists() {
-            let value = load(path)?;
-            self.note_reused(path);
-            return Ok(value);
+            match load(path) {
+                Ok(value) => {
+                    self.note_reused(path);
+                    return Ok(value);
+                }
+                Err(e) => self.rebuilding(path, &e),
+            }
         }
         let start = Instant::now();
         let value = build()?;
@@ -181,9 +337,9 @@ impl Cache {
         Ok(value)
     }
 
-    /// The folder of one artefact, created if missing.
-    pub fn dir(&self, kind: &str, key: &str) -> anyhow::Result<PathBuf> {
-        let dir = self.root.join(format!("{kind}-{key}"));
+    /// The folder of one artefact, `<folder>-<key of the code's version and key>`, created if missing.
+    pub fn dir(&self, kind: Artefact, key: &str) -> anyhow::Result<PathBuf> {
+        let dir = self.root.join(format!("{}-{}", kind.folder(), versioned(kind, key)));
         std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
         Ok(dir)
     }
@@ -199,7 +355,7 @@ impl Cache {
         docs: &[usize],
         batch: usize,
     ) -> anyhow::Result<Vec<Vec<f32>>> {
-        let dir = self.dir("units", &key(&keys.encoder))?;
+        let dir = self.dir(Artefact::Units, &key(&keys.encoder))?;
         self.chunk_embeddings(&dir, &|t, p| encoder.embed(t, batch, p), &index.units, keys, docs, &|c| index.units.text(corpus, c).into())
     }
 
@@ -226,22 +382,25 @@ impl Cache {
         let mut missing = Vec::new();
         for &d in docs {
             let range = chunks.by_doc[d].clone();
-            match path(d).exists() {
-                true => {
-                    let rows = vectors_io::load(&path(d)).map_err(anyhow::Error::msg)?;
-                    anyhow::ensure!(
-                        rows.len() == range.len(),
-                        "{} holds {} vectors for {} chunks: delete it",
-                        path(d).display(),
-                        rows.len(),
-                        range.len()
-                    );
+            if !path(d).exists() {
+                missing.push(d);
+                continue;
+            }
+            match vectors_io::load(&path(d)) {
+                Ok(rows) if rows.len() == range.len() => {
                     for (c, v) in range.zip(rows) {
                         out[c] = v;
                     }
                     self.note_reused(&path(d));
                 }
-                false => missing.push(d),
+                Ok(rows) => {
+                    self.rebuilding(&path(d), &format!("it holds {} vectors for {} chunks", rows.len(), range.len()));
+                    missing.push(d);
+                }
+                Err(e) => {
+                    self.rebuilding(&path(d), &e);
+                    missing.push(d);
+                }
             }
         }
         let total: usize = missing.iter().map(|&d| chunks.by_doc[d].len()).sum();
@@ -278,11 +437,13 @@ impl Cache {
         texts: &[&str],
         what: &str,
     ) -> anyhow::Result<Vec<Vec<f32>>> {
-        let path = self.root.join(format!("queries-{}.vec", key(&(&encoder.fingerprint, texts))));
+        let path = self.root.join(format!("queries-{}.vec", versioned(Artefact::Queries, &key(&(&encoder.fingerprint, texts)))));
         if path.exists() {
-            let rows = vectors_io::load(&path).map_err(anyhow::Error::msg)?;
-            anyhow::ensure!(rows.len() == texts.len(), "{} holds {} vectors for {} texts: delete it", path.display(), rows.len(), texts.len());
-            return Ok(rows);
+            match vectors_io::load(&path) {
+                Ok(rows) if rows.len() == texts.len() => return Ok(rows),
+                Ok(rows) => self.rebuilding(&path, &format!("it holds {} vectors for {} texts", rows.len(), texts.len())),
+                Err(e) => self.rebuilding(&path, &e),
+            }
         }
         let pb = bar(texts.len(), &format!("embedding {what}"));
         let vectors = encoder.embed(texts, batch, &mut |n| pb.inc(n as u64));
@@ -291,6 +452,11 @@ impl Cache {
         vectors_io::save(&vectors, &path)?;
         Ok(vectors)
     }
+}
+
+/// The key of an artefact of `kind` under `key`, with the version of the code that makes it.
+fn versioned(kind: Artefact, key_: &str) -> String {
+    key(&(kind.name(), kind.version(), key_))
 }
 
 #[cfg(test)]
@@ -318,11 +484,11 @@ mod tests {
         };
         let text = |c: usize| format!("chunk {c}");
         let first = Cache::new(tmp.path());
-        let dir = first.dir("chunks", "k").unwrap();
+        let dir = first.dir(Artefact::Chunks, "k").unwrap();
         let built = first.chunk_embeddings(&dir, &embed, &chunks, &keys, &[0, 1], &text).unwrap();
         assert_eq!(first.reused(), BuildTime::default(), "nothing was read back");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2, "the folder holds the two vector files only");
-        let records = tmp.path().join("build-times/chunks-k");
+        let records = tmp.path().join("build-times").join(dir.file_name().unwrap());
         let mut recorded: Vec<f64> = std::fs::read_dir(&records)
             .unwrap()
             .map(|e| e.unwrap().path())

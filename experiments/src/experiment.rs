@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::methods::bm25::Bm25;
 use crate::methods::chunks::Chunking;
+use crate::methods::controls::ControlKind;
+use crate::methods::dense::DenseConfig;
+use crate::methods::exemplars::ExemplarsConfig;
 use crate::methods::flat::Flat;
 use crate::methods::hierarchy::HierarchyConfig;
 use crate::methods::hybrid::HybridConfig;
@@ -22,6 +25,7 @@ use crate::methods::rse::RseConfig;
 pub use crate::methods::smartchunk::SmartChunkConfig;
 pub use crate::methods::sproutrag::{AttentionSource, SproutRagConfig};
 use crate::methods::{MethodKind, MethodSpec};
+use crate::validation::ValidationConfig;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,6 +41,47 @@ pub struct Experiment {
     pub retrieval: RetrievalConfig,
     /// The methods to evaluate, each a row of the report.
     pub methods: Vec<Method>,
+    /// The matched controls added after the methods for every method trained on the training queries
+    /// (crate::methods::controls): `Dense` (dense retrieval fine-tuned on the same queries, batches and
+    /// epochs by InfoNCE alone), `Exemplars` (the nearest training questions' gold text added to the query,
+    /// for BM25 and dense), `Fused` (those dense rows fused with BM25 by RRF). `[]` leaves them out, and the
+    /// report then says that its trained rows have no control.
+    #[serde(default = "ControlKind::all")]
+    pub controls: Vec<ControlKind>,
+    /// How the configuration of the trained methods was chosen, for the report to say in words.
+    #[serde(default)]
+    pub selection: Selection,
+}
+
+/// How an experiment's configuration was chosen (`selection: ...` in the file).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Selection {
+    /// Not tuned on any figure of this corpus (the file's settings were fixed beforehand).
+    #[default]
+    Fixed,
+    /// The best point of a sweep on the validation split (`ablate` with `select`); test scored once.
+    Validation,
+    /// Chosen by looking at figures of the evaluated split itself: its figures are optimistic.
+    Test,
+}
+
+impl Selection {
+    /// What a report says of it.
+    pub fn describe(self, split: Option<&str>) -> String {
+        let split = split.unwrap_or("all");
+        match self {
+            Selection::Fixed => format!("fixed beforehand (the file declares no tuning on split {split:?})."),
+            Selection::Validation => format!(
+                "chosen on the validation split by `ablate` (its `select` step); split {split:?} was scored once, for this \
+                 configuration only."
+            ),
+            Selection::Test => format!(
+                "**chosen by looking at figures of split {split:?} itself**: the trained rows' figures here are optimistic \
+                 and are not an estimate of how they do on unseen data. Select on validation (`ablate` with `select`) for \
+                 a fair figure."
+            ),
+        }
+    }
 }
 
 /// Where the corpus is and which part of it to evaluate.
@@ -62,6 +107,14 @@ pub struct DataConfig {
     /// `retrieval.scope: QueryDocuments` (under `Corpus` their documents would join the ranked pool).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub train_with: Vec<TrainSource>,
+    /// The validation split carved from `train` (crate::validation); `None`: none (trainers then keep
+    /// their last epoch and hold nothing out).
+    #[serde(default = "default_validation")]
+    pub validation: Option<ValidationConfig>,
+}
+
+fn default_validation() -> Option<ValidationConfig> {
+    Some(ValidationConfig::default())
 }
 
 /// A corpus that lends its `train` split to an experiment's training (`data.train_with`).
@@ -79,7 +132,8 @@ pub struct TrainSource {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetrievalConfig {
-    /// Rank within each query's own documents, or over the whole corpus.
+    /// Rank within each query's own documents, or over every document of the evaluated split (LegalBench-RAG's
+    /// protocol: the right contract must be found first).
     pub scope: Scope,
     /// Items retrieved per query (metrics read the top 1, 3, 5 and 10).
     pub top_k: usize,
@@ -121,6 +175,12 @@ pub enum Method {
     SmartChunk(SmartChunkConfig),
     /// Another method's candidates, their leaves reranked by a trained cross-encoder.
     Rerank(RerankConfig),
+    /// Dense retrieval over units with the encoder fine-tuned (or an adapter trained) by InfoNCE alone:
+    /// the matched control of a trained method.
+    Dense(DenseConfig),
+    /// The nearest training questions' gold text added to the query, for BM25 or dense: a control that
+    /// uses the training queries without training.
+    Exemplars(ExemplarsConfig),
 }
 
 impl Method {
@@ -137,6 +197,8 @@ impl Method {
             Method::SproutRag(c) => c,
             Method::SmartChunk(c) => c,
             Method::Rerank(c) => c,
+            Method::Dense(c) => c,
+            Method::Exemplars(c) => c,
         }
     }
 
@@ -177,6 +239,12 @@ impl Experiment {
         }
         if self.encoder.batch_size == 0 {
             bail!("encoder.batch_size must be at least 1");
+        }
+        if self.retrieval.top_k == 0 {
+            bail!("retrieval.top_k must be at least 1 (metrics read the top 1, 3, 5 and 10)");
+        }
+        if let Some(v) = &self.data.validation {
+            v.check()?;
         }
         for m in &self.methods {
             m.spec().check()?;
@@ -294,5 +362,17 @@ mod tests {
         assert!(err.contains("methodz"), "{err}");
         let err = Experiment::parse(&GOOD.replace("Bm25", "Bm26"), Path::new("x.ron")).unwrap_err().to_string();
         assert!(err.contains("Bm26"), "{err}");
+    }
+
+    #[test]
+    fn values_that_make_no_sense_are_errors_naming_the_field() {
+        let with = |from: &str, to: &str| Experiment::parse(&GOOD.replace(from, to), Path::new("x.ron")).unwrap_err().to_string();
+        assert!(with("methods:", "retrieval: (top_k: 0), methods:").contains("retrieval.top_k"));
+        for fraction in ["0.0", "1.0", "1.5"] {
+            let err = with(r#"split: Some("test")"#, &format!(r#"split: Some("test"), validation: Some((fraction: {fraction}, seed: 0))"#));
+            assert!(err.contains("data.validation.fraction"), "{err}");
+        }
+        let err = with("methods: [Flat, Bm25]", "methods: [SproutRag((attention: Sllm, training: Some((holdout_docs: 5))))]");
+        assert!(err.contains("holdout_docs") && err.contains("data: (..., validation:"), "{err}");
     }
 }

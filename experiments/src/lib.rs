@@ -9,6 +9,8 @@ pub mod embed;
 pub mod experiment;
 pub mod methods;
 pub mod progress;
+pub mod provenance;
 pub mod run;
 pub mod summaries;
 pub mod trained;
+pub mod validation;

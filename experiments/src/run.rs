@@ -7,16 +7,18 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use arbor_datasets::{Corpus, Document, Evidence, Query, TokenStarts, UnitConfig};
-use arbor_eval::report::{Inputs, Report, UnitStats, atomic_write};
+use arbor_eval::report::{Inputs, Report, Role, UnitStats, atomic_write};
 use arbor_eval::runner::{EvalQuery, EvalSettings, evaluate};
 use arbor_eval::{LeafIndex, QueryInput, Scope};
 use arbor_models::{DefaultBackend, SentenceEncoder, default_device};
 
 use crate::cache::{Cache, Keys, corpus_digest};
-use crate::experiment::Experiment;
-use crate::methods::{Built, Context, QueryVectors};
+use crate::experiment::{Experiment, Method};
+use crate::methods::controls::matched;
+use crate::methods::{Built, Context, QueryVectors, Trains};
 use crate::progress::bar;
 use crate::trained::{EarlierRun, TrainedModel, Training, record};
+use crate::validation::VALIDATION;
 
 /// Trains (where a method trains) and evaluates an experiment, writing its folder under `out`; returns the
 /// folder and the report. With `resume`, the newest run folder of the experiment is reused: finished
@@ -54,6 +56,11 @@ fn load_corpus(exp: &Experiment) -> anyhow::Result<(Corpus, usize)> {
     let data_path = exp.data.resolved_path()?;
     let own = load_one(&exp.data.format, &data_path, exp.data.collections.as_deref())
         .with_context(|| format!("cannot load the corpus of experiment {:?}", exp.name))?;
+    // The validation split is carved from the experiment's own corpus only: lent corpora train whole.
+    let own = match &exp.data.validation {
+        Some(v) => v.carve(own).0,
+        None => own,
+    };
     if exp.data.train_with.is_empty() {
         return Ok((own, 0));
     }
@@ -131,31 +138,38 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     let units = UnitConfig { max_tokens: Some(exp.units.max_tokens.unwrap_or_else(|| encoder.max_content_tokens())), ..exp.units };
     let leaves = leaf_index(&corpus, &units, &encoder)?;
     let keys = Keys::new(&corpus, &units, &encoder.fingerprint);
+    let docs = ranked_docs(&corpus, own_from, &selected, exp.data.split.as_deref(), exp.retrieval.scope);
     let queries: Vec<EvalQuery> = selected
         .iter()
-        .map(|q| EvalQuery {
-            id: q.id.clone(),
-            input: QueryInput { text: q.text.clone(), docs: corpus.query_docs(q), embedding: None },
-            gold: corpus.gold(q),
+        .map(|q| {
+            // Under corpus scope every query ranks the whole pool of evaluated documents.
+            let scope = match exp.retrieval.scope {
+                Scope::QueryDocuments => corpus.query_docs(q),
+                Scope::Corpus => docs.clone(),
+            };
+            EvalQuery { id: q.id.clone(), input: QueryInput { text: q.text.clone(), docs: scope, embedding: None }, gold: corpus.gold(q) }
         })
         .collect();
-    let docs = needed_docs(&corpus, &queries, exp.retrieval.scope);
     let mut report = Report {
         experiment: exp.name.clone(),
         setting: setting(exp, &corpus, own_from, &docs, queries.len()),
         inputs: Inputs { corpus: corpus_digest(&corpus), encoder: encoder.fingerprint.clone() },
         units: unit_stats(&leaves, &docs, &queries, &encoder, units.max_tokens.expect("resolved above")),
         methods: vec![],
+        selection: exp.selection.describe(exp.data.split.as_deref()),
+        queries: queries.iter().map(|q| q.id.clone()).collect(),
+        comparisons: vec![],
+        provenance: Some(crate::provenance::current()),
     };
     if cache.root != dir {
         report.setting.push_str(&format!(" Embeddings, trained models and trees are shared in {}.", cache.root.display()));
     }
-    let settings = EvalSettings { scope: exp.retrieval.scope, top_k: exp.retrieval.top_k, max_tokens: exp.retrieval.max_tokens };
+    let settings = EvalSettings { top_k: exp.retrieval.top_k, max_tokens: exp.retrieval.max_tokens };
     let ctx = Context::new(&corpus, &leaves, &keys, &encoder, &exp.encoder, cache, training, &docs, &queries, exp.retrieval.scope);
     // Methods that share an index (SproutRAG search variants) report the time it took to build once.
     let mut index_ms: HashMap<String, Option<f64>> = HashMap::new();
     let mut models: Vec<TrainedModel> = Vec::new();
-    for method in &exp.methods {
+    for (method, role) in rows(exp) {
         let spec = method.spec();
         let (built, ms) = ctx.build(spec)?;
         let ms = match spec.index_key() {
@@ -184,11 +198,34 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         pb.finish_and_clear();
         result.index_ms_per_doc = ms;
         result.details = details.unwrap_or_default();
+        result.role = role;
         report.methods.push(result);
     }
     record(dir, &models)?;
+    report.compare();
     report.write(dir)?;
     Ok(report)
+}
+
+/// The report's rows: the experiment's methods (trained or not), then the matched controls of its trained
+/// methods, each naming the rows it controls.
+pub fn rows(exp: &Experiment) -> Vec<(Method, Role)> {
+    let labels: Vec<String> = exp.methods.iter().map(Method::label).collect();
+    let mut rows: Vec<(Method, Role)> = exp
+        .methods
+        .iter()
+        .map(|m| {
+            let role = match m.spec().trains() {
+                Trains::No => Role::Untrained,
+                _ => Role::Trained,
+            };
+            (m.clone(), role)
+        })
+        .collect();
+    for (control, of) in matched(&exp.methods, &exp.controls) {
+        rows.push((control, Role::Control { of: of.iter().map(|&i| labels[i].clone()).collect() }));
+    }
+    rows
 }
 
 /// Every document's leaf units, cut to `units` with the encoder's tokenizer (documents tokenized whole,
@@ -221,17 +258,21 @@ fn unit_stats(index: &LeafIndex, docs: &[usize], queries: &[EvalQuery], encoder:
     }
 }
 
-/// The documents whose units can be retrieved: those the queries name, or all under corpus scope.
-fn needed_docs(corpus: &Corpus, queries: &[EvalQuery], scope: Scope) -> Vec<usize> {
-    match scope {
-        Scope::Corpus => (0..corpus.documents.len()).collect(),
-        Scope::QueryDocuments => {
-            let mut docs: Vec<usize> = queries.iter().flat_map(|q| q.input.docs.iter().copied()).collect();
-            docs.sort_unstable();
-            docs.dedup();
-            docs
-        }
+/// The documents whose units are ranked: those the queries name; under corpus scope the pool, every
+/// document of the experiment's own corpus in the evaluated split (or with no split), and those the
+/// queries name.
+fn ranked_docs(corpus: &Corpus, own_from: usize, queries: &[&Query], split: Option<&str>, scope: Scope) -> Vec<usize> {
+    let mut docs: Vec<usize> = queries.iter().flat_map(|q| corpus.query_docs(q)).collect();
+    if scope == Scope::Corpus {
+        let in_pool = |d: &usize| {
+            let s = corpus.documents[*d].split.as_deref();
+            s.is_none() || split.is_none() || s == split
+        };
+        docs.extend((own_from..corpus.documents.len()).filter(in_pool));
     }
+    docs.sort_unstable();
+    docs.dedup();
+    docs
 }
 
 fn setting(exp: &Experiment, corpus: &Corpus, own_from: usize, docs: &[usize], queries: usize) -> String {
@@ -244,18 +285,29 @@ fn setting(exp: &Experiment, corpus: &Corpus, own_from: usize, docs: &[usize], q
             format!(" Training also reads the `train` split of {} ({n} documents, {lent_queries} queries).", names.join(", "))
         }
     };
+    let validation = match &exp.data.validation {
+        Some(v) => {
+            let held = corpus.documents[own_from..].iter().filter(|d| d.split.as_deref() == Some(VALIDATION)).count();
+            format!(" The validation split holds {held} of the training documents (fraction {}, seed {}, by collection).", v.fraction, v.seed)
+        }
+        None => " No validation split.".into(),
+    };
+    let scope = match exp.retrieval.scope {
+        Scope::QueryDocuments => "each query ranks its own documents",
+        Scope::Corpus => "each query ranks every unit of all of them (corpus scope)",
+    };
     format!(
         "Corpus `{}` ({:?}, {} documents), split {}: {queries} queries over {} documents; leaf units of at most {} \
-         sentences; scope {:?}; top_k {}; {budget}.",
+         sentences; {scope}; top_k {}; {budget}.",
         exp.data.path,
         exp.data.format,
         corpus.documents.len() - own_from,
         exp.data.split.as_deref().unwrap_or("all"),
         docs.len(),
         exp.units.max_sentences,
-        exp.retrieval.scope,
         exp.retrieval.top_k,
-    ) + &lent
+    ) + &validation
+        + &lent
 }
 
 /// The newest run folder of `exp` under `out`, which must hold the same experiment.
@@ -290,7 +342,7 @@ pub fn run_folder(out: &Path, name: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// `YYYYMMDD-HHMMSS` in UTC.
-fn utc_stamp(t: std::time::SystemTime) -> String {
+pub fn utc_stamp(t: std::time::SystemTime) -> String {
     let secs = t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use arbor_eval::report::Role;
 use arbor_experiments::cache::Cache;
 use arbor_experiments::experiment::Experiment;
 use arbor_experiments::run::{evaluate_only, run, run_in};
@@ -22,7 +23,19 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     let saved = Experiment::load(&dir.join("experiment.ron")).unwrap();
     assert_eq!(saved, exp, "the run folder reproduces the experiment");
     assert!(dir.join("report.md").is_file() && dir.join("report.json").is_file());
-    assert_eq!(report.methods.len(), 5);
+    // Five methods, then the trained SLLM's five matched controls (the head weights learn from the
+    // documents alone and get none).
+    assert_eq!(report.methods.len(), 10);
+    let controls: Vec<&str> = report.methods[5..].iter().map(|m| m.name.as_str()).collect();
+    assert!(controls[0].starts_with("Dense, a linear map over the frozen encoder") && controls[1].starts_with("Exemplars: BM25"), "{controls:?}");
+    assert!(report.methods[5..].iter().all(|m| m.role == Role::Control { of: vec![report.methods[4].name.clone()] }));
+    // Every row against the best untrained baseline, the trained row against its five controls; intervals
+    // in report.md, the code that made it in report.json.
+    assert_eq!(report.comparisons.len(), 9 + 5);
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("95 % interval") && md.contains("its matched control"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert!(json["provenance"]["commit"].as_str().is_some_and(|c| !c.is_empty()), "{}", json["provenance"]);
     for m in &report.methods {
         assert_eq!(m.metrics.queries, 200, "{}", m.name);
         // Far above chance (a random unit of ~125 per article: IE well under 1) and below perfect.
@@ -51,11 +64,12 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     }
     // Training left its checkpoint, its log (one line per step plus the per-epoch evaluations) and
     // TensorBoard events.
-    // Two trainings: the head weights over token attention, and the SLLM (the one with InfoNCE).
+    // Three trainings: the head weights over token attention, the SLLM (InfoNCE + L_attn) and its dense control.
     let trained = folders("train");
-    assert_eq!(trained.len(), 2);
-    let train = trained.iter().find(|t| std::fs::read_to_string(t.join("log.jsonl")).unwrap().contains("loss/ret")).unwrap();
-    let weights = trained.iter().find(|t| *t != train).unwrap();
+    assert_eq!(trained.len(), 3);
+    let log_of = |t: &std::path::PathBuf| std::fs::read_to_string(t.join("log.jsonl")).unwrap();
+    let train = trained.iter().find(|t| log_of(t).contains("loss/attn_weighted")).unwrap();
+    let weights = trained.iter().find(|t| !log_of(t).contains("loss/ret")).unwrap();
     let log = std::fs::read_to_string(weights.join("log.jsonl")).unwrap();
     let entropy: Vec<f64> =
         log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["head_weight_entropy"].as_f64()).collect();
@@ -292,8 +306,11 @@ fn smartchunk_builds_levels_and_its_three_embeddings_on_the_fixture() {
     for i in 2..6 {
         let m = row(i);
         assert!(m.details.contains("chunks per document by level (unit first): 64.5 / 36.5 / 17.5 / 9.0 / 4.5 / 1.0"), "{}", m.details);
+    }
+    for i in 2..5 {
         // Larger chunks come back: more text handed on, more of the gold found (the fixture's questions
         // are answered in single sentences, so character IE falls).
+        let m = row(i);
         assert!(m.tokens_per_query > row(0).tokens_per_query && m.metrics.recall[2] > row(0).metrics.recall[2], "{}", m.name);
     }
     for i in 2..5 {
@@ -303,10 +320,11 @@ fn smartchunk_builds_levels_and_its_three_embeddings_on_the_fixture() {
     let planned = &row(5).details;
     assert!(planned.contains("planner (Sft") && planned.contains("format 100.0 %"), "{planned}");
     assert!(!planned.contains("116.6 chunks scored per query"), "{planned}");
-    // The compressor trained once in the cache (the run folder here), the planner over it; models.json
-    // records the planner of the planner's row and the compressor of the others.
+    // The compressor trained once in the cache (the run folder here), the planner over it, and the
+    // planner's matched dense control; models.json records every one.
     let trained: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("train-")).collect();
-    assert_eq!(trained.len(), 2);
+    assert_eq!(trained.len(), 3);
+    assert_eq!(report.methods.len(), exp.methods.len() + 5, "the planner's five matched controls follow the methods");
     let models = std::fs::read_to_string(dir.join("models.json")).unwrap();
     assert!(trained.iter().all(|t| models.contains(&*t.file_name().to_string_lossy())), "{models}");
     // `evaluate --from` the run finds both models (the out-of-domain rows are made this way) and scores
@@ -325,11 +343,11 @@ fn a_corpus_without_a_train_split_trains_on_another_corpus_and_is_scored_alone()
     let exp = |lend: &str, methods: &str| {
         let text = format!(
             r#"Experiment(name: "lent", data: (format: Jsonl, path: "experiments/fixtures/filing-mini", split: Some("test"){lend}),
-                methods: [{methods}])"#
+                methods: [{methods}], controls: [])"#
         );
         Experiment::parse(&text, Path::new("x.ron")).unwrap()
     };
-    let sllm = "SproutRag((attention: Sllm, model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None), training: Some((epochs: 1, holdout_docs: 1))))";
+    let sllm = "SproutRag((attention: Sllm, model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None), training: Some((epochs: 1))))";
     let lend = r#", train_with: [(format: Jsonl, path: "experiments/fixtures/squad-mini")]"#;
     let tmp = tempfile::tempdir().unwrap();
     let cache = Cache::new(tmp.path().join("shared"));
@@ -356,4 +374,32 @@ fn a_corpus_without_a_train_split_trains_on_another_corpus_and_is_scored_alone()
     let state: serde_json::Value = serde_json::from_str(&state).unwrap();
     assert!(state["step"].as_u64().unwrap() >= 10 && state["complete"] == true, "{state}");
     assert!(std::fs::read_to_string(tmp.path().join("lent/models.json")).unwrap().contains("SproutRAG trained"));
+}
+
+#[test]
+fn a_damaged_or_cut_short_artefact_is_rebuilt_and_gives_the_figures_of_a_fresh_run() {
+    std::env::set_current_dir(workspace()).unwrap();
+    let text = r#"Experiment(name: "d", data: (format: Jsonl, path: "experiments/fixtures/squad-mini", split: Some("test"), max_queries: Some(40)),
+        methods: [Flat, SproutRag((attention: TokenBlocks(window_tokens: 128), search: Beam((beam_width: 3))))])"#;
+    let exp = Experiment::parse(text, Path::new("d.ron")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let fresh = run_in(&exp, &tmp.path().join("fresh"), &Cache::new(tmp.path().join("fresh-cache")), &Training::Allowed).unwrap();
+    let cache = Cache::new(tmp.path().join("shared"));
+    run_in(&exp, &tmp.path().join("first"), &cache, &Training::Allowed).unwrap();
+    let (units, trees) = (artefacts(&cache.root, "units"), artefacts(&cache.root, "trees"));
+    // One byte of a vector file flipped; a tree file cut short.
+    let mut bytes = std::fs::read(&units[0].0).unwrap();
+    bytes[100] ^= 0x01;
+    std::fs::write(&units[0].0, bytes).unwrap();
+    let tree = std::fs::read(&trees[0].0).unwrap();
+    std::fs::write(&trees[0].0, &tree[..tree.len() / 2]).unwrap();
+    let again = Cache::new(&cache.root);
+    let report = run_in(&exp, &tmp.path().join("second"), &again, &Training::Allowed).unwrap();
+    assert_eq!(again.rebuilt(), 2, "both damaged files were rebuilt, nothing else");
+    for (a, b) in fresh.methods.iter().zip(&report.methods) {
+        assert_eq!(a.metrics, b.metrics, "{}", a.name);
+    }
+    arbor_eval::vectors_io::load(&units[0].0).expect("rebuilt whole");
+    arbor_eval::tree_io::load(&trees[0].0).expect("rebuilt whole");
+    assert_eq!(report.provenance.as_ref().map(|p| p.commit.is_empty()), Some(false), "the report names the code that made it");
 }

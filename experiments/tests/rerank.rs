@@ -13,8 +13,9 @@ const EXPERIMENT: &str = r#"Experiment(
     methods: [
         Flat,
         Rerank((over: Flat, candidates: 8, training: (max_queries: Some(24), epochs: 1, negatives: 3, hard_negatives: 6,
-            trainable_layers: 1, holdout_fraction: 0.3, checkpoint_every: 4))),
+            trainable_layers: 1, checkpoint_every: 4))),
     ],
+    controls: [],
 )"#;
 
 #[test]

@@ -10,3 +10,9 @@ pub type DefaultBackend = burn::backend::Cuda<f32, i32>;
 pub fn default_device() -> burn::tensor::Device<DefaultBackend> {
     Default::default()
 }
+
+/// The backend's name, for the provenance of reports.
+#[cfg(not(feature = "cuda"))]
+pub const NAME: &str = "burn ndarray (CPU)";
+#[cfg(feature = "cuda")]
+pub const NAME: &str = "burn-cuda (GPU)";

@@ -249,6 +249,16 @@ pub fn mean_pool_normalise<B: Backend>(hidden: Tensor<B, 3>, mask: Tensor<B, 2, 
     mean / norm
 }
 
+/// Pooled, L2-normalised vectors of token-id rows through `bert` with gradients (the fine-tuning path;
+/// inference goes through [`SentenceEncoder`]).
+///
+/// # Shapes
+/// - returns `[rows, hidden]`
+pub fn pool_ids<B: Backend>(bert: &Bert<B>, rows: &[&[u32]], device: &B::Device) -> Tensor<B, 2> {
+    let (ids, mask) = pad_ids::<B>(rows, device);
+    mean_pool_normalise(bert.forward(ids, mask.clone(), false).hidden, mask)
+}
+
 /// `max_seq_length` from sentence_bert_config.json, when the directory has one.
 fn sentence_bert_max_len(dir: &Path) -> Result<Option<usize>, ModelError> {
     let path = dir.join("sentence_bert_config.json");

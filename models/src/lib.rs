@@ -5,6 +5,8 @@
 //! - [`encoder::SentenceEncoder`]: sentence-transformers' embedding (mean pooling, L2 norm, truncation),
 //!   batched by length.
 //! - [`compressor::Compressor`]: SmartChunk's Chunk Compression Encoder (a chunk's embedding from its parts').
+//! - [`dense::DenseModel`]: the matched control of a trained method: plain dense retrieval, the encoder
+//!   fine-tuned (or a linear map over its frozen vectors) on the same InfoNCE.
 //! - [`planner::Planner`]: SmartChunk's planner, a small autoregressive policy that writes a level plan.
 //! - [`reranker::CrossEncoder`]: a cross-encoder reranker (MiniLM trunk and a score head, query and unit
 //!   as one input), the reranking stage of SproutRAG (Section 3).
@@ -16,6 +18,7 @@ pub mod aggregator;
 pub mod backend;
 pub mod bert;
 pub mod compressor;
+pub mod dense;
 pub mod encoder;
 pub mod error;
 pub mod hub;

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::aggregator::{AggregationInit, HeadAggregator};
 use crate::bert::Bert;
-use crate::encoder::{mean_pool_normalise, pad_ids};
+use crate::encoder::pool_ids;
 use crate::sentence_vae::{SentenceVae, SentenceVaeConfig, VaeOutput};
 use crate::sllm::{Sllm, SllmConfig};
 
@@ -73,8 +73,7 @@ impl<B: Backend> SproutRagModel<B> {
     /// - returns `[rows, hidden]`; panics if the model has no encoder (a frozen one lives outside it)
     pub fn pool(&self, rows: &[&[u32]], device: &B::Device) -> Tensor<B, 2> {
         let encoder = self.encoder.as_ref().expect("pool needs the fine-tuned encoder inside the model");
-        let (ids, mask) = pad_ids::<B>(rows, device);
-        mean_pool_normalise(encoder.forward(ids, mask.clone(), false).hidden, mask)
+        pool_ids(encoder, rows, device)
     }
 
     /// # Shapes

@@ -16,6 +16,8 @@ use burn::tensor::{Bool, ElementConversion, Tensor, TensorData};
 use burn_train::{InferenceStep, RegressionOutput, TrainOutput, TrainStep};
 use serde::{Deserialize, Serialize};
 
+use crate::config::Removed;
+
 use crate::learner::{self, Fit, NanStop};
 use crate::skeleton::{self, Settings};
 
@@ -39,8 +41,9 @@ pub struct CompressorTraining {
     pub weight_decay: f32,
     pub grad_clip: f32,
     pub checkpoint_every: usize,
-    /// The share of training chunks held back for the per-epoch evaluation.
-    pub holdout_fraction: f64,
+    /// Replaced by the validation split: kept only to say so when an old experiment file sets it.
+    #[serde(default, deserialize_with = "crate::config::removed", skip_serializing)]
+    pub holdout_fraction: Option<Removed>,
 }
 
 impl Default for CompressorTraining {
@@ -54,7 +57,7 @@ impl Default for CompressorTraining {
             weight_decay: 0.01,
             grad_clip: 1.0,
             checkpoint_every: 200,
-            holdout_fraction: 0.1,
+            holdout_fraction: None,
         }
     }
 }

@@ -1,6 +1,7 @@
-//! Training settings of SproutRAG, in the experiment file (defaults: the reference implementation's, see
-//! seeds/README.md: 3 epochs, batch 32, lr 1e-3 for the aggregation weights, warmup 5 %, clipping 1.0,
-//! tau 0.05, lambda 0.1).
+//! Training settings of SproutRAG (and of its matched dense control), in the experiment file. Defaults
+//! are the public SproutRAG reference implementation's: 3 epochs, batch 32, lr 1e-3 for the aggregation
+//! weights, warmup 5 %, clipping 1.0, tau 0.05, lambda 0.1. The held-out documents are the run's
+//! validation split (`data.validation` in the experiment), never a test document.
 
 use arbor_datasets::merge_pairs::MergePairs;
 use serde::{Deserialize, Serialize};
@@ -10,9 +11,15 @@ use crate::skeleton::Settings;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrainConfig {
-    /// Documents of this split train; the last `holdout_docs` of them are held back for per-epoch evaluation.
+    /// Documents of this split train; the validation split's are held out, scored after every epoch, and
+    /// choose the epoch whose model is kept.
     pub split: String,
-    pub holdout_docs: usize,
+    /// Replaced by the validation split: kept only to say so when an old experiment file sets it.
+    #[serde(default, deserialize_with = "removed", skip_serializing)]
+    pub holdout_docs: Option<Removed>,
+    /// Stop after this many epochs without a better validation figure (`None`: run every epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patience: Option<usize>,
     pub epochs: usize,
     /// Queries per step (all from one document: the others' units are its negatives).
     pub batch_size: usize,
@@ -55,7 +62,8 @@ impl Default for TrainConfig {
     fn default() -> Self {
         TrainConfig {
             split: "train".into(),
-            holdout_docs: 2,
+            holdout_docs: None,
+            patience: None,
             epochs: 3,
             batch_size: 32,
             seed: 42,
@@ -80,6 +88,15 @@ impl Default for TrainConfig {
 
 impl TrainConfig {
     pub fn check(&self) -> Result<(), String> {
+        if self.holdout_docs.is_some() {
+            return Err("training.holdout_docs is gone: the held-out documents are now the validation split, carved from \
+                 `train` by document and collection: delete holdout_docs and set `data: (..., validation: Some((fraction: 0.2, \
+                 seed: 0)))` (the default)"
+                .into());
+        }
+        if self.patience == Some(0) {
+            return Err("training.patience must be at least 1 epoch (or None)".into());
+        }
         if self.epochs == 0 || self.batch_size == 0 || self.checkpoint_every == 0 {
             return Err("training.epochs, batch_size and checkpoint_every must be at least 1".into());
         }
@@ -94,8 +111,19 @@ impl TrainConfig {
 
     /// The skeleton's settings of these.
     pub fn settings(&self) -> Settings {
-        crate::settings_of!(self)
+        Settings { patience: self.patience, ..crate::settings_of!(self) }
     }
+}
+
+/// A setting that was removed: reading it, whatever its value, is recorded so that `check` can say what
+/// replaced it (an old experiment file gets that sentence, not a bare "unknown field").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Removed;
+
+/// Deserialises a removed setting's value, whatever it is.
+pub fn removed<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Removed>, D::Error> {
+    serde::de::IgnoredAny::deserialize(d)?;
+    Ok(Some(Removed))
 }
 
 /// Settings added after runs were cached stay out of their serialised form at their default, so the cache

@@ -68,26 +68,6 @@ pub fn step_batch(n: usize, batch_size: usize, seed: u64, step: usize) -> (usize
     (epoch, at, epoch_order(n, seed, epoch).into_iter().skip(at * batch_size).take(batch_size).collect())
 }
 
-/// The documents held back from a training (the planner's, the reranker's): taken from the last, whole
-/// (a document's queries stay together), skipping any that would take the held-back queries over
-/// `fraction` of `query_docs` (the document of each training query). A few documents holding most queries (privacy_qa's apps) must not
-/// take half of a small split.
-pub fn held_documents(query_docs: &[usize], fraction: f64) -> Vec<usize> {
-    let mut docs: Vec<usize> = query_docs.to_vec();
-    docs.sort_unstable();
-    docs.dedup();
-    let budget = (query_docs.len() as f64 * fraction).floor() as usize;
-    let (mut held, mut taken) = (Vec::new(), 0);
-    for &d in docs.iter().rev() {
-        let n = query_docs.iter().filter(|&&q| q == d).count();
-        if taken + n <= budget && held.len() + 1 < docs.len() {
-            held.push(d);
-            taken += n;
-        }
-    }
-    held
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,14 +89,5 @@ mod tests {
         assert_eq!(seen.len(), 8);
         assert_eq!(b, epoch_batches(&docs, 2, 7, 0));
         assert_ne!(b, epoch_batches(&docs, 2, 7, 1));
-    }
-
-    #[test]
-    fn held_documents_keep_within_the_fraction_of_queries() {
-        // Document 9 holds 6 of 10 queries: over 30 %, so it stays in training; 7 and 8 fit.
-        let query_docs = [1, 1, 7, 8, 9, 9, 9, 9, 9, 9];
-        assert_eq!(held_documents(&query_docs, 0.3), vec![8, 7]);
-        assert_eq!(held_documents(&query_docs, 0.0), Vec::<usize>::new());
-        assert_eq!(held_documents(&[4, 4], 1.0), Vec::<usize>::new(), "the only document is never held back");
     }
 }

@@ -23,7 +23,7 @@ use burn::tensor::{ElementConversion, Tensor, TensorData};
 
 use crate::config::TrainConfig;
 use crate::data::epoch_order;
-use crate::skeleton::{self, Group, Step, Task};
+use crate::skeleton::{self, Group, SelectBy, Step, Task};
 
 /// One document's gold merge pairs and, at each, the symmetrised attention of every (layer, head):
 /// `[pairs, layers * heads]` row-major (`SentenceEncoder::pair_attention`). L_attn reads nothing else of
@@ -90,6 +90,10 @@ impl<B: AutodiffBackend> Task<B> for HeadWeights<'_> {
             return Vec::new();
         }
         vec![("eval/attn", losses.iter().sum::<f64>() / losses.len() as f64)]
+    }
+
+    fn select_by(&self) -> Option<SelectBy> {
+        Some(SelectBy { figure: "eval/attn", higher_is_better: false })
     }
 }
 

@@ -232,7 +232,7 @@ where
     }
     let ckpt = dir.join("checkpoints");
     let file = checkpoint::write_item::<B::InnerBackend, _>(&ckpt, "model", total, model.clone().into_record())?;
-    checkpoint::commit(&ckpt, total, vec![file], true)?;
+    checkpoint::commit(&ckpt, total, vec![file], true, None)?;
     Ok(model)
 }
 

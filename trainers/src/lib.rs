@@ -3,13 +3,17 @@
 //! - [`skeleton::train`]: the one training loop every trainer runs on (a [`skeleton::Task`] per trainer).
 //! - [`learner::fit`]: burn-train's Learner for the plain supervised trainers (compressor, planner SFT),
 //!   with atomic checkpoints, arbor's logs and progress bar, and the NaN stop.
-//! - [`sproutrag::train`]: SproutRAG's joint training (InfoNCE + lambda L_attn + VAE) on a frozen encoder.
+//! - [`sproutrag::train`]: SproutRAG's joint training (InfoNCE + lambda L_attn + VAE + L_node), the encoder
+//!   frozen or fine-tuned.
+//! - [`dense::train`]: the matched control of a trained method: plain dense retrieval on the same
+//!   queries, batches and epochs, InfoNCE alone.
 //! - [`head_weights::train`]: the (layer, head) weights alone, on L_attn over fixed (token) attention.
 //! - [`compressor::train`]: SmartChunk's Chunk Compression Encoder on L_comp.
 //! - [`planner::train`]: SmartChunk's planner by SFT, GRPO, SFT + GRPO or STITCH (Table 5).
 //! - [`reranker::train`]: the cross-encoder reranker on L_rank (SproutRAG's reranking stage).
 //! - [`stitch::Stitch`]: STITCH's routing of a query (vanilla, hinted, imitation; SmartChunk, Algorithm 2).
-//! - [`checkpoint`]: model and optimizer states written atomically, committed by `state.json`.
+//! - [`checkpoint`]: model and optimizer states written atomically, committed by `state.json` with their
+//!   digests and the best epoch on validation.
 //! - [`logger::Logger`]: `log.jsonl` and TensorBoard event files.
 //! - [`config::TrainConfig`], [`data`]: settings and the per-document batches.
 
@@ -17,6 +21,7 @@ pub mod checkpoint;
 pub mod compressor;
 pub mod config;
 pub mod data;
+pub mod dense;
 pub mod head_weights;
 pub mod learner;
 pub mod logger;

@@ -131,6 +131,7 @@ impl PlannerTraining {
             warmup_fraction: s.warmup_fraction,
             weight_decay: s.weight_decay,
             grad_clip: s.grad_clip,
+            patience: None,
         }
     }
 }

@@ -23,8 +23,10 @@ use rand::SeedableRng;
 use rand::seq::IndexedRandom;
 use serde::{Deserialize, Serialize};
 
+use crate::config::Removed;
+
 use crate::data::step_batch;
-use crate::skeleton::{self, Group, Settings, Step, Task};
+use crate::skeleton::{self, Group, SelectBy, Settings, Step, Task};
 
 /// One training query: word pieces (no special tokens) of the query, its positive units and its
 /// negative units.
@@ -46,10 +48,11 @@ pub struct Candidate {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RerankerTraining {
-    /// Queries of this split train; whole documents holding at most `holdout_fraction`
-    /// of them are held back.
+    /// Queries of this split train; the validation split's are held out.
     pub split: String,
-    pub holdout_fraction: f64,
+    /// Replaced by the validation split: kept only to say so when an old experiment file sets it.
+    #[serde(default, deserialize_with = "crate::config::removed", skip_serializing)]
+    pub holdout_fraction: Option<Removed>,
     /// At most this many of the split's queries (evenly spaced in file order), for quick runs; `None`: all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_queries: Option<usize>,
@@ -79,7 +82,7 @@ impl Default for RerankerTraining {
     fn default() -> Self {
         RerankerTraining {
             split: "train".into(),
-            holdout_fraction: 0.1,
+            holdout_fraction: None,
             max_queries: None,
             epochs: 4,
             batch_size: 4,
@@ -107,8 +110,10 @@ impl RerankerTraining {
         if self.hard_negatives < self.negatives {
             return Err(format!("rerank training: hard_negatives ({}) must be at least negatives ({})", self.hard_negatives, self.negatives));
         }
-        if !(0.0..1.0).contains(&self.holdout_fraction) {
-            return Err(format!("rerank training: holdout_fraction must be in [0, 1), got {}", self.holdout_fraction));
+        if self.holdout_fraction.is_some() {
+            return Err("rerank training: holdout_fraction is gone: the reranker holds out the validation split (`data: (..., \
+                        validation: Some((fraction: 0.2, seed: 0)))`, the default): delete it"
+                .into());
         }
         Ok(())
     }
@@ -210,6 +215,10 @@ impl<B: AutodiffBackend> Task<B> for RerankTask<'_, B> {
         let n = groups.len() as f64;
         vec![("eval/loss", loss / n), ("eval/hit1", hit / n), ("eval/dense_hit1", hit_at_1(dense))]
     }
+
+    fn select_by(&self) -> Option<SelectBy> {
+        Some(SelectBy { figure: "eval/loss", higher_is_better: false })
+    }
 }
 
 /// Only examples with a positive and a full pool of negatives make groups of one size.
@@ -278,7 +287,7 @@ mod tests {
     #[test]
     fn settings_that_cannot_make_groups_are_rejected() {
         assert!(RerankerTraining { hard_negatives: 3, negatives: 7, ..Default::default() }.check().unwrap_err().contains("hard_negatives"));
-        assert!(RerankerTraining { holdout_fraction: 1.0, ..Default::default() }.check().is_err());
+        assert!(RerankerTraining { holdout_fraction: Some(Removed), ..Default::default() }.check().is_err());
         assert!(RerankerTraining::default().check().is_ok());
     }
 }

@@ -10,8 +10,12 @@
 //! - `log.jsonl` and TensorBoard (the terms, their total, the task's scalars, each group's learning rate,
 //!   the epoch), the task's held-out evaluation at the end of every epoch;
 //! - a checkpoint every `checkpoint_every` steps and at the end: the model and every group's optimizer,
-//!   each fsynced and renamed, committed by `state.json`; a run folder holding a checkpoint continues
-//!   from it (the task's batches depend only on the step, so it sees the same ones).
+//!   each fsynced and renamed, committed by `state.json` with their digests; a run folder holding a
+//!   checkpoint continues from it (the task's batches depend only on the step, so it sees the same ones);
+//!   a damaged checkpoint is said on a warning line and the training starts over;
+//! - checkpoint choice on validation: when the task names the held-out figure that judges it
+//!   ([`Task::select_by`]), the model of the best epoch is kept beside the last, and is the trained model;
+//!   `patience` stops the run after that many epochs without a better one.
 
 use std::path::Path;
 
@@ -23,7 +27,7 @@ use burn::optim::{AdamW, AdamWConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{ElementConversion, Tensor};
 
-use crate::checkpoint;
+use crate::checkpoint::{self, Best};
 use crate::logger::Logger;
 
 /// The loop's settings (a trainer's config gives them).
@@ -34,6 +38,8 @@ pub struct Settings {
     pub warmup_fraction: f64,
     pub weight_decay: f32,
     pub grad_clip: f32,
+    /// Stop after this many epochs without a better validation figure (needs [`Task::select_by`]).
+    pub patience: Option<usize>,
 }
 
 /// The [`Settings`] of a trainer config that has fields of the same names.
@@ -46,6 +52,7 @@ macro_rules! settings_of {
             warmup_fraction: $c.warmup_fraction,
             weight_decay: $c.weight_decay,
             grad_clip: $c.grad_clip,
+            patience: None,
         }
     };
 }
@@ -66,6 +73,13 @@ pub struct Step<B: Backend> {
     pub scalars: Vec<(&'static str, f64)>,
     /// Where the step's data came from, for the error a non-finite term raises.
     pub context: String,
+}
+
+/// The held-out figure that chooses the checkpoint: its name among [`Task::evaluate`]'s, and its sense.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SelectBy {
+    pub figure: &'static str,
+    pub higher_is_better: bool,
 }
 
 /// Parameters one optimizer updates: `params` takes their gradients out of the step's gradients. Groups
@@ -99,6 +113,10 @@ pub trait Task<B: AutodiffBackend> {
     fn evaluate(&self, _model: &<Self::Model as AutodiffModule<B>>::InnerModule) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
+    /// The figure of [`Task::evaluate`] that chooses the trained model among the epochs' (none: the last).
+    fn select_by(&self) -> Option<SelectBy> {
+        None
+    }
 }
 
 /// Trains `model` on `task` in `run_dir` (checkpoints/, tb/, log.jsonl), continuing from the folder's
@@ -121,22 +139,28 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
     let ckpt_dir = run_dir.join("checkpoints");
     let device = Default::default();
     let mut start = 0;
+    let mut best: Option<Best> = None;
     if let Some(state) = checkpoint::state(&ckpt_dir)? {
-        model = model.load_record(checkpoint::load::<B, _>(&ckpt_dir, &state, "model", &device)?);
-        for (group, optim) in groups.iter().zip(&mut optims) {
-            *optim = optim.clone().load_record(checkpoint::load::<B, _>(&ckpt_dir, &state, &format!("optim-{}", group.name), &device)?);
+        match resume(task, &mut model, groups, &mut optims, &ckpt_dir, &state) {
+            Ok(()) => {
+                start = state.step;
+                best = state.best.clone();
+                eprintln!("resuming from step {start}");
+            }
+            Err(e) if checkpoint::is_damage(&e) => {
+                eprintln!("warning: {e}: training again from the start");
+                std::fs::remove_dir_all(&ckpt_dir).with_context(|| format!("cannot clear {}", ckpt_dir.display()))?;
+                let _ = std::fs::remove_file(run_dir.join("log.jsonl"));
+                let _ = std::fs::remove_dir_all(run_dir.join("tb"));
+            }
+            Err(e) => return Err(e),
         }
-        if let Some(file) = state.files.iter().find(|f| f.starts_with("task-")) {
-            let path = ckpt_dir.join(file);
-            let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-            task.restore(serde_json::from_str(&text).with_context(|| format!("{} is damaged", path.display()))?)?;
-        }
-        start = state.step;
-        eprintln!("resuming from step {start}");
     }
     let mut logger = Logger::open(run_dir, Some(start))?;
     let total = per_epoch * settings.epochs;
     let lr_names: Vec<String> = groups.iter().map(|g| format!("lr/{}", g.name)).collect();
+    let select = task.select_by();
+    let mut stop = false;
     for step in start..total {
         let Step { terms, scalars, context } = task.step(&model, step)?;
         let mut logged = Vec::with_capacity(terms.len() + scalars.len() + groups.len() + 4);
@@ -170,8 +194,25 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
             if !eval.is_empty() {
                 logger.log(done, &eval)?;
             }
+            if let Some(score) = select.and_then(|by| eval.iter().find(|(n, _)| *n == by.figure).map(|&(_, v)| (by, v))) {
+                let (by, value) = score;
+                let better = best.as_ref().is_none_or(|b| if by.higher_is_better { value > b.score } else { value < b.score });
+                if better {
+                    let file = checkpoint::write_item::<B, _>(&ckpt_dir, "best", done, model.clone().into_record())?;
+                    best = Some(Best { step: done, score: value, file });
+                }
+                let since = best.as_ref().map_or(0, |b| (done - b.step) / per_epoch);
+                if settings.patience.is_some_and(|p| since >= p) && done < total {
+                    eprintln!(
+                        "stopping early: {since} epochs without a better {} than {:.4}",
+                        by.figure,
+                        best.as_ref().map_or(f64::NAN, |b| b.score)
+                    );
+                    stop = true;
+                }
+            }
         }
-        if done % settings.checkpoint_every == 0 || done == total {
+        if done % settings.checkpoint_every == 0 || done == total || stop {
             logger.flush()?;
             let mut files = vec![checkpoint::write_item::<B, _>(&ckpt_dir, "model", done, model.clone().into_record())?];
             for (group, optim) in groups.iter().zip(&optims) {
@@ -180,22 +221,66 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
             let state = task.state();
             if !state.is_null() {
                 let name = format!("task-{done}.json");
-                arbor_eval::report::atomic_write(&ckpt_dir.join(&name), serde_json::to_string(&state)?.as_bytes())?;
+                arbor_eval::files::atomic_write(&ckpt_dir.join(&name), serde_json::to_string(&state)?.as_bytes())?;
                 files.push(name);
             }
-            checkpoint::commit(&ckpt_dir, done, files, done == total)?;
+            checkpoint::commit(&ckpt_dir, done, files, done == total || stop, best.clone())?;
         }
         progress(done, total);
+        if stop {
+            break;
+        }
     }
     logger.flush()?;
-    Ok(model)
+    match best {
+        Some(best) => {
+            let state = checkpoint::state(&ckpt_dir)?.context("the last checkpoint was committed")?;
+            Ok(model.load_record(checkpoint::load_file::<B, _>(&ckpt_dir, &state, &best.file, &device)?))
+        }
+        None => Ok(model),
+    }
 }
 
-/// `model` with the weights of the finished run in `run_dir`, if it has finished (nothing is recomputed).
+/// Loads a checkpoint's model, optimizers and task state.
+fn resume<B: AutodiffBackend, T: Task<B>>(
+    task: &mut T,
+    model: &mut T::Model,
+    groups: &[Group<B, T::Model>],
+    optims: &mut [OptimizerAdaptor<AdamW, T::Model, B>],
+    ckpt_dir: &Path,
+    state: &checkpoint::CheckpointState,
+) -> anyhow::Result<()> {
+    let device = Default::default();
+    *model = model.clone().load_record(checkpoint::load::<B, _>(ckpt_dir, state, "model", &device)?);
+    for (group, optim) in groups.iter().zip(optims.iter_mut()) {
+        *optim = optim.clone().load_record(checkpoint::load::<B, _>(ckpt_dir, state, &format!("optim-{}", group.name), &device)?);
+    }
+    if let Some(file) = state.files.iter().find(|f| f.starts_with("task-")) {
+        let path = checkpoint::verify(ckpt_dir, state, file)?;
+        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        task.restore(serde_json::from_str(&text).with_context(|| format!("{} is damaged", path.display()))?)?;
+    }
+    Ok(())
+}
+
+/// `model` with the weights of the finished run in `run_dir`, if it has finished (nothing is recomputed):
+/// the best epoch's on validation when the run chose one, else the last. A damaged model file is said on a
+/// warning line and read as unfinished, so it is trained again where training may happen.
 pub fn finished<B: Backend, M: Module<B>>(model: M, run_dir: &Path) -> anyhow::Result<Option<M>> {
     let ckpt_dir = run_dir.join("checkpoints");
     let Some(state) = checkpoint::state(&ckpt_dir)?.filter(|s| s.complete) else { return Ok(None) };
-    Ok(Some(model.load_record(checkpoint::load(&ckpt_dir, &state, "model", &Default::default())?)))
+    let loaded = match &state.best {
+        Some(best) => checkpoint::load_file(&ckpt_dir, &state, &best.file, &Default::default()),
+        None => checkpoint::load(&ckpt_dir, &state, "model", &Default::default()),
+    };
+    match loaded {
+        Ok(record) => Ok(Some(model.load_record(record))),
+        Err(e) if checkpoint::is_damage(&e) => {
+            eprintln!("warning: {e}: its training is not read back");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]
@@ -238,7 +323,7 @@ mod tests {
     }
 
     fn settings() -> Settings {
-        Settings { epochs: 4, checkpoint_every: 5, warmup_fraction: 0.1, weight_decay: 0.0, grad_clip: 1.0 }
+        Settings { epochs: 4, checkpoint_every: 5, warmup_fraction: 0.1, weight_decay: 0.0, grad_clip: 1.0, patience: None }
     }
 
     fn run(task: &mut PullToHeadZero, dir: &Path) -> anyhow::Result<Vec<f32>> {

@@ -35,7 +35,7 @@ use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use crate::config::TrainConfig;
 use crate::data::{Batch, TrainDoc, TrainQuery, epoch_batches};
-use crate::skeleton::{self, Group, Step, Task};
+use crate::skeleton::{self, Group, SelectBy, Step, Task};
 
 /// Trains SproutRAG's modules; returns the trained model (without autodiff) for indexing. `encoder`: the
 /// pretrained encoder when it is fine-tuned (`training.freeze_encoder: false`), else `None`.
@@ -151,6 +151,10 @@ impl<B: AutodiffBackend> Task<B> for Joint<'_> {
         let m = evaluate(model, self.corpus, self.holdout);
         vec![("eval/ie_mean", m.ie_mean), ("eval/hit@1", m.hit[0]), ("eval/hit@5", m.hit[2])]
     }
+
+    fn select_by(&self) -> Option<SelectBy> {
+        Some(SelectBy { figure: "eval/ie_mean", higher_is_better: true })
+    }
 }
 
 /// The loss terms of one batch, by name: InfoNCE, lambda * L_attn, and the VAE's CE and beta * KL.
@@ -162,15 +166,11 @@ fn losses<B: AutodiffBackend>(
     max_tokens: usize,
 ) -> Vec<(&'static str, Tensor<B, 1>)> {
     let device = &model.aggregator.head_weights().device();
-    let n = doc.units.len();
     let out = model.document(unit_vectors(model, doc, device), model.vae.is_some());
     let batch: Vec<&TrainQuery> = queries.iter().map(|&q| &doc.queries[q]).collect();
     let eq = model.queries(query_vectors(model, &batch, device));
     let positives: Vec<usize> = queries.iter().map(|&q| doc.queries[q].positive).collect();
-    let ep = out.embeddings.clone().select(0, ids(&positives, device));
-    let others: Vec<usize> = (0..n).filter(|u| !positives.contains(u)).collect();
-    let hard = (config.hard_negatives && !others.is_empty()).then(|| out.embeddings.clone().select(0, ids(&others, device)));
-    let mut terms = vec![("loss/ret", info_nce(eq.clone(), ep, hard, config.tau))];
+    let mut terms = vec![("loss/ret", retrieval_loss(out.embeddings.clone(), eq.clone(), &positives, config))];
     if !doc.pairs.is_empty() {
         terms.push(("loss/attn_weighted", attention_structure(out.m.clone(), &doc.pairs, config.eps) * config.lambda));
     }
@@ -275,16 +275,39 @@ fn ids<B: Backend>(values: &[usize], device: &B::Device) -> Tensor<B, 1, Int> {
     Tensor::from_data(TensorData::new(values.iter().map(|&i| i as i64).collect::<Vec<_>>(), [values.len()]), device)
 }
 
+/// L_ret: InfoNCE between the batch's query embeddings and their positive units, the batch's other
+/// positives as negatives, and (with `hard_negatives`) every other unit of the document too.
+///
+/// # Shapes
+/// - `units`: `[n, d]`, `queries`: `[b, d]`, `positives`: b unit indices
+pub fn retrieval_loss<B: Backend>(units: Tensor<B, 2>, queries: Tensor<B, 2>, positives: &[usize], config: &TrainConfig) -> Tensor<B, 1> {
+    let device = units.device();
+    let n = units.dims()[0];
+    let ep = units.clone().select(0, ids(positives, &device));
+    let others: Vec<usize> = (0..n).filter(|u| !positives.contains(u)).collect();
+    let hard = (config.hard_negatives && !others.is_empty()).then(|| units.select(0, ids(&others, &device)));
+    info_nce(queries, ep, hard, config.tau)
+}
+
 /// Flat retrieval over the SLLM's unit embeddings of held-back documents, scored on their gold spans.
 pub fn evaluate<B: Backend>(model: &SproutRagModel<B>, corpus: &Corpus, docs: &[TrainDoc]) -> Metrics {
     let device = model.aggregator.head_weights().device();
+    flat_on_held_out(corpus, docs, |doc| {
+        let units = model.document(unit_vectors(model, doc, &device), false).embeddings;
+        let queries = model.queries(query_vectors(model, &doc.queries.iter().collect::<Vec<_>>(), &device));
+        (units, queries)
+    })
+}
+
+/// Flat retrieval of each held-back query among its document's units, top 10 by cosine, scored on its gold
+/// spans: `embed(doc)` gives the units' and the queries' embeddings, `[units, d]` and `[queries, d]`.
+pub fn flat_on_held_out<B: Backend>(corpus: &Corpus, docs: &[TrainDoc], embed: impl Fn(&TrainDoc) -> (Tensor<B, 2>, Tensor<B, 2>)) -> Metrics {
     let mut per_query = Vec::new();
     for doc in docs.iter().filter(|d| !d.queries.is_empty()) {
         let n = doc.units.len();
-        let out = model.document(unit_vectors(model, doc, &device), false);
-        let units = out.embeddings.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
-        let eq = model.queries(query_vectors(model, &doc.queries.iter().collect::<Vec<_>>(), &device));
+        let (units, eq) = embed(doc);
         let dm = eq.dims()[1];
+        let units = units.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
         let eq = eq.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
         for (qi, q) in doc.queries.iter().enumerate() {
             let qv = &eq[qi * dm..(qi + 1) * dm];

@@ -1,4 +1,4 @@
-//! `reproduce [--sweeps DIR] [--out DIR] [--full-legalbench]`: runs the sweeps behind the papers' tables (finished runs are
+//! `reproduce [--sweeps DIR] [--out DIR]`: runs the sweeps behind the papers' tables (finished runs are
 //! read back) and writes `<out>/reproduce/report.md` with each paper's numbers beside ours.
 
 use std::path::PathBuf;
@@ -18,16 +18,12 @@ struct Args {
     /// Where sweep folders go; the report is written to <out>/reproduce/
     #[arg(long, default_value = "runs")]
     out: PathBuf,
-    /// The LegalBench-RAG row on the whole test split, with maud's merger agreements (over an hour to
-    /// index on 2 cores); by default on contractnli and privacy_qa
-    #[arg(long)]
-    full_legalbench: bool,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let start = std::time::Instant::now();
-    let dir = arbor_ablations::reproduce::reproduce(&args.sweeps, &args.out, args.full_legalbench)?;
+    let dir = arbor_ablations::reproduce::reproduce(&args.sweeps, &args.out)?;
     println!("{}", std::fs::read_to_string(dir.join("report.md"))?);
     println!("report: {} ({:.1} s)", dir.join("report.md").display(), start.elapsed().as_secs_f64());
     Ok(())

@@ -15,7 +15,7 @@ impl MethodSpec for Bm25 {
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
-        let retriever = arbor_eval::bm25::Bm25::build(ctx.corpus, &ctx.leaves.units, ctx.scope);
+        let retriever = arbor_eval::bm25::Bm25::build(ctx.corpus, &ctx.leaves.units, ctx.scope, ctx.docs);
         Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::None, models: Vec::new(), details: None })
     }
 }

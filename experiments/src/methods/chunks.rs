@@ -156,7 +156,7 @@ impl MethodSpec for Chunking {
             "{n} chunks, {:.0} tokens on average",
             chunks.spans.iter().map(|s| ctx.leaves.tokens.count(*s)).sum::<usize>() as f64 / n.max(1) as f64
         );
-        let retriever = FlatDense { name: MethodSpec::label(self), chunks, embeddings: vectors, scope: ctx.scope };
+        let retriever = FlatDense { name: MethodSpec::label(self), chunks, embeddings: vectors };
         Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
     }
 }

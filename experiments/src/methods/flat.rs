@@ -21,8 +21,7 @@ impl MethodSpec for Flat {
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
         let embeddings = ctx.unit_vectors()?;
-        let retriever =
-            FlatDense { name: self.label(), chunks: Cow::Borrowed(&ctx.leaves.units), embeddings: Cow::Borrowed(embeddings), scope: ctx.scope };
+        let retriever = FlatDense { name: self.label(), chunks: Cow::Borrowed(&ctx.leaves.units), embeddings: Cow::Borrowed(embeddings) };
         Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: None })
     }
 }

@@ -76,7 +76,6 @@ impl MethodSpec for HierarchyConfig {
             chunks: Cow::Borrowed(units),
             embeddings: Cow::Borrowed(ctx.unit_vectors()?),
             ratio: self.ratio,
-            scope: ctx.scope,
         };
         Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
     }

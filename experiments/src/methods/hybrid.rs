@@ -9,7 +9,7 @@ use arbor_eval::flat::FlatDense;
 use arbor_eval::fusion::Fusion;
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+use super::{Built, Context, MethodKind, MethodSpec, QueryVectors, Trains};
 use crate::experiment::Method;
 
 /// `Hybrid((k_rrf: 60))`, or `Hybrid((dense: Some(SproutRag((...)))))`, in an experiment file.
@@ -41,6 +41,10 @@ impl MethodSpec for HybridConfig {
         MethodKind::Hybrid
     }
 
+    fn trains(&self) -> Trains {
+        self.dense.as_ref().map_or(Trains::No, |m| m.spec().trains())
+    }
+
     fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(self.k_rrf >= 0.0 && self.depth != Some(0), "Hybrid: k_rrf must be >= 0 and depth at least 1");
         self.dense.as_ref().map_or(Ok(()), |m| m.spec().check())
@@ -51,25 +55,19 @@ impl MethodSpec for HybridConfig {
         let dense = match &self.dense {
             Some(method) => method.spec().build(ctx)?,
             None => Built {
-                retriever: Box::new(FlatDense {
-                    name: "dense".into(),
-                    chunks: Cow::Borrowed(units),
-                    embeddings: Cow::Borrowed(ctx.unit_vectors()?),
-                    scope: ctx.scope,
-                }),
+                retriever: Box::new(FlatDense { name: "dense".into(), chunks: Cow::Borrowed(units), embeddings: Cow::Borrowed(ctx.unit_vectors()?) }),
                 queries: QueryVectors::Encoder,
                 models: Vec::new(),
                 details: None,
             },
         };
-        let bm25 = Bm25::build(ctx.corpus, units, ctx.scope);
+        let bm25 = Bm25::build(ctx.corpus, units, ctx.scope, ctx.docs);
         let fusion = Fusion {
             name: self.label(),
             parts: vec![Box::new(bm25), dense.retriever],
             chunks: Cow::Borrowed(units),
             k_rrf: self.k_rrf,
             depth: self.depth.unwrap_or(usize::MAX),
-            scope: ctx.scope,
         };
         Ok(Built { retriever: Box::new(fusion), ..dense })
     }

@@ -17,11 +17,17 @@
 //! | SproutRAG | [`sproutrag`] | SproutRAG, Sections 2-4 |
 //! | SmartChunk (multi-level chunks, compressor, plan) | [`smartchunk`] | SmartChunk, Section 4 |
 //! | Any of these + a cross-encoder reranker | [`rerank`] | SproutRAG, Section 3 (reranking stage) |
+//! | Dense fine-tuned by InfoNCE alone (matched control) | [`dense`] | the fair-comparison rules of arbor |
+//! | Exemplar expansion (matched control) | [`exemplars`] | Rocchio 1971; nearest-neighbour query expansion |
 //!
-//! Methods that summarise use [`crate::summaries`].
+//! Methods that summarise use [`crate::summaries`]; trained methods get their matched controls from
+//! [`controls`], and read their training data through [`training`].
 
 pub mod bm25;
 pub mod chunks;
+pub mod controls;
+pub mod dense;
+pub mod exemplars;
 pub mod flat;
 pub mod hierarchy;
 pub mod hybrid;
@@ -30,6 +36,7 @@ pub mod rerank;
 pub mod rse;
 pub mod smartchunk;
 pub mod sproutrag;
+pub mod training;
 
 use std::cell::{Cell, OnceCell};
 use std::fmt;
@@ -44,7 +51,7 @@ use arbor_models::encoder::Kernel;
 use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder};
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{BuildTime, Cache, Keys, key};
+use crate::cache::{Artefact, BuildTime, Cache, Keys, key};
 use crate::trained::{TrainedModel, Training};
 
 /// What a method is, for sweep rows and plots (independent of its numeric settings).
@@ -68,6 +75,14 @@ pub enum MethodKind {
     /// A method's candidates reranked by the cross-encoder (over SproutRAG, or over a baseline).
     Reranked {
         sproutrag: bool,
+    },
+    /// Dense retrieval trained by InfoNCE alone (a matched control).
+    Dense {
+        fine_tuned: bool,
+    },
+    /// Exemplar expansion (a matched control), over BM25 or dense.
+    Exemplars {
+        dense: bool,
     },
 }
 
@@ -106,6 +121,10 @@ impl fmt::Display for MethodKind {
             MethodKind::SmartChunk => write!(f, "SmartChunk"),
             MethodKind::Reranked { sproutrag: true } => write!(f, "SproutRAG + reranker"),
             MethodKind::Reranked { sproutrag: false } => write!(f, "Baseline + reranker"),
+            MethodKind::Dense { fine_tuned: true } => write!(f, "Dense, fine-tuned (control)"),
+            MethodKind::Dense { fine_tuned: false } => write!(f, "Dense, trained map (control)"),
+            MethodKind::Exemplars { dense: false } => write!(f, "Exemplars, BM25 (control)"),
+            MethodKind::Exemplars { dense: true } => write!(f, "Exemplars, dense (control)"),
             MethodKind::SproutRag { attention, search } => {
                 let attention = match attention {
                     SproutAttention::Untrained => "untrained",
@@ -131,6 +150,21 @@ impl MethodKind {
     }
 }
 
+/// What a method learns from the corpus's training split: whether it is a trained row of the report, and
+/// which matched controls it needs ([`controls`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Trains {
+    /// Nothing: an untrained baseline.
+    No,
+    /// The training documents only (no query): trained, with no query-matched control.
+    Documents,
+    /// The training queries, with these settings: its controls use the same queries, batches and epochs.
+    Queries(arbor_trainers::config::TrainConfig),
+    /// Reads the training queries at query time without training (exemplar expansion): not a baseline, and
+    /// a control in itself.
+    LooksUp,
+}
+
 /// A retrieval method.
 pub trait MethodSpec {
     /// The row name in reports (with the settings that tell two rows of one kind apart).
@@ -139,6 +173,10 @@ pub trait MethodSpec {
     /// Rejects settings that cannot run, before anything is loaded.
     fn check(&self) -> anyhow::Result<()> {
         Ok(())
+    }
+    /// What it learns from the training split (an untrained baseline by default).
+    fn trains(&self) -> Trains {
+        Trains::No
     }
     /// Methods with the same index key share one index (and report its build time); `None`: not shared.
     fn index_key(&self) -> Option<String> {
@@ -183,6 +221,7 @@ pub struct Context<'a> {
     pub docs: &'a [usize],
     /// The evaluated queries (embeddings not filled in).
     pub queries: &'a [EvalQuery],
+    /// How the queries rank (their `docs` already hold what they rank; BM25's IDF follows the scope).
     pub scope: Scope,
     /// The unit vectors and what they cost to build (encoding now, or as recorded when read back).
     unit_vectors: OnceCell<(Vec<Vec<f32>>, BuildTime)>,
@@ -253,7 +292,7 @@ impl<'a> Context<'a> {
         docs: &[usize],
         text: &dyn Fn(usize) -> String,
     ) -> anyhow::Result<Vec<Vec<f32>>> {
-        let dir = self.cache.dir("chunks", &key(&(&self.keys.encoder, what)))?;
+        let dir = self.cache.dir(Artefact::Chunks, &key(&(&self.keys.encoder, what)))?;
         self.cache.chunk_embeddings(&dir, &|t, p| self.encoder.embed(t, self.encoder_config.batch_size, p), chunks, self.keys, docs, text)
     }
 
@@ -263,7 +302,7 @@ impl<'a> Context<'a> {
     /// fine-tuned encoder (the SLLM's and its control's) encode the corpus once, later runs not at all.
     pub fn tuned_unit_vectors(&self, model: &Path, kernel: &Kernel<DefaultBackend>) -> anyhow::Result<Vec<Vec<f32>>> {
         let trained = model.file_name().map(|n| n.to_string_lossy().into_owned());
-        let dir = self.cache.dir("units", &key(&(&self.keys.encoder, "fine-tuned in", trained)))?;
+        let dir = self.cache.dir(Artefact::Units, &key(&(&self.keys.encoder, "fine-tuned in", trained)))?;
         let embed = |t: &[&str], p: &mut dyn FnMut(usize)| self.encoder.embed_with(kernel, t, self.encoder_config.batch_size, p);
         self.cache.chunk_embeddings(&dir, &embed, &self.leaves.units, self.keys, self.docs, &|c| self.leaves.units.text(self.corpus, c).into())
     }

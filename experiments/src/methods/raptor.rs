@@ -21,7 +21,7 @@ use arbor_eval::raptor_io;
 use serde::{Deserialize, Serialize};
 
 use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
-use crate::cache::key;
+use crate::cache::{Artefact, key};
 use crate::progress::bar;
 use crate::summaries::SummariserConfig;
 
@@ -115,7 +115,7 @@ impl MethodSpec for RaptorConfig {
         let summariser = self.summariser.open(ctx.corpus, ctx.leaves, ctx.unit_vectors()?, &ctx.cache.root)?;
         // The tree does not depend on how it is searched: both searches share one cached tree per document.
         let built_by = RaptorConfig { search: RaptorSearchConfig::Collapsed, ..self.clone() };
-        let dir = ctx.cache.dir("raptor", &key(&(&ctx.keys.encoder, &built_by, self.summariser.key()?)))?;
+        let dir = ctx.cache.dir(Artefact::Raptor, &key(&(&ctx.keys.encoder, &built_by, self.summariser.key()?)))?;
         let params = self.params();
         let mut trees: Vec<Option<RaptorTree>> = vec![None; docs.len()];
         let pb = bar(ctx.docs.len(), "RAPTOR trees");
@@ -148,7 +148,7 @@ impl MethodSpec for RaptorConfig {
             RaptorSearchConfig::Collapsed => RaptorSearch::Collapsed,
             RaptorSearchConfig::Traversal { top_k } => RaptorSearch::Traversal { top_k },
         };
-        let retriever = RaptorRetriever { name: self.label(), trees, leaves: Cow::Owned(leaves), search, scope: ctx.scope };
+        let retriever = RaptorRetriever { name: self.label(), trees, leaves: Cow::Owned(leaves), search };
         Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
     }
 }

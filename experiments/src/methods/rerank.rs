@@ -19,16 +19,17 @@ use arbor_eval::{Retriever, Scope};
 use arbor_models::bert::load_bert;
 use arbor_models::reranker::Scorer;
 use arbor_models::{DefaultBackend, SentenceEncoder};
-use arbor_trainers::data::held_documents;
 use arbor_trainers::reranker::{Candidate, PairFormat, RerankExample, RerankerTraining, usable};
 use burn::backend::Autodiff;
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodKind, MethodSpec};
-use crate::cache::key;
+use super::{Built, Context, MethodKind, MethodSpec, Trains};
+use crate::cache::{Artefact, key};
 use crate::experiment::Method;
 use crate::progress::with_bar;
 use crate::trained::{Located, TrainedModel};
+use crate::validation::VALIDATION;
+use arbor_trainers::config::TrainConfig;
 
 /// `Rerank((over: Flat, candidates: 30, training: (...)))` in an experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +57,13 @@ impl MethodSpec for RerankConfig {
         MethodKind::Reranked { sproutrag: self.over.kind().is_sproutrag() }
     }
 
+    /// The reranker learns from the training queries: its dense control fine-tunes the encoder for as many
+    /// epochs, on the same split, at the joint training's default rate.
+    fn trains(&self) -> Trains {
+        let t = &self.training;
+        Trains::Queries(TrainConfig { split: t.split.clone(), epochs: t.epochs, seed: t.seed, freeze_encoder: false, ..TrainConfig::default() })
+    }
+
     fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(self.candidates > 0, "Rerank: candidates must be at least 1");
         anyhow::ensure!(!matches!(*self.over, Method::Rerank(_)), "Rerank: a reranked method cannot be reranked again");
@@ -74,7 +82,6 @@ impl MethodSpec for RerankConfig {
             corpus: ctx.corpus,
             units: &ctx.leaves.units,
             unit_vectors: ctx.unit_vectors()?,
-            scope: ctx.scope,
             candidates: self.candidates,
             batch_size: ctx.encoder_config.batch_size,
         };
@@ -98,7 +105,7 @@ fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::
     let Located { dir, may_train } = ctx.training.locate(label, training, &ctx.keys.encoder, || {
         let (train, holdout) = made.insert(examples(ctx, training)?);
         // "gamma learned": the version of the trainer (its first form kept gamma fixed).
-        ctx.cache.dir("train", &key(&(&ctx.keys.encoder, "reranker", "gamma learned", training, format.max_len, train, holdout)))
+        ctx.cache.dir(Artefact::Reranker, &key(&(&ctx.keys.encoder, "reranker", "gamma learned", training, format.max_len, train, holdout)))
     })?;
     let record =
         TrainedModel { method: label.into(), settings: serde_json::to_value(training)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone() };
@@ -129,8 +136,7 @@ fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::
     Ok((Scorer::new(&model, encoder, format.max_query, format.max_len), record))
 }
 
-/// The training and held-back examples of `training.split`: held back are the queries of whole documents,
-/// at most `holdout_fraction` of the queries (arbor_trainers::data::held_documents).
+/// The training examples of `training.split` and the held-out ones of the validation split.
 fn examples(ctx: &Context, training: &RerankerTraining) -> anyhow::Result<(Vec<RerankExample>, Vec<RerankExample>)> {
     let corpus = ctx.corpus;
     let mut queries: Vec<&Query> = corpus.eval_queries(Some(&training.split));
@@ -138,8 +144,8 @@ fn examples(ctx: &Context, training: &RerankerTraining) -> anyhow::Result<(Vec<R
         // Evenly spaced in file order, so that a sample still spans the split's documents.
         queries = (0..max).map(|i| queries[i * queries.len() / max]).collect();
     }
-    let first_docs: Vec<usize> = queries.iter().map(|q| corpus.query_docs(q)[0]).collect();
-    let held: HashSet<usize> = held_documents(&first_docs, training.holdout_fraction).into_iter().collect();
+    let n_train = queries.len();
+    queries.extend(corpus.eval_queries(Some(VALIDATION)));
     let mut docs: Vec<usize> = queries.iter().flat_map(|q| corpus.query_docs(q)).collect();
     docs.sort_unstable();
     docs.dedup();
@@ -147,17 +153,14 @@ fn examples(ctx: &Context, training: &RerankerTraining) -> anyhow::Result<(Vec<R
     let first = FirstStage {
         units: &ctx.leaves.units,
         unit_vectors: &ctx.cache.unit_embeddings(ctx.encoder, corpus, ctx.leaves, ctx.keys, &docs, batch)?,
-        bm25: &Bm25::build(corpus, &ctx.leaves.units, Scope::QueryDocuments),
+        bm25: &Bm25::build(corpus, &ctx.leaves.units, Scope::QueryDocuments, &docs),
     };
     let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
     let query_vectors = ctx.cache.text_embeddings(ctx.encoder, batch, &texts, "training queries")?;
     let (mut train, mut holdout) = (Vec::new(), Vec::new());
-    for (q, vector) in queries.into_iter().zip(&query_vectors) {
+    for (i, (q, vector)) in queries.into_iter().zip(&query_vectors).enumerate() {
         let example = first.example(ctx.encoder, corpus, q, vector, training.hard_negatives);
-        match held.contains(&corpus.query_docs(q)[0]) {
-            true => holdout.push(example),
-            false => train.push(example),
-        }
+        if i < n_train { train.push(example) } else { holdout.push(example) }
     }
     Ok((usable(training, train), usable(training, holdout)))
 }
@@ -209,7 +212,6 @@ struct Reranked<'a> {
     units: &'a Chunks,
     /// The encoder's vectors of the units: the first-stage cosine the reranker adds to its score.
     unit_vectors: &'a [Vec<f32>],
-    scope: Scope,
     candidates: usize,
     batch_size: usize,
 }
@@ -243,7 +245,7 @@ impl Retriever for Reranked<'_> {
         if ranked.len() < k {
             let floor = ranked.last().map_or(0.0, |r| r.1) - 1.0;
             let in_pool: HashSet<usize> = ranked.iter().map(|r| r.0).collect();
-            let rest: Vec<usize> = self.units.candidates(query, self.scope).filter(|u| !in_pool.contains(u)).take(k - ranked.len()).collect();
+            let rest: Vec<usize> = self.units.candidates(query).filter(|u| !in_pool.contains(u)).take(k - ranked.len()).collect();
             ranked.extend(rest.into_iter().map(|u| (u, floor)));
         }
         ranked.into_iter().map(|(u, score)| Item::unit(self.units.spans[u], score)).collect()

@@ -79,7 +79,7 @@ impl MethodSpec for RseConfig {
             .count();
         let chars = (0..chunks.len()).map(|c| chunks.text(ctx.corpus, c).chars().count()).collect();
         let details = format!("{described}; {over} header + chunk inputs longer than the encoder reads (their ends unseen)");
-        let rse = Rse { name: self.label(), chunks, embeddings, chars, params: self.preset.params(), scope: ctx.scope };
+        let rse = Rse { name: self.label(), chunks, embeddings, chars, params: self.preset.params() };
         Ok(Built { retriever: Box::new(rse), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
     }
 }

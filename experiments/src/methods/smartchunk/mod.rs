@@ -29,7 +29,8 @@ use arbor_models::compressor::{Compressor, CompressorConfig};
 use arbor_trainers::compressor::CompressorTraining;
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+use super::{Built, Context, MethodKind, MethodSpec, QueryVectors, Trains};
+use arbor_trainers::config::TrainConfig;
 pub use plan::PlannerSettings;
 
 use crate::cache::key;
@@ -159,7 +160,33 @@ impl MethodSpec for SmartChunkConfig {
             anyhow::ensure!(lo <= hi && hi < n, "SmartChunk: plan Levels({lo}, {hi}) must satisfy lo <= hi < {n} (the scheme's levels)");
         }
         anyhow::ensure!(self.summary_tokens > 0, "SmartChunk: summary_tokens must be at least 1");
+        let gone = |field: &str| {
+            format!(
+                "{field} is gone: SmartChunk's trainers hold out the validation split (`data: (..., validation: Some((fraction: 0.2, seed: 0)))`, the default): delete it"
+            )
+        };
+        if let ChunkEmbedding::Compress(c) = &self.embed {
+            anyhow::ensure!(c.training.holdout_fraction.is_none(), gone("embed: Compress((training: (holdout_fraction)))"));
+        }
+        if let PlanConfig::Planner(p) = &self.plan {
+            anyhow::ensure!(p.holdout_fraction.is_none(), gone("plan: Planner((holdout_fraction))"));
+        }
         Ok(())
+    }
+
+    /// The compressor learns from the training documents' chunks and their summaries; the planner from the
+    /// training queries (its dense control: a map over the frozen encoder, as many epochs as its two phases).
+    fn trains(&self) -> Trains {
+        match (&self.plan, &self.embed) {
+            (PlanConfig::Planner(p), _) => Trains::Queries(TrainConfig {
+                split: p.split.clone(),
+                epochs: p.training.sft_epochs + p.training.rl_epochs,
+                seed: p.training.seed,
+                ..TrainConfig::default()
+            }),
+            (_, ChunkEmbedding::Compress(_)) => Trains::Documents,
+            _ => Trains::No,
+        }
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
@@ -182,7 +209,6 @@ impl MethodSpec for SmartChunkConfig {
             embeddings,
             leaves: Cow::Borrowed(&ctx.leaves.units),
             plan: Box::new(move |_: &QueryInput| (0, top)),
-            scope: ctx.scope,
         };
         let mut details = String::new();
         match &self.plan {

@@ -24,15 +24,16 @@ use arbor_eval::levels::Levels;
 use arbor_models::DefaultBackend;
 use arbor_models::compressor::Compressor;
 use arbor_models::planner::{PlanVocab, PlannerConfig};
-use arbor_trainers::data::held_documents;
 use arbor_trainers::planner::{PlanExample, PlannerTraining, assess, greedy_plans};
 use burn::backend::Autodiff;
 use serde::{Deserialize, Serialize};
 
 use super::{Context, MethodSpec, SmartChunkConfig, embed_levels, hierarchy, sections};
-use crate::cache::key;
+use crate::cache::{Artefact, key};
 use crate::progress::{bar, with_bar};
 use crate::trained::{Located, TrainedModel};
+use crate::validation::VALIDATION;
+use arbor_trainers::config::Removed;
 
 /// `Planner((training: (strategy: Stitch)))` in an experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,9 +49,9 @@ pub struct PlannerSettings {
     pub recall: f64,
     /// Tokens the handed-on items may hold.
     pub budget: usize,
-    /// The share of training documents whose queries are held back for the per-epoch evaluation.
-    /// At most this share of the training queries is held back (whole documents, the last ones that fit).
-    pub holdout_fraction: f64,
+    /// Replaced by the validation split: kept only to say so when an old experiment file sets it.
+    #[serde(default, deserialize_with = "arbor_trainers::config::removed", skip_serializing)]
+    pub holdout_fraction: Option<Removed>,
 }
 
 impl Default for PlannerSettings {
@@ -62,7 +63,7 @@ impl Default for PlannerSettings {
             top_k: 5,
             recall: 0.5,
             budget: 2000,
-            holdout_fraction: 0.1,
+            holdout_fraction: None,
         }
     }
 }
@@ -97,20 +98,21 @@ pub(super) fn planned(
     let corpus = ctx.corpus;
     let vocab = PlanVocab { levels: config.level_count() };
     let label = config.label();
-    let train_docs: Vec<usize> =
-        (0..corpus.documents.len()).filter(|&d| corpus.documents[d].split.as_deref() == Some(settings.split.as_str())).collect();
+    let of_split =
+        |split: &str| -> Vec<usize> { (0..corpus.documents.len()).filter(|&d| corpus.documents[d].split.as_deref() == Some(split)).collect() };
+    let (train_docs, held_docs) = (of_split(&settings.split), of_split(VALIDATION));
     let train_queries: Vec<&Query> = corpus.eval_queries(Some(&settings.split));
+    let held_queries: Vec<&Query> = corpus.eval_queries(Some(VALIDATION));
     let trained_for = (&config.levels, &config.embed, config.summary_tokens, config.summariser.key()?, settings);
     let Located { dir, may_train } = ctx.training.locate(&label, &trained_for, &ctx.keys.encoder, || {
-        let queries: Vec<_> = train_queries
-            .iter()
-            .map(|q| (&q.text, corpus.gold(q).iter().map(|g| (&ctx.keys.docs[g.doc], g.span.start, g.span.end)).collect::<Vec<_>>()))
-            .collect();
-        // The trainer's version: SFT by burn-train's Learner, at least `min_steps`, queries held back by
-        // `held_documents` (the planners cached before it were trained otherwise).
-        let version = "learner, held_documents";
-        ctx.cache
-            .dir("train", &key(&(&ctx.keys.encoder, "planner", version, &trained_for, &compressor_key, ctx.keys.of_docs(&train_docs), key(&queries))))
+        let queries = |qs: &[&Query]| -> String {
+            key(&qs
+                .iter()
+                .map(|q| (&q.text, corpus.gold(q).iter().map(|g| (&ctx.keys.docs[g.doc], g.span.start, g.span.end)).collect::<Vec<_>>()))
+                .collect::<Vec<_>>())
+        };
+        let data = (ctx.keys.of_docs(&train_docs), queries(&train_queries), ctx.keys.of_docs(&held_docs), queries(&held_queries));
+        ctx.cache.dir(Artefact::Planner, &key(&(&ctx.keys.encoder, "planner", &trained_for, &compressor_key, data)))
     })?;
     let record =
         TrainedModel { method: label.clone(), settings: serde_json::to_value(&trained_for)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone() };
@@ -123,25 +125,29 @@ pub(super) fn planned(
         None => {
             anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", dir.display());
             anyhow::ensure!(!train_queries.is_empty(), "SmartChunk: no query with evidence in the planner's training split {:?}", settings.split);
-            let unit_vectors = ctx.cache.unit_embeddings(ctx.encoder, corpus, ctx.leaves, ctx.keys, &train_docs, ctx.encoder_config.batch_size)?;
+            let all_docs: Vec<usize> = train_docs.iter().chain(&held_docs).copied().collect();
+            let unit_vectors = ctx.cache.unit_embeddings(ctx.encoder, corpus, ctx.leaves, ctx.keys, &all_docs, ctx.encoder_config.batch_size)?;
             let levels: Vec<Option<Levels>> =
-                (0..corpus.documents.len()).map(|d| train_docs.contains(&d).then(|| hierarchy(ctx, &config.levels, d))).collect();
-            let embeddings = embed_levels(ctx, config, &levels, &train_docs, &unit_vectors, compressor)?;
-            let texts: Vec<&str> = train_queries.iter().map(|q| q.text.as_str()).collect();
-            let query_vectors = ctx.cache.text_embeddings(ctx.encoder, ctx.encoder_config.batch_size, &texts, "planner training queries")?;
+                (0..corpus.documents.len()).map(|d| all_docs.contains(&d).then(|| hierarchy(ctx, &config.levels, d))).collect();
+            let embeddings = embed_levels(ctx, config, &levels, &all_docs, &unit_vectors, compressor)?;
             let indexed = Indexed { levels: &levels, embeddings: &embeddings, unit_vectors: &unit_vectors };
-            let pb = bar(train_queries.len(), "pseudo-labels");
-            let mut examples: Vec<(usize, PlanExample)> = Vec::with_capacity(train_queries.len());
-            for (q, qv) in train_queries.iter().zip(&query_vectors) {
-                let docs = corpus.query_docs(q);
-                examples.push((docs[0], example(ctx, settings, vocab, &indexed, qv, &docs, &corpus.gold(q))));
-                pb.inc(1);
-            }
-            pb.finish_and_clear();
-            let held_docs = held_documents(&examples.iter().map(|e| e.0).collect::<Vec<_>>(), settings.holdout_fraction);
-            let (holdout, train): (Vec<_>, Vec<_>) = examples.into_iter().partition(|(d, _)| held_docs.contains(d));
-            let (holdout, train): (Vec<PlanExample>, Vec<PlanExample>) =
-                (holdout.into_iter().map(|e| e.1).collect(), train.into_iter().map(|e| e.1).collect());
+            let examples = |queries: &[&Query], what: &str| -> anyhow::Result<Vec<PlanExample>> {
+                let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
+                let query_vectors = ctx.cache.text_embeddings(ctx.encoder, ctx.encoder_config.batch_size, &texts, what)?;
+                let pb = bar(queries.len(), "pseudo-labels");
+                let out = queries
+                    .iter()
+                    .zip(&query_vectors)
+                    .map(|(q, qv)| {
+                        pb.inc(1);
+                        example(ctx, settings, vocab, &indexed, qv, &corpus.query_docs(q), &corpus.gold(q))
+                    })
+                    .collect();
+                pb.finish_and_clear();
+                Ok(out)
+            };
+            let train = examples(&train_queries, "planner training queries")?;
+            let holdout = examples(&held_queries, "planner validation queries")?;
             let labelled = train.iter().filter(|e| e.label.is_some()).count();
             eprintln!("training the planner on {} queries ({labelled} with a pseudo-label; {} held back)", train.len(), holdout.len());
             let planner = with_bar("training the planner", |progress| {

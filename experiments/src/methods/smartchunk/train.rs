@@ -11,10 +11,11 @@ use arbor_trainers::compressor::{CompressionExample, compress};
 use burn::backend::Autodiff;
 
 use super::{CompressSettings, Context, MethodSpec, SmartChunkConfig, hierarchy, upper_chunks};
-use crate::cache::key;
+use crate::cache::{Artefact, key};
 use crate::progress::with_bar;
 use crate::summaries::Summariser;
 use crate::trained::{Located, TrainedModel};
+use crate::validation::VALIDATION;
 
 /// The encoder's vectors of the summaries of `uppers`' chunks in `docs` (others empty), cached per
 /// document under a key of the encoder, the chunks' levels and the summaries' settings.
@@ -64,14 +65,14 @@ pub(super) fn compressor(
 ) -> anyhow::Result<(Compressor<DefaultBackend>, TrainedModel)> {
     let label = config.label();
     let corpus = ctx.corpus;
-    let train_docs: Vec<usize> =
-        (0..corpus.documents.len()).filter(|&d| corpus.documents[d].split.as_deref() == Some(settings.split.as_str())).collect();
+    let of_split =
+        |split: &str| -> Vec<usize> { (0..corpus.documents.len()).filter(|&d| corpus.documents[d].split.as_deref() == Some(split)).collect() };
+    let (train_docs, held_docs) = (of_split(&settings.split), of_split(VALIDATION));
     // What the compressor depends on besides its own settings: the levels and how the targets are made.
     let trained_for = (&config.levels, config.summary_tokens, config.summariser.key()?, settings);
     let Located { dir, may_train } = ctx.training.locate(&label, &trained_for, &ctx.keys.encoder, || {
-        // "learner": trained by burn-train's Learner (its batches differ from the skeleton's, which trained
-        // the compressors cached before it).
-        ctx.cache.dir("train", &key(&(&ctx.keys.encoder, "compressor", "learner", &trained_for, ctx.keys.of_docs(&train_docs))))
+        let docs = (ctx.keys.of_docs(&train_docs), ctx.keys.of_docs(&held_docs));
+        ctx.cache.dir(Artefact::Compressor, &key(&(&ctx.keys.encoder, "compressor", &trained_for, docs)))
     })?;
     let record =
         TrainedModel { method: label.clone(), settings: serde_json::to_value(&trained_for)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone() };
@@ -82,30 +83,36 @@ pub(super) fn compressor(
     }
     anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", dir.display());
     anyhow::ensure!(!train_docs.is_empty(), "SmartChunk: no document in the compressor's training split {:?}", settings.split);
-    let unit_vectors = ctx.cache.unit_embeddings(ctx.encoder, corpus, ctx.leaves, ctx.keys, &train_docs, ctx.encoder_config.batch_size)?;
-    let levels: Vec<Option<Levels>> =
-        (0..corpus.documents.len()).map(|d| train_docs.contains(&d).then(|| hierarchy(ctx, &config.levels, d))).collect();
+    let all_docs: Vec<usize> = train_docs.iter().chain(&held_docs).copied().collect();
+    let unit_vectors = ctx.cache.unit_embeddings(ctx.encoder, corpus, ctx.leaves, ctx.keys, &all_docs, ctx.encoder_config.batch_size)?;
+    let levels: Vec<Option<Levels>> = (0..corpus.documents.len()).map(|d| all_docs.contains(&d).then(|| hierarchy(ctx, &config.levels, d))).collect();
     let uppers = upper_chunks(&levels);
     let summariser = config.summariser.open(corpus, ctx.leaves, &unit_vectors, &ctx.cache.root)?;
-    let targets = summary_vectors(ctx, &*summariser, &uppers, &train_docs, config.summary_tokens, &config.levels)?;
-    // Examples by document, so that the held-back share is whole documents.
-    let mut by_doc: Vec<Vec<CompressionExample>> = Vec::new();
-    for &d in &train_docs {
-        let l = levels[d].as_ref().expect("built above");
-        let first_unit = ctx.leaves.units.by_doc[d].start;
-        let examples =
-            uppers.by_doc[d].clone().zip(&l.chunks[l.by_level[0].end..]).filter(|(_, chunk)| chunk.leaves.len() <= settings.max_parts).map(
-                |(c, chunk)| CompressionExample {
-                    parts: chunk.leaves.clone().map(|u| unit_vectors[first_unit + u].clone()).collect(),
-                    target: targets[c].clone(),
-                },
-            );
-        by_doc.push(examples.collect());
-    }
-    let held = ((by_doc.len() as f64 * settings.training.holdout_fraction).round() as usize).min(by_doc.len() - 1);
-    let holdout: Vec<CompressionExample> = by_doc.split_off(by_doc.len() - held).into_iter().flatten().collect();
-    let examples: Vec<CompressionExample> = by_doc.into_iter().flatten().collect();
-    eprintln!("training the compressor on {} chunks of {} documents ({} held back)", examples.len(), train_docs.len() - held, holdout.len());
+    let targets = summary_vectors(ctx, &*summariser, &uppers, &all_docs, config.summary_tokens, &config.levels)?;
+    // Each document's chunks with their parts' vectors and their summary's vector.
+    let (unit_vectors, targets) = (&unit_vectors, &targets);
+    let examples_of = |docs: &[usize]| -> Vec<CompressionExample> {
+        docs.iter()
+            .flat_map(|&d| {
+                let l = levels[d].as_ref().expect("built above");
+                let first_unit = ctx.leaves.units.by_doc[d].start;
+                uppers.by_doc[d].clone().zip(&l.chunks[l.by_level[0].end..]).filter(|(_, chunk)| chunk.leaves.len() <= settings.max_parts).map(
+                    move |(c, chunk)| CompressionExample {
+                        parts: chunk.leaves.clone().map(|u| unit_vectors[first_unit + u].clone()).collect(),
+                        target: targets[c].clone(),
+                    },
+                )
+            })
+            .collect()
+    };
+    let (examples, holdout) = (examples_of(&train_docs), examples_of(&held_docs));
+    eprintln!(
+        "training the compressor on {} chunks of {} documents ({} chunks of {} validation documents held out)",
+        examples.len(),
+        train_docs.len(),
+        holdout.len(),
+        held_docs.len()
+    );
     let model = with_bar("training the compressor", |progress| {
         arbor_trainers::compressor::train::<Autodiff<DefaultBackend>>(
             &settings.training,

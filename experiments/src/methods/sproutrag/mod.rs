@@ -30,8 +30,8 @@ use arbor_trainers::config::TrainConfig;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors, SearchKind, SproutAttention};
-use crate::cache::key;
+use super::{Built, Context, MethodKind, MethodSpec, QueryVectors, SearchKind, SproutAttention, Trains};
+use crate::cache::{Artefact, key};
 use crate::progress::bar;
 use crate::trained::TrainedModel;
 
@@ -199,6 +199,16 @@ impl MethodSpec for SproutRagConfig {
         MethodKind::SproutRag { attention: self.attention_kind(), search }
     }
 
+    fn trains(&self) -> Trains {
+        match (&self.attention, &self.training) {
+            (_, None) => Trains::No,
+            (AttentionSource::Sllm, Some(t)) => Trains::Queries(t.clone()),
+            // Head weights learn from the training queries only through gold merge pairs.
+            (AttentionSource::TokenBlocks { .. }, Some(t)) if t.merge_pairs == MergePairs::Evidence => Trains::Queries(t.clone()),
+            (AttentionSource::TokenBlocks { .. }, Some(_)) => Trains::Documents,
+        }
+    }
+
     fn check(&self) -> anyhow::Result<()> {
         match (&self.attention, &self.training) {
             (AttentionSource::TokenBlocks { window_tokens, .. }, _) if *window_tokens < 8 => {
@@ -232,11 +242,11 @@ impl MethodSpec for SproutRagConfig {
         let label = self.label();
         let trees_dir = |model: Option<&Path>| {
             let model_key = model.and_then(|m| m.file_name()).map(|n| n.to_string_lossy().into_owned());
-            ctx.cache.dir("trees", &key(&(&ctx.keys.encoder, self.index_settings(), model_key)))
+            ctx.cache.dir(Artefact::Trees, &key(&(&ctx.keys.encoder, self.index_settings(), model_key)))
         };
         let settings = serde_json::to_value(self.model_settings())?;
         let record = |dir: PathBuf| TrainedModel { method: label.clone(), settings: settings.clone(), encoder: ctx.keys.encoder.clone(), dir };
-        let retriever = |trees| TreeRetriever { name: label.clone(), trees, leaves: &ctx.leaves.units, search: self.search, scope: ctx.scope };
+        let retriever = |trees| TreeRetriever { name: label.clone(), trees, leaves: &ctx.leaves.units, search: self.search };
         match (&self.attention, &self.training) {
             (AttentionSource::TokenBlocks { window_tokens, leaf_vectors }, training) => {
                 let e = ctx.encoder;

@@ -1,0 +1,98 @@
+//! Matched controls, added to a run for every method trained on the training queries, so that a trained
+//! method never stands only beside untrained baselines: its margin over them includes whatever any use of
+//! the same training data gives, and only its margin over its controls is its own.
+//!
+//! | `controls:` | rows added | what they use |
+//! |---|---|---|
+//! | `Dense` | [`super::dense`]: dense retrieval fine-tuned by InfoNCE alone | the method's queries, batches, epochs, seed, encoder regime |
+//! | `Exemplars` | [`super::exemplars`] over BM25 and over dense | the nearest training questions' gold text, no training |
+//! | `Fused` | the dense control and the dense exemplars, each fused with BM25 by RRF | as above |
+//!
+//! Controls of several methods trained on the same queries and epochs are added once, and name every
+//! method they control.
+
+use serde::{Deserialize, Serialize};
+
+use super::Trains;
+use super::dense::DenseConfig;
+use super::exemplars::{ExemplarRanker, ExemplarsConfig};
+use super::hybrid::HybridConfig;
+use crate::experiment::Method;
+
+/// One family of matched controls (`controls: [Dense, Exemplars, Fused]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ControlKind {
+    Dense,
+    Exemplars,
+    Fused,
+}
+
+impl ControlKind {
+    /// Every family: the default.
+    pub fn all() -> Vec<ControlKind> {
+        vec![ControlKind::Dense, ControlKind::Exemplars, ControlKind::Fused]
+    }
+}
+
+/// The matched controls of `methods` (those in `kinds`), each with the indices of the methods it controls,
+/// in the order they are first needed; none that repeats a method already in the list.
+pub fn matched(methods: &[Method], kinds: &[ControlKind]) -> Vec<(Method, Vec<usize>)> {
+    let mut out: Vec<(Method, Vec<usize>)> = Vec::new();
+    for (i, method) in methods.iter().enumerate() {
+        let Trains::Queries(training) = method.spec().trains() else { continue };
+        let dense = Method::Dense(DenseConfig::matching(&training));
+        let exemplars = |over| Method::Exemplars(ExemplarsConfig { over, split: training.split.clone(), ..ExemplarsConfig::default() });
+        let fused = |m: Method| Method::Hybrid(HybridConfig { dense: Some(Box::new(m)), ..HybridConfig::default() });
+        let mut rows = Vec::new();
+        if kinds.contains(&ControlKind::Dense) {
+            rows.push(dense.clone());
+        }
+        if kinds.contains(&ControlKind::Exemplars) {
+            rows.push(exemplars(ExemplarRanker::Bm25));
+            rows.push(exemplars(ExemplarRanker::Dense));
+        }
+        if kinds.contains(&ControlKind::Fused) {
+            rows.push(fused(dense));
+            rows.push(fused(exemplars(ExemplarRanker::Dense)));
+        }
+        for row in rows {
+            if methods.contains(&row) {
+                continue;
+            }
+            match out.iter_mut().find(|(m, _)| *m == row) {
+                Some((_, of)) => of.push(i),
+                None => out.push((row, vec![i])),
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::Experiment;
+    use std::path::Path;
+
+    fn methods(list: &str) -> Vec<Method> {
+        let text = format!(r#"Experiment(name: "t", data: (format: Jsonl, path: "x"), methods: [{list}])"#);
+        Experiment::parse(&text, Path::new("t.ron")).unwrap().methods
+    }
+
+    #[test]
+    fn trained_methods_get_their_controls_once_and_untrained_ones_none() {
+        let sllm = |search: &str| format!("SproutRag((attention: Sllm, search: {search}, training: Some((epochs: 2, lambda: 0.3))))");
+        let list = methods(&format!("Flat, Bm25, {}, {}", sllm("Collapsed"), sllm("LeavesOnly")));
+        let controls = matched(&list, &ControlKind::all());
+        assert_eq!(controls.len(), 5, "dense, two exemplars, two fused");
+        assert!(controls.iter().all(|(_, of)| of == &[2, 3]), "both search variants share one training: one set of controls");
+        let Method::Dense(dense) = &controls[0].0 else { panic!("the dense control first") };
+        assert_eq!((dense.training.epochs, dense.training.lambda), (2, 0.1), "epochs matched, the method's own terms not read");
+        assert!(matched(&methods("Flat, Bm25"), &ControlKind::all()).is_empty());
+        assert_eq!(matched(&list, &[ControlKind::Exemplars]).len(), 2);
+        // A control already in the list is not added twice.
+        let mut with_dense = list.clone();
+        with_dense.push(controls[0].0.clone());
+        assert_eq!(matched(&with_dense, &ControlKind::all()).len(), 4);
+    }
+}

@@ -1,0 +1,147 @@
+//! Dense retrieval trained on the training queries by InfoNCE alone (arbor_trainers::dense): the matched
+//! control of a trained method. It reads exactly the documents, queries, positive units, batches, epochs
+//! and seed SproutRAG's joint training reads ([`super::training`]), holds out the same validation split,
+//! and keeps the epoch with the best validation IE; what it lacks is the method: no SLLM, no tree, no
+//! L_attn. With the encoder fine-tuned (as the method fine-tunes it) units and queries are the fine-tuned
+//! encoder's pooled vectors; over a frozen encoder, an identity-initialised linear map is what trains.
+//! [`super::controls`] adds it after every method trained on the queries.
+
+use std::borrow::Cow;
+
+use arbor_eval::flat::FlatDense;
+use arbor_models::DefaultBackend;
+use arbor_models::dense::DenseModel;
+use arbor_trainers::config::TrainConfig;
+use burn::backend::Autodiff;
+use burn::tensor::{Tensor, TensorData};
+use serde::{Deserialize, Serialize};
+
+use super::training::{Needs, data_key, pretrained, queries_by_doc, train_docs};
+use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+use crate::cache::{Artefact, key};
+use crate::progress::with_bar;
+use crate::trained::{Located, TrainedModel};
+use crate::validation::VALIDATION;
+
+/// `Dense((training: (epochs: 2, freeze_encoder: false, ...)))` in an experiment file. Of the training
+/// settings it reads the split, epochs, batch size, seed, learning rates (`lr_encoder` fine-tuned,
+/// `lr_new` for the map over a frozen encoder), schedule, tau, hard negatives and patience.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DenseConfig {
+    pub training: TrainConfig,
+}
+
+impl DenseConfig {
+    /// The control matched to a method trained with `training`: the same queries, batches, epochs, seed,
+    /// schedule and encoder regime; the method's own terms (lambda, L_node, the VAE, merge pairs, the
+    /// aggregation rate) left at their defaults, which the control never reads.
+    pub fn matching(training: &TrainConfig) -> Self {
+        let t = training;
+        DenseConfig {
+            training: TrainConfig {
+                split: t.split.clone(),
+                holdout_docs: None,
+                patience: t.patience,
+                epochs: t.epochs,
+                batch_size: t.batch_size,
+                seed: t.seed,
+                lr_new: t.lr_new,
+                freeze_encoder: t.freeze_encoder,
+                lr_encoder: t.lr_encoder,
+                warmup_fraction: t.warmup_fraction,
+                grad_clip: t.grad_clip,
+                weight_decay: t.weight_decay,
+                tau: t.tau,
+                hard_negatives: t.hard_negatives,
+                checkpoint_every: t.checkpoint_every,
+                ..TrainConfig::default()
+            },
+        }
+    }
+}
+
+impl MethodSpec for DenseConfig {
+    fn label(&self) -> String {
+        let t = &self.training;
+        match t.freeze_encoder {
+            false => format!("Dense, encoder fine-tuned at {} by InfoNCE alone ({} epochs)", t.lr_encoder, t.epochs),
+            true => format!("Dense, a linear map over the frozen encoder trained at {} by InfoNCE alone ({} epochs)", t.lr_new, t.epochs),
+        }
+    }
+
+    fn kind(&self) -> MethodKind {
+        MethodKind::Dense { fine_tuned: !self.training.freeze_encoder }
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        self.training.check().map_err(anyhow::Error::msg)
+    }
+
+    fn trains(&self) -> super::Trains {
+        super::Trains::Queries(self.training.clone())
+    }
+
+    fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
+        let label = self.label();
+        let (model, dir) = train(ctx, &label, self)?;
+        let record =
+            TrainedModel { method: label.clone(), settings: serde_json::to_value(self)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone() };
+        let (units, queries) = match &model.encoder {
+            Some(bert) => {
+                let kernel = ctx.encoder.kernel_for(bert);
+                let texts: Vec<&str> = ctx.queries.iter().map(|q| q.input.text.as_str()).collect();
+                let queries = ctx.encoder.embed_with(&kernel, &texts, ctx.encoder_config.batch_size, &mut |_| {});
+                (ctx.tuned_unit_vectors(&dir, &kernel)?, queries)
+            }
+            None => (through(&model, ctx.unit_vectors()?), through(&model, ctx.query_vectors()?)),
+        };
+        let retriever = FlatDense { name: label, chunks: Cow::Borrowed(&ctx.leaves.units), embeddings: Cow::Owned(units) };
+        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Own(queries), models: vec![record], details: None })
+    }
+}
+
+/// The trained control: read back (from the cache, or the earlier run under `evaluate --from`), else
+/// trained in `train-<key>` (key: the encoder, the settings, the training and validation queries).
+fn train(ctx: &Context, label: &str, config: &DenseConfig) -> anyhow::Result<(DenseModel<DefaultBackend>, std::path::PathBuf)> {
+    let training = &config.training;
+    let by_doc = queries_by_doc(ctx.corpus, &training.split);
+    let held = queries_by_doc(ctx.corpus, VALIDATION);
+    let Located { dir, may_train } = ctx.training.locate(label, config, &ctx.keys.encoder, || {
+        ctx.cache.dir(Artefact::Dense, &key(&(&ctx.keys.encoder, training, data_key(ctx, &by_doc), data_key(ctx, &held))))
+    })?;
+    let dim = ctx.encoder.dim();
+    // A fine-tuned control reads its encoder weights over the pretrained one's shape.
+    let shape = (!training.freeze_encoder).then(|| ctx.encoder.bert.clone());
+    if let Some(model) = arbor_trainers::dense::finished(dim, shape, &dir)? {
+        eprintln!("using the dense control trained in {}", dir.display());
+        return Ok((model, dir));
+    }
+    anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", dir.display());
+    anyhow::ensure!(!by_doc.is_empty(), "no query with evidence in training split {:?}", training.split);
+    let needs = Needs { ids: !training.freeze_encoder, vae_tokens: false, merge_pairs: None };
+    let docs = train_docs(ctx, &by_doc, &training.split, needs)?;
+    let holdout = train_docs(ctx, &held, VALIDATION, needs)?;
+    let bert = if training.freeze_encoder { None } else { Some(pretrained(ctx)?) };
+    let model = with_bar("training the dense control", |progress| {
+        arbor_trainers::dense::train::<Autodiff<DefaultBackend>>(training, dim, bert, ctx.corpus, &docs, &holdout, &dir, progress)
+    })?;
+    Ok((model, dir))
+}
+
+/// Vectors through the control's map (empty rows, of units outside the run's documents, stay empty).
+fn through(model: &DenseModel<DefaultBackend>, rows: &[Vec<f32>]) -> Vec<Vec<f32>> {
+    let filled: Vec<usize> = (0..rows.len()).filter(|&r| !rows[r].is_empty()).collect();
+    let mut out = vec![Vec::new(); rows.len()];
+    let Some(&first) = filled.first() else { return out };
+    let dim = rows[first].len();
+    for chunk in filled.chunks(4096) {
+        let flat: Vec<f32> = chunk.iter().flat_map(|&r| rows[r].iter().copied()).collect();
+        let x = Tensor::<DefaultBackend, 2>::from_data(TensorData::new(flat, [chunk.len(), dim]), &Default::default());
+        let y = model.embed(x).into_data().to_vec::<f32>().expect("f32");
+        for (i, &r) in chunk.iter().enumerate() {
+            out[r] = y[i * dim..(i + 1) * dim].to_vec();
+        }
+    }
+    out
+}

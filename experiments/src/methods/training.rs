@@ -1,0 +1,141 @@
+//! Training data from a run's corpus for the trainers that learn from the training queries: SproutRAG's
+//! joint training and its matched dense control read exactly the same documents, queries and positive
+//! units from here, so the control is matched by construction. The queries of a split are grouped by the
+//! document of their first gold span; each document comes with its units, the frozen encoder's pooled
+//! vectors (or token ids, when the encoder is fine-tuned), the gold merge pairs and the VAE's tokens as
+//! the trainer needs them. The held-out documents are the validation split's (crate::validation).
+
+use std::collections::BTreeMap;
+
+use arbor_datasets::merge_pairs::{MergePairs, merge_pairs};
+use arbor_datasets::{Corpus, DocSpan, Query, Span};
+use arbor_models::DefaultBackend;
+use arbor_models::bert::{Bert, load_bert};
+use arbor_trainers::data::{TrainDoc, TrainQuery};
+use burn::backend::Autodiff;
+
+use super::Context;
+use crate::cache::key;
+
+/// A split's queries with gold evidence, by the document of their first gold span.
+pub fn queries_by_doc<'c>(corpus: &'c Corpus, split: &str) -> BTreeMap<usize, Vec<&'c Query>> {
+    let mut by_doc: BTreeMap<usize, Vec<&Query>> = BTreeMap::new();
+    for q in corpus.eval_queries(Some(split)) {
+        by_doc.entry(corpus.gold(q)[0].doc).or_default().push(q);
+    }
+    by_doc
+}
+
+/// A key of what a training reads of `by_doc`: each document's key with its queries' texts and gold spans.
+pub fn data_key(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>) -> String {
+    let (corpus, keys) = (ctx.corpus, ctx.keys);
+    let gold = |q: &Query| corpus.gold(q).iter().map(|g| (&keys.docs[g.doc], g.span.start, g.span.end)).collect::<Vec<_>>();
+    let data: Vec<_> = by_doc.iter().map(|(&d, qs)| (&keys.docs[d], qs.iter().map(|q| (&q.text, gold(q))).collect::<Vec<_>>())).collect();
+    key(&data)
+}
+
+/// The gold snippets of the queries of `split`, by document: what `MergePairs::Evidence` pairs units by.
+pub fn evidence_by_doc(corpus: &Corpus, split: &str) -> BTreeMap<usize, Vec<Span>> {
+    let mut out: BTreeMap<usize, Vec<Span>> = BTreeMap::new();
+    for q in corpus.eval_queries(Some(split)) {
+        for g in corpus.gold(q) {
+            out.entry(g.doc).or_default().push(g.span);
+        }
+    }
+    out
+}
+
+/// What a trainer needs of each document beyond its units and queries.
+#[derive(Debug, Clone, Copy)]
+pub struct Needs {
+    /// Token ids of units and queries (the encoder is fine-tuned); else the frozen encoder's pooled vectors.
+    pub ids: bool,
+    /// The SentenceVAE's word pieces of each unit.
+    pub vae_tokens: bool,
+    /// The gold merge pairs of L_attn (`None`: none).
+    pub merge_pairs: Option<MergePairs>,
+}
+
+/// The training documents of `by_doc` (queries of `split`), each with its queries' positive units; queries
+/// whose gold lies in no unit of their document are left out, and counted on a note line.
+pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &str, needs: Needs) -> anyhow::Result<Vec<TrainDoc>> {
+    let (corpus, index, encoder, keys) = (ctx.corpus, ctx.leaves, ctx.encoder, ctx.keys);
+    if by_doc.is_empty() {
+        return Ok(Vec::new());
+    }
+    let doc_ids: Vec<usize> = by_doc.keys().copied().collect();
+    let batch = ctx.encoder_config.batch_size;
+    let unit_vectors = ctx.cache.unit_embeddings(encoder, corpus, index, keys, &doc_ids, batch)?;
+    let query_list: Vec<&Query> = by_doc.values().flatten().copied().collect();
+    let query_texts: Vec<&str> = query_list.iter().map(|q| q.text.as_str()).collect();
+    let query_vectors = ctx.cache.text_embeddings(encoder, batch, &query_texts, &format!("{split} queries"))?;
+    let evidence = evidence_by_doc(corpus, split);
+    let start_token = encoder.special_ids().0;
+    let (mut query_at, mut skipped) = (0, 0);
+    let mut docs = Vec::with_capacity(doc_ids.len());
+    for (&d, qs) in by_doc {
+        let range = index.units.by_doc[d].clone();
+        let spans: Vec<DocSpan> = index.units.spans[range.clone()].to_vec();
+        let texts: Vec<&str> = range.clone().map(|u| index.units.text(corpus, u)).collect();
+        let tokens = match needs.vae_tokens {
+            true => encoder.word_pieces(&texts).into_iter().map(|t| std::iter::once(start_token).chain(t).collect()).collect(),
+            false => Vec::new(),
+        };
+        let mut queries = Vec::with_capacity(qs.len());
+        for (q, pooled) in qs.iter().zip(&query_vectors[query_at..query_at + qs.len()]) {
+            let gold = corpus.gold(q);
+            match positive_unit(&spans, &gold) {
+                Some(positive) => {
+                    let ids = if needs.ids { encoder.tokenize(&[q.text.as_str()]).remove(0) } else { Vec::new() };
+                    queries.push(TrainQuery { pooled: pooled.clone(), ids, positive, gold })
+                }
+                None => skipped += 1,
+            }
+        }
+        let pairs = match needs.merge_pairs {
+            Some(rule) => merge_pairs(&index.segments[d], rule, evidence.get(&d).map_or(&[], Vec::as_slice)),
+            None => Vec::new(),
+        };
+        docs.push(TrainDoc {
+            units: spans,
+            pooled: unit_vectors[range].to_vec(),
+            ids: if needs.ids { encoder.tokenize(&texts) } else { Vec::new() },
+            pairs,
+            tokens,
+            queries,
+        });
+        query_at += qs.len();
+    }
+    if skipped > 0 {
+        eprintln!("note: {skipped} {split} queries have gold text in no unit of their document and are left out");
+    }
+    Ok(docs)
+}
+
+/// The pretrained encoder's weights again, on the autodiff backend, to be fine-tuned.
+pub fn pretrained(ctx: &Context) -> anyhow::Result<Bert<Autodiff<DefaultBackend>>> {
+    let dir = arbor_models::hub::resolve(&ctx.encoder_config.model)?;
+    Ok(load_bert(&ctx.encoder.config, &dir.path.join("model.safetensors"), &Default::default())?)
+}
+
+/// The unit holding most of a query's gold text (ties: the earlier unit).
+fn positive_unit(units: &[DocSpan], gold: &[DocSpan]) -> Option<usize> {
+    let overlap = |u: &DocSpan| -> usize {
+        gold.iter().filter(|g| g.doc == u.doc).map(|g| g.span.end.min(u.span.end).saturating_sub(g.span.start.max(u.span.start))).sum()
+    };
+    let (best, amount) = units.iter().enumerate().map(|(i, u)| (i, overlap(u))).fold((0, 0), |a, b| if b.1 > a.1 { b } else { a });
+    (amount > 0).then_some(best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_positive_unit_holds_most_gold_text() {
+        let ds = |s, e| DocSpan { doc: 0, span: Span::new(s, e) };
+        let units = [ds(0, 10), ds(11, 30), ds(31, 40)];
+        assert_eq!(positive_unit(&units, &[ds(8, 25)]), Some(1));
+        assert_eq!(positive_unit(&units, &[ds(41, 50)]), None);
+    }
+}
