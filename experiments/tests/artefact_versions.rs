@@ -1,8 +1,9 @@
 //! Every kind of cached artefact carries the version of the code that makes it (`cache::Artefact`), part
 //! of its folder's key: artefacts made by older code are never read back. This test holds those versions
-//! to the code. It digests each kind's source files (comment lines, whitespace, `use` declarations and
-//! test modules left out, so formatting, documentation and moving items between modules do not count; by
-//! content, so moving a file does not count) and compares them with `experiments/artefact-versions.txt`:
+//! to the code. It digests each kind's source files as the multiset of their code's statements: test
+//! modules, comment lines, `use` and `mod` declarations, visibility and whitespace left out, the rest cut at
+//! `;`, `{` and `}` and sorted. So formatting, documentation, and moving code between files and modules do
+//! not count, while any change to a statement does. It compares them with `experiments/artefact-versions.txt`:
 //!
 //! - the code changed under the same version: fails, asking for the version to be bumped;
 //! - the version was bumped: fails until the new line is recorded, which
@@ -35,7 +36,8 @@ fn files(path: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// A file's code: up to its test module, without comment lines, `use` declarations or whitespace.
+/// A file's code: up to its test module, without comment lines, `use` and `mod` declarations, visibility
+/// or whitespace.
 fn code(text: &str) -> String {
     let mut out = String::new();
     let mut in_use = false;
@@ -43,29 +45,60 @@ fn code(text: &str) -> String {
         if line.starts_with("#[cfg(test)]") {
             break;
         }
-        let trimmed = line.trim_start();
-        if ["use ", "pub use ", "pub(crate) use "].iter().any(|p| trimmed.starts_with(p)) {
+        let trimmed = without_visibility(line.trim());
+        if trimmed.starts_with("use ") {
             in_use = true;
         }
         if in_use {
-            in_use = !trimmed.trim_end().ends_with(';');
+            in_use = !trimmed.ends_with(';');
             continue;
         }
-        if !trimmed.starts_with("//") {
-            out.extend(line.chars().filter(|c| !c.is_whitespace()));
+        if trimmed.starts_with("//") || (trimmed.starts_with("mod ") && trimmed.ends_with(';')) {
+            continue;
         }
+        out.extend(trimmed.chars().filter(|c| !c.is_whitespace()));
     }
     out
 }
 
+/// A line without `pub`, `pub(crate)`, `pub(super)` or `pub(in ..)` words.
+fn without_visibility(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("pub") {
+        let (before, after) = rest.split_at(at);
+        let word_start = before.chars().last().is_none_or(|c| !c.is_alphanumeric() && c != '_');
+        let tail = &after[3..];
+        let (skip, next) = match tail.strip_prefix('(').and_then(|t| t.find(')').map(|e| &t[e + 1..])) {
+            Some(after_paren) => (true, after_paren),
+            None => (tail.starts_with(' '), tail),
+        };
+        out.push_str(before);
+        if word_start && skip {
+            rest = next.trim_start();
+        } else {
+            out.push_str("pub");
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The statements of some code, cut at `;`, `{` and `}`.
+fn statements(code: &str) -> impl Iterator<Item = &str> {
+    code.split([';', '{', '}']).filter(|s| !s.is_empty())
+}
+
 fn digest(kind: Artefact) -> String {
-    let mut parts: Vec<String> = Vec::new();
+    let mut code_of_all = Vec::new();
     for source in kind.sources() {
         let path = workspace().join(source);
         assert!(path.exists(), "{}: {source} is listed as its code but does not exist", kind.name());
-        parts.extend(files(&path).iter().map(|f| key(&code(&std::fs::read_to_string(f).unwrap()))));
+        code_of_all.extend(files(&path).iter().map(|f| code(&std::fs::read_to_string(f).unwrap())));
     }
-    parts.sort();
+    let mut parts: Vec<&str> = code_of_all.iter().flat_map(|c| statements(c)).collect();
+    parts.sort_unstable();
     key(&parts)
 }
 
@@ -109,8 +142,17 @@ fn every_artefact_version_follows_its_code() {
 }
 
 #[test]
-fn the_digest_ignores_comments_formatting_and_tests_but_not_code() {
-    let a = "use a::{\n    b,\n    c,\n};\nfn f() -> u32 {\n    // why\n    1\n}\n#[cfg(test)]\nmod tests { fn t() {} }\n";
-    assert_eq!(code(a), code("use d::e;\nfn f() -> u32 { 1 }\n"));
-    assert_ne!(code(a), code("fn f() -> u32 { 2 }\n"));
+fn the_digest_ignores_comments_formatting_moves_and_tests_but_not_code() {
+    let sorted = |texts: &[&str]| {
+        let all: Vec<String> = texts.iter().map(|t| code(t)).collect();
+        let mut parts: Vec<&str> = all.iter().flat_map(|c| statements(c)).collect();
+        parts.sort_unstable();
+        parts.join("|")
+    };
+    let a = "use a::{\n    b,\n    c,\n};\nmod m;\npub fn f() -> u32 {\n    // why\n    g(1,\n      2)\n}\nfn h() {}\n#[cfg(test)]\nmod tests { fn t() {} }\n";
+    // Reformatted, its items in two files, one of them made pub(crate), imports changed: the same.
+    assert_eq!(sorted(&[a]), sorted(&["use d::e;\nfn h() {}\n", "pub(crate) fn f() -> u32 { g(1, 2) }\n"]));
+    // A changed argument, or a different `pub`-named item, is not.
+    assert_ne!(sorted(&[a]), sorted(&["fn h() {}\nfn f() -> u32 { g(1, 3) }\n"]));
+    assert_eq!(without_visibility("pub(super) fn publish(pubs: u8) { pub_x }"), "fn publish(pubs: u8) { pub_x }");
 }
