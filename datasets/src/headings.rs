@@ -1,4 +1,4 @@
-//! Sections derived from heading lines, for documents that come without `sections` (seed 004, L1:
+//! Sections derived from heading lines, for documents that come without `sections` (Forge's four-level hierarchical index, level L1:
 //! "documents are split at heading boundaries"). A heading is a line of at most [`MAX_WORDS`] words that is
 //! one of
 //!

@@ -7,7 +7,7 @@
 //!   most N sentences (and at most a token limit, counted with [`tokens::TokenStarts`]) that never cross
 //!   a paragraph or a section.
 //!
-//! A [`Span`] is always a UTF-8 byte range into a document's original `text` (DESIGN.md: every method
+//! A [`Span`] is always a UTF-8 byte range into a document's original `text` (ARCHITECTURE.md, "The metric contract": every method
 //! returns spans and every metric is computed on spans).
 
 pub mod corpus;

@@ -13,7 +13,7 @@
 //! `max_leaves` (not in the paper, an ablation) keeps only candidates that cover at most that many
 //! leaves, so large upper nodes still guide the descent but are not handed on.
 //!
-//! Every search returns `min(k, leaves)` nodes (the metric contract, DESIGN.md): when C holds fewer than
+//! Every search returns `min(k, leaves)` nodes (the metric contract, ARCHITECTURE.md): when C holds fewer than
 //! k, the rest follow it, ranked by cosine: the visited nodes below delta and the leaves the search did
 //! not reach (with `max_leaves`, only those small enough). The paper's C alone is a prefix of the result.
 //!

@@ -4,7 +4,7 @@
 //! units); under [`Scope::Corpus`] one index holds every unit of the evaluated documents.
 //!
 //! BM25 scores only units that share a term with the query. So that it is scored on the same k as every
-//! other method (DESIGN.md, "Metrics"), the units without a common term follow the matching ones, with
+//! other method (ARCHITECTURE.md, "The metric contract"), the units without a common term follow the matching ones, with
 //! score 0, in document order.
 
 use arbor_datasets::Corpus;

@@ -6,7 +6,7 @@
 //!   text: every character from the first token to the last lies in exactly one window.
 //! - [`pack_sentences`]: consecutive sentences packed greedily into chunks of at most `max` tokens, a
 //!   sentence longer than that cut into windows (RAPTOR's leaf chunks, `split_text` with 100 tokens).
-//! - [`semantic`]: the semantic chunker of seed 004 (level L2): cut where the cosine between consecutive
+//! - [`semantic`]: the semantic chunker of Forge's four-level hierarchical index (level L2): cut where the cosine between consecutive
 //!   sentences drops (below a threshold, or where the cosine distance is above a percentile of the
 //!   document's distances), then merge pieces smaller than `min_tokens` into the next while the result
 //!   stays within `max_tokens`, and split pieces larger than `max_tokens` at sentence boundaries.

@@ -1,4 +1,4 @@
-//! A document's own hierarchy (seed 004: document / section / chunk levels, with parent expansion;
+//! A document's own hierarchy (Forge's four-level hierarchical index: document / section / chunk levels, with parent expansion;
 //! LlamaIndex's auto-merging retriever): sections nest by containment, each leaf unit hangs from the
 //! smallest section that holds it, and the document is the root.
 //!

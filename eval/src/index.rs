@@ -146,7 +146,7 @@ pub struct NodeRef {
 
 /// A retrieval method: ranks items for a query, best first.
 ///
-/// The metric contract (DESIGN.md): `retrieve` returns `min(k, leaves in scope)` items (never more than
+/// The metric contract (ARCHITECTURE.md): `retrieve` returns `min(k, leaves in scope)` items (never more than
 /// k), or fewer only when its items already hold every leaf in scope (RSE's segments are runs of leaves);
 /// a method with a natural cut (BM25's matching terms, beam search's delta, RSE's minimum value) ranks
 /// the rest after it.

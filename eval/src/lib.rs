@@ -5,7 +5,7 @@
 //! - [`flat::FlatDense`] (cosine over unit embeddings) and [`bm25::Bm25`] (keyword baseline), both over
 //!   the same [`LeafIndex`] and [`Scope`].
 //! - [`metrics`]: character precision / recall / IE@k, hit@k, nDCG@10, evidence recall, the reference
-//!   code's id-based reading in a generous and a strict form (DESIGN.md, "Metrics").
+//!   code's id-based reading in a generous and a strict form (ARCHITECTURE.md, "The metric contract").
 //! - [`budget`]: a token budget on what a method hands on, the same for every method.
 //! - [`levels::Levels`]: SmartChunk's multi-level chunk hierarchy (unit to document), searched within a
 //!   query's planned levels by [`level_retrieval::LevelRetriever`].

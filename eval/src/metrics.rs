@@ -1,4 +1,4 @@
-//! The metric contract of DESIGN.md, computed on spans so every method is scored on the same footing.
+//! The metric contract of ARCHITECTURE.md, computed on spans so every method is scored on the same footing.
 //!
 //! For a query with gold spans G and the top-k items R_k (each a set of spans), characters counted as
 //! Unicode scalar values of the document text:

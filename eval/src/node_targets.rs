@@ -1,4 +1,4 @@
-//! What the node-level loss of arbor's SproutRAG trainer reads off a built tree (issue 12; not in the
+//! What the node-level loss of arbor's SproutRAG trainer reads off a built tree (arbor's addition; not in the
 //! paper, whose objective ranks units only): for a query whose gold lies in leaves `G`,
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! RAPTOR (seed 001; RAPTOR's public code, `cluster_tree_builder.py` and `cluster_utils.py`): a tree of
+//! RAPTOR (Sarthi et al., arXiv:2401.18059; RAPTOR's public code, `cluster_tree_builder.py` and `cluster_utils.py`): a tree of
 //! recursive summaries over one document's leaf chunks, and its two retrieval modes.
 //!
 //! Building (RAPTOR, Section 3):

@@ -1,4 +1,4 @@
-//! Relevant Segment Extraction (spRAG / dsRAG, seed 003): instead of handing on the top chunks one by one,
+//! Relevant Segment Extraction (spRAG / dsRAG, D-Star AI's open-source framework): instead of handing on the top chunks one by one,
 //! hand on contiguous runs of chunks whose summed relevance is highest. For one query:
 //!
 //! ```text

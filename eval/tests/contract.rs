@@ -1,4 +1,4 @@
-//! The metric contract of DESIGN.md, for every retriever: on any corpus and query, exactly
+//! The metric contract of ARCHITECTURE.md, for every retriever: on any corpus and query, exactly
 //! `min(k, units in scope)` items, or more where a hierarchy offers more nodes, never more than k; under a
 //! token budget, never more tokens than the budget.
 

@@ -1,5 +1,5 @@
 //! Indexing time and peak memory per document against document length, for flat dense retrieval, BM25
-//! and untrained SproutRAG over token attention, its leaves encoded alone or in context (issue 9's scale
+//! and untrained SproutRAG over token attention, its leaves encoded alone or in context (the scale
 //! benchmark). Long documents are the
 //! committed 10-K excerpt (experiments/fixtures/filing-mini) repeated paragraph by paragraph up to 1k,
 //! 10k, 50k and 200k words. Each (length, method) runs the real pipeline (`run_in`: units cut to the

@@ -1,6 +1,6 @@
 //! The experiment file: one RON document that says what to load, how to cut it, which methods to run and
 //! how to score them. Every field that changes a result lives here and is written, resolved, into the
-//! run folder (DESIGN.md, "Run folder"), so a run can be reproduced from its folder alone.
+//! run folder (ARCHITECTURE.md, "The run folder"), so a run can be reproduced from its folder alone.
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,5 @@
 //! arbor-losses: the training objectives of SproutRAG and SmartChunk as pure functions of tensors, one
-//! per file, each with its equation in its doc comment (DESIGN.md, "losses"). No IO and no model here:
+//! per file, each with its equation in its doc comment (ARCHITECTURE.md, "losses"). No IO and no model here:
 //! inputs are tensors, outputs scalar tensors that autodiff can differentiate.
 //!
 //! - [`info_nce`]: L_ret, contrastive retrieval loss with in-batch (and optional hard) negatives
@@ -8,7 +8,7 @@
 //! - [`listwise_softmax`]: L_rank, the cross-encoder reranker's softmax over a query's positive and
 //!   negatives (the reranking stage of SproutRAG, Section 3).
 //! - [`node_contrastive`]: L_node, a tree node against its ancestors and the siblings on its path (arbor's
-//!   node-level training, issue 12).
+//!   node-level training, arbor's addition).
 //! - [`vae_loss`]: the SentenceVAE's token cross-entropy and KL terms.
 //! - [`compression_mse`]: L_comp, the chunk compressor to its summary's embedding (SmartChunk, 4.3).
 //! - [`grpo_loss`], [`group_advantages`]: the planner's GRPO objective (SmartChunk, eqs. 3-5).

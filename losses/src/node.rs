@@ -1,4 +1,4 @@
-//! L_node, the node-level contrastive loss of arbor's SproutRAG trainer (issue 12; the paper's objective
+//! L_node, the node-level contrastive loss of arbor's SproutRAG trainer (arbor's addition; the paper's objective
 //! ranks units only, so nothing in it teaches a merged node not to outrank its own leaves). Per query q,
 //! over one tree of its document (built from the current M and held fixed), the positive p_q is the
 //! smallest node covering q's gold and the negatives N_q are p_q's ancestors and the siblings along the

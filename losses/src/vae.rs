@@ -1,4 +1,4 @@
-//! The SentenceVAE objective (Kingma & Welling, 2014), as the SproutRAG issue specifies it:
+//! The SentenceVAE objective (Kingma & Welling, 2014), as arbor's SproutRAG trainer uses it:
 //!
 //! ```text
 //! L_vae = CE + beta * KL

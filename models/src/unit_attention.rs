@@ -1,5 +1,5 @@
 //! Attention between the units of a document from the encoder's own token attention, mean-pooled into
-//! unit blocks over a sliding window (what the public SproutRAG reference code does; DESIGN.md, "SLLM",
+//! unit blocks over a sliding window (what the public SproutRAG reference code does; ARCHITECTURE.md, "Paper to code",
 //! second attention source):
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! arbor-trainers: training loops, with the bookkeeping a research run needs (DESIGN.md, "trainers").
+//! arbor-trainers: training loops, with the bookkeeping a research run needs (ARCHITECTURE.md, "trainers").
 //!
 //! - [`skeleton::train`]: the one training loop every trainer runs on (a [`skeleton::Task`] per trainer).
 //! - [`learner::fit`]: burn-train's Learner for the plain supervised trainers (compressor, planner SFT),

@@ -1,5 +1,5 @@
 //! Dense retrieval over a method's own chunks (arbor_eval::chunkers): fixed token windows with optional
-//! overlap (Chroma's and SmartChunk's fixed-size baselines) and semantic chunks (seed 004, level L2). The
+//! overlap (Chroma's and SmartChunk's fixed-size baselines) and semantic chunks (level L2 of Forge's four-level hierarchical index). The
 //! chunking is shared with RSE, which reads segments over the same kinds of chunks.
 
 use std::borrow::Cow;

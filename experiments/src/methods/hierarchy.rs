@@ -1,4 +1,4 @@
-//! The document's own hierarchy with parent expansion (seed 004; LlamaIndex's auto-merging retriever):
+//! The document's own hierarchy with parent expansion (Forge's four-level hierarchical index; LlamaIndex's auto-merging retriever):
 //! document / section / leaf unit, sections from the corpus (`sections` in JSONL, QASPER's) or, where a
 //! document has none, derived from its heading lines (arbor_datasets::headings); dense retrieval over the
 //! leaf units, a section replacing its retrieved units when more than `ratio` of them are retrieved

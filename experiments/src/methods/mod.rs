@@ -9,11 +9,11 @@
 //! |---|---|---|
 //! | Flat (dense leaf units) | [`flat`] | SproutRAG / SmartChunk baselines |
 //! | BM25 | [`bm25`] | keyword baseline |
-//! | Dense over fixed windows or semantic chunks | [`chunks`] | Chroma / SmartChunk fixed-size; seed 004 L2 |
-//! | Heading hierarchy with parent expansion | [`hierarchy`] | seed 004; LlamaIndex auto-merging |
+//! | Dense over fixed windows or semantic chunks | [`chunks`] | Chroma / SmartChunk fixed-size; Forge's hierarchical index, L2 |
+//! | Heading hierarchy with parent expansion | [`hierarchy`] | Forge's hierarchical index; LlamaIndex auto-merging |
 //! | Hybrid (BM25 + dense, reciprocal rank fusion) | [`hybrid`] | Cormack et al. 2009 |
-//! | RSE + AutoContext | [`rse`] | spRAG / dsRAG (seed 003) |
-//! | RAPTOR (collapsed tree, tree traversal) | [`raptor`] | RAPTOR (seed 001) |
+//! | RSE + AutoContext | [`rse`] | spRAG / dsRAG (D-Star AI) |
+//! | RAPTOR (collapsed tree, tree traversal) | [`raptor`] | RAPTOR (Sarthi et al., arXiv:2401.18059) |
 //! | SproutRAG | [`sproutrag`] | SproutRAG, Sections 2-4 |
 //! | SmartChunk (multi-level chunks, compressor, plan) | [`smartchunk`] | SmartChunk, Section 4 |
 //! | Any of these + a cross-encoder reranker | [`rerank`] | SproutRAG, Section 3 (reranking stage) |

@@ -1,4 +1,4 @@
-//! RAPTOR (seed 001): leaf chunks of about 100 tokens (sentences packed, RAPTOR's `split_text`), a tree of
+//! RAPTOR (Sarthi et al., arXiv:2401.18059): leaf chunks of about 100 tokens (sentences packed, RAPTOR's `split_text`), a tree of
 //! summaries per document (arbor_eval::raptor: PCA + Gaussian mixtures chosen by BIC, soft clusters,
 //! layers until too few nodes), searched by collapsed tree or by tree traversal. Node summaries come from
 //! the summariser ([`crate::summaries`]), extractive by default; each is embedded by the encoder.

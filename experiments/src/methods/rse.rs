@@ -1,4 +1,4 @@
-//! RSE + AutoContext (spRAG / dsRAG, seed 003): chunks embedded with a document header (AutoContext: the
+//! RSE + AutoContext (spRAG / dsRAG, D-Star AI's open-source framework): chunks embedded with a document header (AutoContext: the
 //! title and a short summary of the document, written before each chunk's text), then Relevant Segment
 //! Extraction over them (arbor_eval::rse) with one of dsRAG's presets.
 

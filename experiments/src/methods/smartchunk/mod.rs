@@ -1,4 +1,4 @@
-//! SmartChunk (seed 002): a multi-level chunk hierarchy per document (arbor_eval::levels), the embeddings
+//! SmartChunk (Zhang et al., arXiv:2602.22225): a multi-level chunk hierarchy per document (arbor_eval::levels), the embeddings
 //! of its higher-level chunks from the Chunk Compression Encoder (or, for the paper's ablations, by
 //! encoding their raw text or their summary), and retrieval within the levels a plan gives
 //! (arbor_eval::level_retrieval).
