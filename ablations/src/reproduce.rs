@@ -5,7 +5,7 @@
 //!
 //! A claim is checked on one row fixed before looking (the paper's configuration), or on the row a sweep
 //! chose on validation (legalbench-fair.ron), never on the best of several rows on test; and it "holds"
-//! only where its character-IE difference is significant (the report's paired tests, arbor_eval::stats).
+//! only where its character-IE difference is significant (the report's paired tests, arbor_eval::scoring::stats).
 //! The id readings stay as columns and are not tested.
 //!
 //! The tables come from sweeps (runner.rs) that share one artefact folder, so the SproutRAG model is
@@ -25,7 +25,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use arbor_eval::Report;
-use arbor_eval::report::{Against, Comparison, Role, atomic_write};
+use arbor_eval::formats::files::atomic_write;
+use arbor_eval::scoring::report::{Against, Comparison, Role};
 use serde::Serialize;
 
 use arbor_experiments::methods::{MethodKind, SearchKind, SproutAttention};
@@ -294,7 +295,7 @@ fn legalbench(sweep: &SweepOutcome) -> Section {
     let raptor = rows.iter().find(|r| r.name.starts_with("RAPTOR (collapsed"));
     let (holds, verdict) = match (report, sprout, raptor) {
         (Some(report), Some(s), Some(r)) => {
-            let p = arbor_eval::stats::paired(&s.per_query, &r.per_query);
+            let p = arbor_eval::scoring::stats::paired(&s.per_query, &r.per_query);
             let ratio = s.metrics.generous.ie_mean / r.metrics.generous.ie_mean.max(1e-9);
             let (_, rest) = tested(report, &s.name);
             let holds = p.p < 0.05 && p.difference > 0.0;
@@ -489,8 +490,8 @@ fn chunking(sweep: &SweepOutcome) -> Section {
 mod tests {
     use super::*;
     use crate::runner::Selected;
-    use arbor_eval::metrics::IdReading;
-    use arbor_eval::report::Latency;
+    use arbor_eval::scoring::metrics::IdReading;
+    use arbor_eval::scoring::report::Latency;
     use arbor_eval::{MethodResult, Metrics};
 
     const TRAINED_BEAM: MethodKind = MethodKind::SproutRag { attention: SproutAttention::Trained, search: SearchKind::Beam };

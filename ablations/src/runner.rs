@@ -19,7 +19,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use arbor_eval::Report;
-use arbor_eval::report::{Inputs, atomic_write};
+use arbor_eval::formats::files::atomic_write;
+use arbor_eval::scoring::report::Inputs;
 use arbor_experiments::cache::{Cache, key};
 use arbor_experiments::experiment::{Experiment, Selection};
 use arbor_experiments::methods::MethodKind;

@@ -315,7 +315,7 @@ mod tests {
         assert_eq!(runs.iter().map(|r| r.slug.as_str()).collect::<Vec<_>>(), ["agg=last-layer", "agg=beam-3"]);
         let arbor_experiments::experiment::Method::SproutRag(c) = &runs[0].experiment.methods[1] else { panic!() };
         assert_eq!(c.aggregation, arbor_models::aggregator::AggregationInit::LastLayer);
-        assert_eq!(c.search, arbor_eval::tree_retrieval::TreeSearch::Collapsed);
+        assert_eq!(c.search, arbor_eval::retrievers::tree_retrieval::TreeSearch::Collapsed);
         assert_eq!(beam_width(&runs[1].experiment), 3);
         let no_axes = expand(&sweep(""), &base()).unwrap();
         assert_eq!((no_axes.len(), no_axes[0].slug.as_str()), (1, "base"));

@@ -192,7 +192,7 @@ pub fn charts(sweep: &str, axes: &[String], x_values: &[String], rows: &[Row]) -
 mod tests {
     use super::*;
     use arbor_eval::Metrics;
-    use arbor_eval::report::Latency;
+    use arbor_eval::scoring::report::Latency;
     use arbor_experiments::methods::{SearchKind, SproutAttention};
 
     const TREE: MethodKind = MethodKind::SproutRag { attention: SproutAttention::Trained, search: SearchKind::Beam };

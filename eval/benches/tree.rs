@@ -8,8 +8,8 @@
 use std::time::Instant;
 
 use arbor_datasets::{DocSpan, Span};
-use arbor_eval::beam::{BeamConfig, Layers, beam_search, collapsed};
-use arbor_eval::tree::{Similarity, Tree};
+use arbor_eval::retrievers::beam::{BeamConfig, Layers, beam_search, collapsed};
+use arbor_eval::structures::tree::{Similarity, Tree};
 
 const DIM: usize = 384;
 

@@ -27,7 +27,7 @@
 //!
 //! Every kind of artefact has a version of the code that makes it ([`Artefact`]), part of its folder's key:
 //! bumped when that code changes (tests/artefact_versions.rs fails until it is), so artefacts made by older
-//! code are never read back. Every file carries a checksum checked on read (arbor_eval::files): a damaged or
+//! code are never read back. Every file carries a checksum checked on read (arbor_eval::formats::files): a damaged or
 //! cut-short artefact is rebuilt with a warning, never read silently and never a hard stop.
 //!
 //! For every per-document artefact, `build-times/<kind>-<key>/<file>.ms` records how long it took to build
@@ -41,9 +41,10 @@ use std::time::Instant;
 
 use anyhow::Context;
 use arbor_datasets::{Corpus, UnitConfig};
+use arbor_eval::LeafIndex;
+use arbor_eval::formats::files::atomic_write;
+use arbor_eval::formats::vectors_io;
 use arbor_eval::index::Chunks;
-use arbor_eval::report::atomic_write;
-use arbor_eval::{LeafIndex, vectors_io};
 use arbor_models::{DefaultBackend, SentenceEncoder};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -107,7 +108,7 @@ pub enum Artefact {
 }
 
 /// The encoder's code: every artefact computed through it lists these.
-const ENCODER: [&str; 3] = ["models/src/encoder.rs", "models/src/bert", "eval/src/files.rs"];
+const ENCODER: [&str; 3] = ["models/src/encoder.rs", "models/src/bert", "eval/src/formats/files.rs"];
 /// The trainer skeleton and the checkpoints every trained model goes through.
 const TRAINING: [&str; 5] =
     ["trainers/src/skeleton.rs", "trainers/src/checkpoint.rs", "trainers/src/data.rs", "trainers/src/config.rs", "losses/src"];
@@ -164,17 +165,21 @@ impl Artefact {
     /// The source files and folders (relative to the workspace) of the code that makes it.
     pub fn sources(self) -> Vec<&'static str> {
         let own: &[&str] = match self {
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => &["eval/src/vectors_io.rs"],
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => &["eval/src/formats/vectors_io.rs"],
             Artefact::Trees => &[
-                "eval/src/tree.rs",
-                "eval/src/tree_io.rs",
+                "eval/src/structures/tree.rs",
+                "eval/src/formats/tree_io.rs",
                 "models/src/unit_attention.rs",
                 "models/src/aggregator.rs",
                 "experiments/src/methods/sproutrag/mod.rs",
             ],
-            Artefact::Raptor => {
-                &["eval/src/raptor.rs", "eval/src/gmm.rs", "eval/src/raptor_io.rs", "experiments/src/methods/raptor.rs", "experiments/src/summaries"]
-            }
+            Artefact::Raptor => &[
+                "eval/src/retrievers/raptor.rs",
+                "eval/src/structures/gmm.rs",
+                "eval/src/formats/raptor_io.rs",
+                "experiments/src/methods/raptor.rs",
+                "experiments/src/summaries",
+            ],
             Artefact::SproutRag => &[
                 "trainers/src/sproutrag.rs",
                 "models/src/sproutrag.rs",

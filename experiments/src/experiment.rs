@@ -138,7 +138,7 @@ pub struct RetrievalConfig {
     /// Items retrieved per query (metrics read the top 1, 3, 5 and 10).
     pub top_k: usize,
     /// A budget on the encoder tokens every method hands on per query, spent in rank order
-    /// (arbor_eval::budget); `None` for none. The default, 2,000, is RAPTOR's collapsed-tree context: it
+    /// (arbor_eval::scoring::budget); `None` for none. The default, 2,000, is RAPTOR's collapsed-tree context: it
     /// leaves a 4k-token reader room for its prompt and answer.
     pub max_tokens: Option<usize>,
 }

@@ -1,8 +1,8 @@
-//! The code and machine behind a report ([`arbor_eval::report::Provenance`]): arbor's version, the git
+//! The code and machine behind a report ([`arbor_eval::scoring::report::Provenance`]): arbor's version, the git
 //! commit, dirty flag and source digest captured when the binary was built (build.rs), the Cargo.lock
 //! digest, the command line, the backend and the cores.
 
-use arbor_eval::report::Provenance;
+use arbor_eval::scoring::report::Provenance;
 
 /// A digest of the workspace's sources as this binary was built from them: a finished run whose report
 /// names another was made by other code.

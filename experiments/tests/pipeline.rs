@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use arbor_eval::report::Role;
+use arbor_eval::scoring::report::Role;
 use arbor_experiments::cache::Cache;
 use arbor_experiments::experiment::Experiment;
 use arbor_experiments::run::{evaluate_only, run, run_in};
@@ -58,7 +58,7 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
         let trees: Vec<_> = std::fs::read_dir(index).unwrap().map(|e| e.unwrap().path()).collect();
         assert_eq!(trees.len(), 2);
         for path in trees {
-            let tree = arbor_eval::tree_io::load(&path).unwrap();
+            let tree = arbor_eval::formats::tree_io::load(&path).unwrap();
             assert_eq!(tree.leaves_under(tree.root()).count(), tree.num_leaves());
         }
     }
@@ -399,7 +399,7 @@ fn a_damaged_or_cut_short_artefact_is_rebuilt_and_gives_the_figures_of_a_fresh_r
     for (a, b) in fresh.methods.iter().zip(&report.methods) {
         assert_eq!(a.metrics, b.metrics, "{}", a.name);
     }
-    arbor_eval::vectors_io::load(&units[0].0).expect("rebuilt whole");
-    arbor_eval::tree_io::load(&trees[0].0).expect("rebuilt whole");
+    arbor_eval::formats::vectors_io::load(&units[0].0).expect("rebuilt whole");
+    arbor_eval::formats::tree_io::load(&trees[0].0).expect("rebuilt whole");
     assert_eq!(report.provenance.as_ref().map(|p| p.commit.is_empty()), Some(false), "the report names the code that made it");
 }

@@ -2,7 +2,7 @@
 //! ranks units only, so nothing in it teaches a merged node not to outrank its own leaves). Per query q,
 //! over one tree of its document (built from the current M and held fixed), the positive p_q is the
 //! smallest node covering q's gold and the negatives N_q are p_q's ancestors and the siblings along the
-//! path (`arbor_eval::node_targets`); node embeddings are the progressive ones, so they carry gradient
+//! path (`arbor_eval::structures::node_targets`); node embeddings are the progressive ones, so they carry gradient
 //! to the unit embeddings:
 //!
 //! ```text

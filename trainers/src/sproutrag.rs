@@ -21,9 +21,9 @@ use arbor_datasets::span::gold_units;
 use arbor_datasets::{Corpus, DocSpan};
 use arbor_eval::Item;
 use arbor_eval::index::top_k;
-use arbor_eval::metrics::{Metrics, score_query};
-use arbor_eval::node_targets::{NodeTargets, leaf_weights, node_targets, parents};
-use arbor_eval::tree::{Similarity, Tree};
+use arbor_eval::scoring::metrics::{Metrics, score_query};
+use arbor_eval::structures::node_targets::{NodeTargets, leaf_weights, node_targets, parents};
+use arbor_eval::structures::tree::{Similarity, Tree};
 use arbor_losses::{attention_structure, info_nce, node_contrastive, vae_loss};
 use arbor_models::aggregator::AggregationInit;
 use arbor_models::bert::Bert;
@@ -311,7 +311,7 @@ pub fn flat_on_held_out<B: Backend>(corpus: &Corpus, docs: &[TrainDoc], embed: i
         let eq = eq.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
         for (qi, q) in doc.queries.iter().enumerate() {
             let qv = &eq[qi * dm..(qi + 1) * dm];
-            let scores = (0..n).map(|u| (u, arbor_eval::beam::cosine(qv, &units[u * dm..(u + 1) * dm])));
+            let scores = (0..n).map(|u| (u, arbor_eval::retrievers::beam::cosine(qv, &units[u * dm..(u + 1) * dm])));
             let items: Vec<Item> = top_k(scores, 10).into_iter().map(|(u, s)| Item::unit(doc.units[u], s)).collect();
             let gold_units: Vec<DocSpan> = doc.units.iter().filter(|u| q.gold.iter().any(|g| g.overlaps(u))).copied().collect();
             per_query.push(score_query(corpus, &q.gold, &gold_units, &items));

@@ -1,4 +1,4 @@
-//! BM25 over the shared leaf units (arbor_eval::bm25): the keyword baseline.
+//! BM25 over the shared leaf units (arbor_eval::retrievers::bm25): the keyword baseline.
 
 use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
 
@@ -15,7 +15,7 @@ impl MethodSpec for Bm25 {
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
-        let retriever = arbor_eval::bm25::Bm25::build(ctx.corpus, &ctx.leaves.units, ctx.scope, ctx.docs);
+        let retriever = arbor_eval::retrievers::bm25::Bm25::build(ctx.corpus, &ctx.leaves.units, ctx.scope, ctx.docs);
         Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::None, models: Vec::new(), details: None })
     }
 }

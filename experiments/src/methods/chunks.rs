@@ -1,4 +1,4 @@
-//! Dense retrieval over a method's own chunks (arbor_eval::chunkers): fixed token windows with optional
+//! Dense retrieval over a method's own chunks (arbor_eval::structures::chunkers): fixed token windows with optional
 //! overlap (Chroma's and SmartChunk's fixed-size baselines) and semantic chunks (level L2 of Forge's four-level hierarchical index). The
 //! chunking is shared with RSE, which reads segments over the same kinds of chunks.
 
@@ -6,9 +6,9 @@ use std::borrow::Cow;
 
 use anyhow::bail;
 use arbor_datasets::Span;
-use arbor_eval::chunkers::{Breakpoint, semantic, token_windows};
-use arbor_eval::flat::FlatDense;
 use arbor_eval::index::Chunks;
+use arbor_eval::retrievers::flat::FlatDense;
+use arbor_eval::structures::chunkers::{Breakpoint, semantic, token_windows};
 use serde::{Deserialize, Serialize};
 
 use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};

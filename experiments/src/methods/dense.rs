@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use arbor_eval::flat::FlatDense;
+use arbor_eval::retrievers::flat::FlatDense;
 use arbor_models::DefaultBackend;
 use arbor_models::dense::DenseModel;
 use arbor_trainers::config::TrainConfig;

@@ -14,9 +14,9 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use arbor_eval::bm25::Bm25;
-use arbor_eval::flat::{FlatDense, dot};
 use arbor_eval::index::{Chunks, Item, QueryInput, Retriever, top_k};
+use arbor_eval::retrievers::bm25::Bm25;
+use arbor_eval::retrievers::flat::{FlatDense, dot};
 use serde::{Deserialize, Serialize};
 
 use super::{Built, Context, MethodKind, MethodSpec, QueryVectors, Trains};

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use arbor_eval::flat::FlatDense;
+use arbor_eval::retrievers::flat::FlatDense;
 
 use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
 

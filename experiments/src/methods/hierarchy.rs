@@ -2,12 +2,12 @@
 //! document / section / leaf unit, sections from the corpus (`sections` in JSONL, QASPER's) or, where a
 //! document has none, derived from its heading lines (arbor_datasets::headings); dense retrieval over the
 //! leaf units, a section replacing its retrieved units when more than `ratio` of them are retrieved
-//! (arbor_eval::hierarchy).
+//! (arbor_eval::retrievers::hierarchy).
 
 use std::borrow::Cow;
 
 use arbor_datasets::headings::derive_sections;
-use arbor_eval::hierarchy::{AutoMerging, Hierarchy};
+use arbor_eval::retrievers::hierarchy::{AutoMerging, Hierarchy};
 use serde::{Deserialize, Serialize};
 
 use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};

@@ -1,12 +1,12 @@
 //! Hybrid retrieval: BM25 and a dense method fused by reciprocal rank over the shared leaf units
-//! (arbor_eval::fusion). The dense side is flat ranking of the encoder's unit vectors unless the
+//! (arbor_eval::retrievers::fusion). The dense side is flat ranking of the encoder's unit vectors unless the
 //! experiment names another method (a trained SproutRAG, say), whose items credit the units they cover.
 
 use std::borrow::Cow;
 
-use arbor_eval::bm25::Bm25;
-use arbor_eval::flat::FlatDense;
-use arbor_eval::fusion::Fusion;
+use arbor_eval::retrievers::bm25::Bm25;
+use arbor_eval::retrievers::flat::FlatDense;
+use arbor_eval::retrievers::fusion::Fusion;
 use serde::{Deserialize, Serialize};
 
 use super::{Built, Context, MethodKind, MethodSpec, QueryVectors, Trains};

@@ -45,7 +45,7 @@ use std::time::Instant;
 
 use arbor_datasets::Corpus;
 use arbor_eval::index::Chunks;
-use arbor_eval::runner::EvalQuery;
+use arbor_eval::scoring::runner::EvalQuery;
 use arbor_eval::{LeafIndex, Retriever, Scope};
 use arbor_models::encoder::Kernel;
 use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder};

@@ -1,5 +1,5 @@
 //! RAPTOR (Sarthi et al., arXiv:2401.18059): leaf chunks of about 100 tokens (sentences packed, RAPTOR's `split_text`), a tree of
-//! summaries per document (arbor_eval::raptor: PCA + Gaussian mixtures chosen by BIC, soft clusters,
+//! summaries per document (arbor_eval::retrievers::raptor: PCA + Gaussian mixtures chosen by BIC, soft clusters,
 //! layers until too few nodes), searched by collapsed tree or by tree traversal. Node summaries come from
 //! the summariser ([`crate::summaries`]), extractive by default; each is embedded by the encoder.
 //!
@@ -13,11 +13,11 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use arbor_eval::chunkers::pack_sentences;
-use arbor_eval::gmm::ClusterParams;
+use arbor_eval::formats::raptor_io;
 use arbor_eval::index::Chunks;
-use arbor_eval::raptor::{RaptorParams, RaptorRetriever, RaptorSearch, RaptorTree};
-use arbor_eval::raptor_io;
+use arbor_eval::retrievers::raptor::{RaptorParams, RaptorRetriever, RaptorSearch, RaptorTree};
+use arbor_eval::structures::chunkers::pack_sentences;
+use arbor_eval::structures::gmm::ClusterParams;
 use serde::{Deserialize, Serialize};
 
 use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};

@@ -12,9 +12,9 @@ use std::collections::HashSet;
 
 use arbor_datasets::span::gold_units;
 use arbor_datasets::{Corpus, DocSpan, Query};
-use arbor_eval::bm25::Bm25;
-use arbor_eval::flat::dot;
 use arbor_eval::index::{Chunks, Item, QueryInput};
+use arbor_eval::retrievers::bm25::Bm25;
+use arbor_eval::retrievers::flat::dot;
 use arbor_eval::{Retriever, Scope};
 use arbor_models::bert::load_bert;
 use arbor_models::reranker::Scorer;

@@ -1,9 +1,9 @@
 //! RSE + AutoContext (spRAG / dsRAG, D-Star AI's open-source framework): chunks embedded with a document header (AutoContext: the
 //! title and a short summary of the document, written before each chunk's text), then Relevant Segment
-//! Extraction over them (arbor_eval::rse) with one of dsRAG's presets.
+//! Extraction over them (arbor_eval::retrievers::rse) with one of dsRAG's presets.
 
 use arbor_datasets::Span;
-use arbor_eval::rse::{Rse, RsePreset};
+use arbor_eval::retrievers::rse::{Rse, RsePreset};
 use serde::{Deserialize, Serialize};
 
 use super::chunks::Chunking;

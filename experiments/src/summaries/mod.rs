@@ -24,8 +24,8 @@ use std::sync::Mutex;
 use anyhow::Context as _;
 use arbor_datasets::{Corpus, Span};
 use arbor_eval::LeafIndex;
-use arbor_eval::flat::dot;
-use arbor_eval::raptor::Summary;
+use arbor_eval::retrievers::flat::dot;
+use arbor_eval::retrievers::raptor::Summary;
 use serde::{Deserialize, Serialize};
 
 use self::endpoint::{ChatEndpoint, EndpointConfig};

@@ -1,7 +1,7 @@
-//! SmartChunk (Zhang et al., arXiv:2602.22225): a multi-level chunk hierarchy per document (arbor_eval::levels), the embeddings
+//! SmartChunk (Zhang et al., arXiv:2602.22225): a multi-level chunk hierarchy per document (arbor_eval::structures::levels), the embeddings
 //! of its higher-level chunks from the Chunk Compression Encoder (or, for the paper's ablations, by
 //! encoding their raw text or their summary), and retrieval within the levels a plan gives
-//! (arbor_eval::level_retrieval).
+//! (arbor_eval::retrievers::level_retrieval).
 //!
 //! | `embed` | the paper's row |
 //! |---|---|
@@ -22,8 +22,8 @@ use arbor_datasets::headings::derive_sections;
 use arbor_datasets::{Document, Section, Span};
 use arbor_eval::QueryInput;
 use arbor_eval::index::Chunks;
-use arbor_eval::level_retrieval::LevelRetriever;
-use arbor_eval::levels::{Levels, structure_keys};
+use arbor_eval::retrievers::level_retrieval::LevelRetriever;
+use arbor_eval::structures::levels::{Levels, structure_keys};
 use arbor_models::DefaultBackend;
 use arbor_models::compressor::{Compressor, CompressorConfig};
 use arbor_trainers::compressor::CompressorTraining;
@@ -60,7 +60,7 @@ impl Default for SmartChunkConfig {
     }
 }
 
-/// How a document's levels above its units are formed (arbor_eval::levels).
+/// How a document's levels above its units are formed (arbor_eval::structures::levels).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum LevelScheme {
     /// Paragraph, subsection, section, document (sections given, or derived from heading lines).

@@ -18,9 +18,9 @@ use std::collections::HashMap;
 
 use arbor_datasets::span::merge;
 use arbor_datasets::{DocSpan, Query};
-use arbor_eval::flat::dot;
-use arbor_eval::level_retrieval::LevelRetriever;
-use arbor_eval::levels::Levels;
+use arbor_eval::retrievers::flat::dot;
+use arbor_eval::retrievers::level_retrieval::LevelRetriever;
+use arbor_eval::structures::levels::Levels;
 use arbor_models::DefaultBackend;
 use arbor_models::compressor::Compressor;
 use arbor_models::planner::{PlanVocab, PlannerConfig};

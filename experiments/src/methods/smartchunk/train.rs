@@ -4,7 +4,7 @@
 //! or the earlier run's under `evaluate --from`, is read back).
 
 use arbor_eval::index::Chunks;
-use arbor_eval::levels::Levels;
+use arbor_eval::structures::levels::Levels;
 use arbor_models::DefaultBackend;
 use arbor_models::compressor::Compressor;
 use arbor_trainers::compressor::{CompressionExample, compress};

@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 use arbor_datasets::DocSpan;
 use arbor_datasets::merge_pairs::MergePairs;
-use arbor_eval::beam::BeamConfig;
-use arbor_eval::tree::{Similarity, Tree};
-use arbor_eval::tree_retrieval::{TreeRetriever, TreeSearch};
+use arbor_eval::retrievers::beam::BeamConfig;
+use arbor_eval::retrievers::tree_retrieval::{TreeRetriever, TreeSearch};
+use arbor_eval::structures::tree::{Similarity, Tree};
 use arbor_models::DefaultBackend;
 use arbor_models::aggregator::{AggregationInit, HeadAggregator};
 use arbor_models::sproutrag::SproutRagModelConfig;
@@ -366,7 +366,7 @@ fn index_docs(
         let spans: Vec<DocSpan> = units.iter().map(|&u| ctx.leaves.units.spans[u]).collect();
         let path = trees_dir.join(format!("{}.tree", ctx.keys.docs[d]));
         let load = |path: &Path| -> anyhow::Result<Tree> {
-            let mut tree = arbor_eval::tree_io::load(path).map_err(anyhow::Error::msg)?;
+            let mut tree = arbor_eval::formats::tree_io::load(path).map_err(anyhow::Error::msg)?;
             // The file is named by the document's content; where the document sits in this corpus is ours.
             let same = tree.leaves.len() == spans.len() && tree.leaves.iter().zip(&spans).all(|(a, b)| a.span == b.span);
             anyhow::ensure!(same, "{} does not hold the units of document {:?}: delete it", path.display(), ctx.corpus.documents[d].id);
@@ -382,7 +382,7 @@ fn index_docs(
             };
             Ok(Tree::build(spans.clone(), &leaves, dim, &m))
         };
-        let save = |tree: &Tree, path: &Path| Ok(arbor_eval::tree_io::save(tree, path)?);
+        let save = |tree: &Tree, path: &Path| Ok(arbor_eval::formats::tree_io::save(tree, path)?);
         let tree = ctx.cache.load_or_build(&path, load, build, save)?;
         trees[d] = Some(tree);
         pb.inc(1);

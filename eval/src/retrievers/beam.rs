@@ -24,7 +24,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::index::top_k;
-use crate::tree::Tree;
+use crate::structures::tree::Tree;
 
 /// Which visited nodes are candidates.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,7 +121,7 @@ pub fn collapsed(tree: &Tree, query: &[f32], layers: Layers, k: usize) -> Vec<(u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::Similarity;
+    use crate::structures::tree::Similarity;
     use arbor_datasets::{DocSpan, Span};
 
     /// Four leaves with 2-d embeddings; merges (0,1) -> 4, (2,3) -> 5, (4,5) -> 6.

@@ -11,7 +11,7 @@
 //! combination of its leaves' embeddings, `e(p) = sum_l 2^-depth_p(l) e(l)`, so that a trainer can
 //! differentiate the node embeddings through the leaves while the tree itself stays fixed.
 
-use crate::tree::Tree;
+use crate::structures::tree::Tree;
 
 /// A query's positive node and its negatives, node ids of a [`Tree`].
 #[derive(Debug, Clone, PartialEq, Eq)]

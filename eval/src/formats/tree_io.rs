@@ -8,14 +8,14 @@
 //! ```
 //!
 //! The file is written through a temporary file, fsynced and renamed, with a checksum trailer checked on
-//! read ([`crate::files`]).
+//! read ([`crate::formats::files`]).
 
 use std::path::Path;
 
 use arbor_datasets::{DocSpan, Span};
 
-use crate::files::{read_checked, write_checked};
-use crate::tree::Tree;
+use crate::formats::files::{read_checked, write_checked};
+use crate::structures::tree::Tree;
 
 const MAGIC: &[u8; 8] = b"ARBORTRE";
 pub const VERSION: u32 = 1;
@@ -113,7 +113,7 @@ impl Reader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::Similarity;
+    use crate::structures::tree::Similarity;
 
     fn tree() -> Tree {
         let n = 6;
@@ -134,7 +134,7 @@ mod tests {
         assert_eq!(back, t);
         let bits = |t: &Tree| t.embeddings.iter().map(|e| e.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&back), bits(&t));
-        assert_eq!(crate::files::with_checksum(&encode(&back)), std::fs::read(&path).unwrap());
+        assert_eq!(crate::formats::files::with_checksum(&encode(&back)), std::fs::read(&path).unwrap());
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -14,7 +14,7 @@
 use arbor_datasets::{Span, TokenStarts};
 use serde::{Deserialize, Serialize};
 
-use crate::flat::dot;
+use crate::retrievers::flat::dot;
 
 /// Fixed windows of `size` tokens over the tokens starting inside `within`, a window starting every
 /// `size - overlap` tokens until one reaches the last token. Each window runs from its first token's

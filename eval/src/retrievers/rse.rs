@@ -20,8 +20,8 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use crate::flat::dot;
 use crate::index::{Chunks, Item, QueryInput, Retriever, top_k};
+use crate::retrievers::flat::dot;
 use arbor_datasets::DocSpan;
 
 /// dsRAG's RSE parameters (`RSE_PARAMS_PRESETS`).

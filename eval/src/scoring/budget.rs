@@ -77,10 +77,10 @@ fn prefix(item: &Item, mut n: usize, tokens: &Tokens, corpus: &Corpus) -> Item {
 mod tests {
     use super::*;
     use crate::LeafIndex;
-    use crate::beam::Layers;
     use crate::index::{FixedRanking, word_tokens};
-    use crate::tree::{Similarity, Tree};
-    use crate::tree_retrieval::{TreeRetriever, TreeSearch};
+    use crate::retrievers::beam::Layers;
+    use crate::retrievers::tree_retrieval::{TreeRetriever, TreeSearch};
+    use crate::structures::tree::{Similarity, Tree};
     use arbor_datasets::{Document, Query};
     use std::path::Path;
 
@@ -130,7 +130,7 @@ mod tests {
         ];
         let emb = [1.0, 0.0, 0.8, 0.6, 0.0, 1.0, -0.6, 0.8];
         let trees = vec![Some(Tree::build(index.units.spans.clone(), &emb, 2, &Similarity::Dense { n: 4, values: &m }))];
-        let ranked = crate::beam::collapsed(trees[0].as_ref().unwrap(), &[1.0, 0.0], Layers::Upper, 1);
+        let ranked = crate::retrievers::beam::collapsed(trees[0].as_ref().unwrap(), &[1.0, 0.0], Layers::Upper, 1);
         assert_eq!(ranked[0].0, 4, "node 4 (6 tokens) ranks first");
         let tree = TreeRetriever { name: "t".into(), trees, leaves: &index.units, search: TreeSearch::Collapsed };
         let q = query();

@@ -6,7 +6,7 @@
 //! layer 0 = the leaf chunks (about 100 tokens each)
 //! for layer in 1..=num_layers:
 //!     stop if the previous layer has <= reduction_dimension + 1 nodes           (RAPTOR: "cannot create more layers")
-//!     clusters = global soft clustering of the previous layer ([`crate::gmm`]); each global cluster with
+//!     clusters = global soft clustering of the previous layer ([`crate::structures::gmm`]); each global cluster with
 //!                more than reduction_dimension + 1 members clustered again locally
 //!     a cluster with more than max_length_in_cluster tokens is clustered again (when that splits it)
 //!     each cluster becomes one node: its summary (the caller's summariser) and the summary's embedding
@@ -16,7 +16,7 @@
 //!
 //! Retrieval (RAPTOR, Section 3 and Figure 2):
 //! - collapsed tree: every node of every layer ranked by cosine with the query (the token budget of
-//!   [`crate::budget`] then takes them in rank order, RAPTOR's 2,000 tokens);
+//!   [`crate::scoring::budget`] then takes them in rank order, RAPTOR's 2,000 tokens);
 //! - tree traversal: the top `top_k` nodes of the top layer, then the top `top_k` of their children, down
 //!   to the leaves; the selected nodes in the order selected, then the other leaves by cosine.
 
@@ -24,9 +24,9 @@ use std::borrow::Cow;
 
 use arbor_datasets::{DocSpan, Span};
 
-use crate::flat::dot;
-use crate::gmm::{ClusterParams, principal_components, reduced_dimension, soft_clusters};
 use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, top_k};
+use crate::retrievers::flat::dot;
+use crate::structures::gmm::{ClusterParams, principal_components, reduced_dimension, soft_clusters};
 
 /// RAPTOR's tree-building parameters (its defaults in [`RaptorParams::default`]).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -18,8 +18,8 @@ use std::collections::HashMap;
 
 use arbor_datasets::{DocSpan, Span};
 
-use crate::flat::dot;
 use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, top_k};
+use crate::retrievers::flat::dot;
 
 /// One node: its span, its parent, its children and, for a leaf, its global chunk index.
 #[derive(Debug, Clone, PartialEq)]

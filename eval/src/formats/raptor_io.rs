@@ -1,4 +1,4 @@
-//! RAPTOR trees on disk ([`crate::raptor::RaptorTree`]), a small versioned binary format (little-endian),
+//! RAPTOR trees on disk ([`crate::retrievers::raptor::RaptorTree`]), a small versioned binary format (little-endian),
 //! read back bit-identically:
 //!
 //! ```text
@@ -8,15 +8,15 @@
 //! ```
 //!
 //! Written through a temporary file, fsynced and renamed, with a checksum trailer checked on read
-//! ([`crate::files`]).
+//! ([`crate::formats::files`]).
 
 use std::path::Path;
 
 use arbor_datasets::Span;
 
-use crate::files::{read_checked, write_checked};
-use crate::raptor::{Node, RaptorTree};
-use crate::tree_io::Reader;
+use crate::formats::files::{read_checked, write_checked};
+use crate::formats::tree_io::Reader;
+use crate::retrievers::raptor::{Node, RaptorTree};
 
 const MAGIC: &[u8; 8] = b"ARBORRAP";
 pub const VERSION: u32 = 1;

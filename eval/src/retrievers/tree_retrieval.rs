@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::beam::{BeamConfig, Layers, beam_search, collapsed, cosine};
 use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, top_k};
-use crate::tree::Tree;
+use crate::retrievers::beam::{BeamConfig, Layers, beam_search, collapsed, cosine};
+use crate::structures::tree::Tree;
 
 /// How a tree is searched.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -76,7 +76,7 @@ impl TreeRetriever<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::Similarity;
+    use crate::structures::tree::Similarity;
     use arbor_datasets::{DocSpan, Span};
 
     fn tree(doc: usize, emb: &[f32]) -> Tree {

@@ -8,9 +8,9 @@ use std::borrow::Cow;
 
 use arbor_datasets::DocSpan;
 
-use crate::flat::dot;
 use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, top_k};
-use crate::levels::Levels;
+use crate::retrievers::flat::dot;
+use crate::structures::levels::Levels;
 
 /// Multi-level retrieval over one hierarchy per document.
 pub struct LevelRetriever<'a> {

@@ -3,15 +3,16 @@
 //!
 //! Every report draws its comparisons the same way ([`Report::compare`]): each row against the best
 //! untrained baseline, and each trained method against its matched controls, with the paired bootstrap
-//! interval and randomization p-value of [`crate::stats`] on the per-query character IE, Holm-adjusted
+//! interval and randomization p-value of [`crate::scoring::stats`] on the per-query character IE, Holm-adjusted
 //! over the report's comparisons. A difference "holds" only where the adjusted p is below 0.05.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::Metrics;
-use crate::stats::{Paired, holm, paired};
+use crate::formats::files::atomic_write;
+use crate::scoring::metrics::Metrics;
+use crate::scoring::stats::{Paired, holm, paired};
 
 /// What a row is, for the comparisons a report draws.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -318,9 +319,9 @@ impl Report {
                  suffice), seed {:#x}; p (Holm) is adjusted over the {} comparisons of this report. A difference holds \
                  only where p (Holm) < 0.05; the id readings are not tested.\n",
                 self.queries.len(),
-                crate::stats::RESAMPLES,
-                crate::stats::RESAMPLES,
-                crate::stats::SEED,
+                crate::scoring::stats::RESAMPLES,
+                crate::scoring::stats::RESAMPLES,
+                crate::scoring::stats::SEED,
                 self.comparisons.len()
             ));
         }
@@ -355,8 +356,6 @@ fn role_cell(role: &Role, rows: &[MethodResult]) -> String {
         }
     }
 }
-
-pub use crate::files::atomic_write;
 
 #[cfg(test)]
 mod tests {

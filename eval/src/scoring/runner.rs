@@ -6,10 +6,10 @@ use arbor_datasets::span::merge;
 use arbor_datasets::{Corpus, DocSpan};
 use serde::{Deserialize, Serialize};
 
-use crate::budget::spend;
 use crate::index::{Chunks, Item, QueryInput, Retriever, Tokens};
-use crate::metrics::{Metrics, score_query};
-use crate::report::{Latency, MethodResult};
+use crate::scoring::budget::spend;
+use crate::scoring::metrics::{Metrics, score_query};
+use crate::scoring::report::{Latency, MethodResult};
 
 /// A query as the evaluator needs it: what the retriever sees, and the gold spans.
 #[derive(Debug, Clone)]
@@ -27,7 +27,7 @@ pub const CONTEXT_K: usize = 5;
 pub struct EvalSettings {
     /// Items retrieved per query (at least 10 are, for nDCG@10).
     pub top_k: usize,
-    /// The token budget on the ranked items ([`crate::budget`]); `None` for none.
+    /// The token budget on the ranked items ([`crate::scoring::budget`]); `None` for none.
     pub max_tokens: Option<usize>,
 }
 

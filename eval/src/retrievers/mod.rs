@@ -1,0 +1,15 @@
+//! Retrievers, one per method family, each ranking items within a query's scope under the metric
+//! contract (ARCHITECTURE.md): [`flat`] (dense cosine), [`bm25`], [`fusion`] (reciprocal rank fusion),
+//! [`beam`] and [`tree_retrieval`] (SproutRAG's hierarchical beam search and the collapsed tree),
+//! [`raptor`], [`rse`] (Relevant Segment Extraction), [`hierarchy`] (parent expansion), [`level_retrieval`]
+//! (SmartChunk's levels within a plan).
+
+pub mod beam;
+pub mod bm25;
+pub mod flat;
+pub mod fusion;
+pub mod hierarchy;
+pub mod level_retrieval;
+pub mod raptor;
+pub mod rse;
+pub mod tree_retrieval;

@@ -1,0 +1,9 @@
+//! Scoring every method the same way: [`metrics`] (the metric contract on spans), [`budget`] (the token
+//! budget), [`runner`] (one method over every query), [`stats`] (paired intervals and p-values) and
+//! [`report`] (report.md and report.json).
+
+pub mod budget;
+pub mod metrics;
+pub mod report;
+pub mod runner;
+pub mod stats;
