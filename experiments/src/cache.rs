@@ -200,7 +200,7 @@ impl Artefact {
                 &["trainers/src/compressor.rs", "trainers/src/learner.rs", "models/src/compressor.rs", "experiments/src/methods/smartchunk/train.rs"]
             }
             Artefact::Planner => &[
-                "trainers/src/planner.rs",
+                "trainers/src/planner",
                 "trainers/src/stitch.rs",
                 "trainers/src/learner.rs",
                 "models/src/planner.rs",
