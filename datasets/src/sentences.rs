@@ -22,7 +22,7 @@ const ABBREVIATIONS: &[&str] = &[
 
 /// Splits `text` into sentences, paragraph by paragraph, as byte spans into `text` (whitespace trimmed).
 pub fn split_sentences(text: &str) -> Vec<Span> {
-    crate::units::blank_line_paragraphs(text).into_iter().flat_map(|p| split_paragraph(text, p)).collect()
+    blank_line_paragraphs(text).into_iter().flat_map(|p| split_paragraph(text, p)).collect()
 }
 
 /// Splits one paragraph, `text[para]`, into sentences as byte spans into `text`.
@@ -195,6 +195,31 @@ const SENTENCE_OPENERS: &[&str] = &[
     "Today",
     "Because",
 ];
+
+/// Blocks of text separated by blank lines (a line holding only whitespace is blank), whitespace trimmed.
+pub fn blank_line_paragraphs(text: &str) -> Vec<Span> {
+    let mut out = Vec::new();
+    let mut block_start: Option<usize> = None;
+    let mut block_end = 0;
+    let mut line_start = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            if let Some(s) = block_start.take() {
+                out.push(Span::new(s, block_end));
+            }
+        } else {
+            let lead = line.len() - line.trim_start().len();
+            block_start.get_or_insert(line_start + lead);
+            block_end = line_start + lead + trimmed.len();
+        }
+        line_start += line.len();
+    }
+    if let Some(s) = block_start {
+        out.push(Span::new(s, block_end));
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {

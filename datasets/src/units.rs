@@ -21,7 +21,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::Document;
-use crate::sentences::split_paragraph;
+use crate::sentences::{blank_line_paragraphs, split_paragraph};
 use crate::span::Span;
 use crate::tokens::TokenStarts;
 
@@ -213,31 +213,6 @@ fn push_piece(doc: &Document, span: Span, out: &mut Vec<Paragraph>) {
         .filter(|&i| doc.sections[i].span().contains(&span))
         .min_by_key(|&i| (doc.sections[i].end - doc.sections[i].start, std::cmp::Reverse(doc.sections[i].level)));
     out.push(Paragraph { span, section });
-}
-
-/// Blocks of text separated by blank lines (a line holding only whitespace is blank), whitespace trimmed.
-pub fn blank_line_paragraphs(text: &str) -> Vec<Span> {
-    let mut out = Vec::new();
-    let mut block_start: Option<usize> = None;
-    let mut block_end = 0;
-    let mut line_start = 0;
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim();
-        if trimmed.is_empty() {
-            if let Some(s) = block_start.take() {
-                out.push(Span::new(s, block_end));
-            }
-        } else {
-            let lead = line.len() - line.trim_start().len();
-            block_start.get_or_insert(line_start + lead);
-            block_end = line_start + lead + trimmed.len();
-        }
-        line_start += line.len();
-    }
-    if let Some(s) = block_start {
-        out.push(Span::new(s, block_end));
-    }
-    out
 }
 
 #[cfg(test)]
