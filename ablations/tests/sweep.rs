@@ -19,7 +19,7 @@ const BASE: &str = r#"Experiment(
             attention: Sllm,
             search: Beam((beam_width: 5)),
             model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None),
-            training: Some((epochs: 1, batch_size: 16, lr_new: 1e-3, checkpoint_every: 5)),
+            training: Some((schedule: (epochs: 1, checkpoint_every: 5), batch_size: 16, lr_new: 1e-3)),
         )),
     ],
     controls: [],

@@ -156,9 +156,10 @@ impl Artefact {
     /// The version of the code that makes it: bump it when that code changes.
     pub fn version(self) -> u32 {
         match self {
-            Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Trees | Artefact::Raptor => 2,
-            Artefact::SproutRag | Artefact::HeadWeights | Artefact::Reranker | Artefact::Compressor | Artefact::Planner => 2,
-            Artefact::Dense => 1,
+            Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Raptor => 2,
+            // 3: the training settings nest one `schedule` (their serialised form, so every key, changed).
+            Artefact::Trees | Artefact::SproutRag | Artefact::HeadWeights | Artefact::Reranker | Artefact::Compressor | Artefact::Planner => 3,
+            Artefact::Dense => 2,
         }
     }
 

@@ -220,8 +220,10 @@ impl Experiment {
     }
 
     pub fn parse(text: &str, path: &Path) -> anyhow::Result<Self> {
-        let exp: Experiment =
-            ron::from_str(text).map_err(|e| anyhow::anyhow!("{}:{}:{}: {}", path.display(), e.span.start.line, e.span.start.col, e.code))?;
+        let exp: Experiment = ron::from_str(text).map_err(|e| {
+            let hint = moved_to_schedule(&e.code.to_string());
+            anyhow::anyhow!("{}:{}:{}: {}{hint}", path.display(), e.span.start.line, e.span.start.col, e.code)
+        })?;
         exp.check()?;
         Ok(exp)
     }
@@ -290,6 +292,18 @@ impl TrainSource {
     pub fn name(&self) -> String {
         let path = Path::new(&self.path);
         path.file_stem().map_or_else(|| self.path.clone(), |n| n.to_string_lossy().into_owned())
+    }
+}
+
+/// What to write instead when a parse error names a training setting that moved into `schedule`.
+fn moved_to_schedule(error: &str) -> String {
+    match arbor_trainers::schedule::MOVED.iter().find(|f| error.contains(&format!("field: \"{f}\"")) || error.contains(&format!("`{f}`"))) {
+        Some(field) => format!(
+            " (the training settings {} now live in one nested `schedule`: write `training: Some((schedule: ({field}: ..), \
+             ...))` or `training: (schedule: ({field}: ..), ...)`)",
+            arbor_trainers::schedule::MOVED.join(", ")
+        ),
+        None => String::new(),
     }
 }
 
@@ -374,5 +388,8 @@ mod tests {
         }
         let err = with("methods: [Flat, Bm25]", "methods: [SproutRag((attention: Sllm, training: Some((holdout_docs: 5))))]");
         assert!(err.contains("holdout_docs") && err.contains("data: (..., validation:"), "{err}");
+        // The old shape of the training settings says where they moved, at the line and column.
+        let err = with("methods: [Flat, Bm25]", "methods: [SproutRag((attention: Sllm, training: Some((epochs: 2))))]");
+        assert!(err.starts_with("x.ron:4:") && err.contains("schedule: (epochs: ..)"), "{err}");
     }
 }

@@ -15,14 +15,14 @@ const EXPERIMENT: &str = r#"Experiment(
             attention: Sllm,
             search: Collapsed,
             model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None),
-            training: Some((epochs: 1, batch_size: 256, freeze_encoder: false, lr_encoder: 2e-5, checkpoint_every: 1)),
+            training: Some((schedule: (epochs: 1, checkpoint_every: 1), batch_size: 256, freeze_encoder: false, lr_encoder: 2e-5)),
         )),
         SproutRag((
             attention: Sllm,
             search: Collapsed,
             vectors: Encoder,
             model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None),
-            training: Some((epochs: 1, batch_size: 256, freeze_encoder: false, lr_encoder: 2e-5, checkpoint_every: 1)),
+            training: Some((schedule: (epochs: 1, checkpoint_every: 1), batch_size: 256, freeze_encoder: false, lr_encoder: 2e-5)),
         )),
     ],
     controls: [],
@@ -86,7 +86,7 @@ fn encoder_vectors_over_a_frozen_encoder_rank_leaves_as_flat() {
                 search: LeavesOnly,
                 vectors: Encoder,
                 model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None),
-                training: Some((epochs: 1, checkpoint_every: 1)),
+                training: Some((schedule: (epochs: 1, checkpoint_every: 1))),
             )),
         ],
         controls: [],
@@ -101,7 +101,7 @@ fn encoder_vectors_over_a_frozen_encoder_rank_leaves_as_flat() {
     // The control needs the SLLM's attention (training), never a token-attention source.
     let bad = text
         .replace("attention: Sllm", "attention: TokenBlocks(window_tokens: 256)")
-        .replace("training: Some((epochs: 1, checkpoint_every: 1)),", "");
+        .replace("training: Some((schedule: (epochs: 1, checkpoint_every: 1))),", "");
     let err = Experiment::parse(&bad, Path::new("bad.ron")).unwrap_err().to_string();
     assert!(err.contains("vectors: Encoder needs attention: Sllm"), "{err}");
 }

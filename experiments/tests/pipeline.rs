@@ -125,7 +125,7 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
 fn a_run_folder_without_the_model_is_named_in_the_error() {
     std::env::set_current_dir(workspace()).unwrap();
     let text = r#"Experiment(name: "x", data: (format: Jsonl, path: "experiments/fixtures/squad-mini", split: Some("test"), max_queries: Some(5)),
-        methods: [SproutRag((attention: Sllm, model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None), training: Some((epochs: 1))))])"#;
+        methods: [SproutRag((attention: Sllm, model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None), training: Some((schedule: (epochs: 1)))))])"#;
     let exp = Experiment::parse(text, Path::new("x.ron")).unwrap();
     let out = tempfile::tempdir().unwrap();
     let earlier = out.path().join("earlier");
@@ -347,7 +347,7 @@ fn a_corpus_without_a_train_split_trains_on_another_corpus_and_is_scored_alone()
         );
         Experiment::parse(&text, Path::new("x.ron")).unwrap()
     };
-    let sllm = "SproutRag((attention: Sllm, model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None), training: Some((epochs: 1))))";
+    let sllm = "SproutRag((attention: Sllm, model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None), training: Some((schedule: (epochs: 1)))))";
     let lend = r#", train_with: [(format: Jsonl, path: "experiments/fixtures/squad-mini")]"#;
     let tmp = tempfile::tempdir().unwrap();
     let cache = Cache::new(tmp.path().join("shared"));

@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::Removed;
 
 use crate::learner::{self, Fit, NanStop};
-use crate::skeleton::{self, Settings};
+use crate::schedule::Schedule;
+use crate::skeleton;
 
 /// One chunk: its parts' embeddings (its leaf units', in text order) and its summary's embedding.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,15 +33,10 @@ pub struct CompressionExample {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CompressorTraining {
-    pub epochs: usize,
+    pub schedule: Schedule,
     /// Chunks per step.
     pub batch_size: usize,
     pub lr: f64,
-    pub seed: u64,
-    pub warmup_fraction: f64,
-    pub weight_decay: f32,
-    pub grad_clip: f32,
-    pub checkpoint_every: usize,
     /// Replaced by the validation split: kept only to say so when an old experiment file sets it.
     #[serde(default, deserialize_with = "crate::config::removed", skip_serializing)]
     pub holdout_fraction: Option<Removed>,
@@ -48,23 +44,7 @@ pub struct CompressorTraining {
 
 impl Default for CompressorTraining {
     fn default() -> Self {
-        CompressorTraining {
-            epochs: 3,
-            batch_size: 32,
-            lr: 1e-3,
-            seed: 42,
-            warmup_fraction: 0.05,
-            weight_decay: 0.01,
-            grad_clip: 1.0,
-            checkpoint_every: 200,
-            holdout_fraction: None,
-        }
-    }
-}
-
-impl CompressorTraining {
-    pub fn settings(&self) -> Settings {
-        crate::settings_of!(self)
+        CompressorTraining { schedule: Schedule { checkpoint_every: 200, ..Schedule::default() }, batch_size: 32, lr: 1e-3, holdout_fraction: None }
     }
 }
 
@@ -82,13 +62,12 @@ pub fn train<B: AutodiffBackend>(
     anyhow::ensure!(!train.is_empty(), "no chunk to train the compressor on");
     anyhow::ensure!(train.iter().chain(holdout).all(|e| !e.parts.is_empty()), "a compression example has no part");
     let device = Default::default();
-    B::seed(&device, config.seed);
+    B::seed(&device, config.schedule.seed);
     let compressor = model_config.init::<B>(d_input, &device);
     let how = Fit {
-        settings: &config.settings(),
+        schedule: &config.schedule,
         lr: config.lr,
         batch_size: config.batch_size,
-        seed: config.seed,
         run_dir,
         reference: vec![("eval/comp_mean_pooling", mean_pooling_mse(holdout))],
     };
@@ -239,7 +218,12 @@ mod tests {
     fn training_lowers_the_held_out_loss_below_mean_pooling() {
         let dir = tempfile::tempdir().unwrap();
         let (train_set, holdout) = (examples(256, 1), examples(64, 2));
-        let config = CompressorTraining { epochs: 30, batch_size: 32, lr: 3e-3, checkpoint_every: 100, ..CompressorTraining::default() };
+        let config = CompressorTraining {
+            schedule: Schedule { epochs: 30, checkpoint_every: 100, ..Schedule::default() },
+            batch_size: 32,
+            lr: 3e-3,
+            ..CompressorTraining::default()
+        };
         let model_config = CompressorConfig { layers: 1, heads: 2, d_model: 32, d_ff: 64 };
         let model = train::<Autodiff<DefaultBackend>>(&config, &model_config, 8, &train_set, &holdout, dir.path(), &mut |_, _| {}).unwrap();
         let before = mean_pooling_mse(&holdout);
@@ -258,7 +242,8 @@ mod tests {
     }
 
     fn small() -> (CompressorTraining, CompressorConfig) {
-        let config = CompressorTraining { epochs: 3, batch_size: 16, lr: 3e-3, ..CompressorTraining::default() };
+        let config =
+            CompressorTraining { schedule: Schedule { epochs: 3, ..Schedule::default() }, batch_size: 16, lr: 3e-3, ..CompressorTraining::default() };
         (config, CompressorConfig { layers: 1, heads: 2, d_model: 16, d_ff: 32 })
     }
 
@@ -269,13 +254,14 @@ mod tests {
         let (train_set, holdout) = (examples(64, 3), examples(16, 4));
         let run = |dir: &Path| train::<Autodiff<DefaultBackend>>(&config, &model_config, 8, &train_set, &holdout, dir, &mut |_, _| {}).unwrap();
         let first = run(dir.path());
-        let ckpt = dir.path().join("checkpoint");
+        let ckpt = dir.path().join("checkpoints/learner/checkpoint");
         let mut names: Vec<String> = std::fs::read_dir(&ckpt).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
         // burn-train keeps the last two epochs, each item renamed into place (no temporary file left).
         assert_eq!(names, ["model-2.bin", "model-3.bin", "optim-2.bin", "optim-3.bin", "scheduler-2.bin", "scheduler-3.bin"]);
-        // A kill before the final commit: the rerun restores epoch 3 and has nothing left to train.
-        std::fs::remove_dir_all(dir.path().join("checkpoints")).unwrap();
+        // A kill before the final commit (burn-train's epochs are there, the skeleton's state.json is not):
+        // the rerun restores epoch 3 and has nothing left to train.
+        std::fs::remove_file(dir.path().join("checkpoints/state.json")).unwrap();
         let again = run(dir.path());
         let parts: Vec<&[Vec<f32>]> = holdout.iter().map(|e| e.parts.as_slice()).collect();
         assert_eq!(compress(&again, &parts, 4), compress(&first, &parts, 4));
@@ -298,7 +284,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("the loss is NaN on a batch of 16 chunks"), "{err}");
-        assert!(!dir.path().join("checkpoint").join("model-1.bin").exists());
+        assert!(!dir.path().join("checkpoints/learner/checkpoint").join("model-1.bin").exists());
         assert!(finished::<DefaultBackend>(&model_config, 8, dir.path()).unwrap().is_none());
     }
 }

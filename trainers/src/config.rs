@@ -1,12 +1,13 @@
-//! Training settings of SproutRAG (and of its matched dense control), in the experiment file. Defaults
-//! are the public SproutRAG reference implementation's: 3 epochs, batch 32, lr 1e-3 for the aggregation
-//! weights, warmup 5 %, clipping 1.0, tau 0.05, lambda 0.1. The held-out documents are the run's
+//! Training settings of SproutRAG (and of its matched dense control), in the experiment file: the shared
+//! [`Schedule`] and SproutRAG's own rates and terms. Defaults are the public SproutRAG reference
+//! implementation's: 3 epochs, batch 32, lr 1e-3 for the aggregation weights, warmup 5 %, clipping 1.0,
+//! tau 0.05, lambda 0.1. The held-out documents are the run's
 //! validation split (`data.validation` in the experiment), never a test document.
 
 use arbor_datasets::merge_pairs::MergePairs;
 use serde::{Deserialize, Serialize};
 
-use crate::skeleton::Settings;
+pub use crate::schedule::Schedule;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -17,13 +18,10 @@ pub struct TrainConfig {
     /// Replaced by the validation split: kept only to say so when an old experiment file sets it.
     #[serde(default, deserialize_with = "removed", skip_serializing)]
     pub holdout_docs: Option<Removed>,
-    /// Stop after this many epochs without a better validation figure (`None`: run every epoch).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub patience: Option<usize>,
-    pub epochs: usize,
+    /// Epochs, seed, warmup, weight decay, clipping, checkpoints, early stopping.
+    pub schedule: Schedule,
     /// Queries per step (all from one document: the others' units are its negatives).
     pub batch_size: usize,
-    pub seed: u64,
     /// AdamW learning rate of the HeadAggregator's alpha.
     pub lr_aggregation: f64,
     /// AdamW learning rate of the modules trained from scratch (SentenceVAE, SLLM).
@@ -34,9 +32,6 @@ pub struct TrainConfig {
     pub freeze_encoder: bool,
     /// AdamW learning rate of the pretrained encoder when it is fine-tuned (the reference: 2e-5).
     pub lr_encoder: f64,
-    pub warmup_fraction: f64,
-    pub grad_clip: f32,
-    pub weight_decay: f32,
     /// InfoNCE temperature.
     pub tau: f64,
     /// Weight of L_attn.
@@ -54,8 +49,6 @@ pub struct TrainConfig {
     pub merge_pairs: MergePairs,
     /// Other units of the query's document are InfoNCE negatives besides the in-batch ones.
     pub hard_negatives: bool,
-    /// A checkpoint every this many steps (and at the end).
-    pub checkpoint_every: usize,
 }
 
 impl Default for TrainConfig {
@@ -63,17 +56,12 @@ impl Default for TrainConfig {
         TrainConfig {
             split: "train".into(),
             holdout_docs: None,
-            patience: None,
-            epochs: 3,
+            schedule: Schedule::default(),
             batch_size: 32,
-            seed: 42,
             lr_aggregation: 1e-3,
             lr_new: 1e-4,
             freeze_encoder: true,
             lr_encoder: 2e-5,
-            warmup_fraction: 0.05,
-            grad_clip: 1.0,
-            weight_decay: 0.01,
             tau: 0.05,
             lambda: 0.1,
             node_loss: 0.0,
@@ -81,7 +69,6 @@ impl Default for TrainConfig {
             eps: 1e-6,
             merge_pairs: MergePairs::SameParagraph,
             hard_negatives: true,
-            checkpoint_every: 50,
         }
     }
 }
@@ -94,11 +81,9 @@ impl TrainConfig {
                  seed: 0)))` (the default)"
                 .into());
         }
-        if self.patience == Some(0) {
-            return Err("training.patience must be at least 1 epoch (or None)".into());
-        }
-        if self.epochs == 0 || self.batch_size == 0 || self.checkpoint_every == 0 {
-            return Err("training.epochs, batch_size and checkpoint_every must be at least 1".into());
+        self.schedule.check()?;
+        if self.batch_size == 0 {
+            return Err("training.batch_size must be at least 1".into());
         }
         if !(self.node_loss >= 0.0) {
             return Err(format!("training.node_loss must be 0 (off) or positive, got {}", self.node_loss));
@@ -107,11 +92,6 @@ impl TrainConfig {
             return Err(format!("training.tau must be positive, got {}", self.tau));
         }
         Ok(())
-    }
-
-    /// The skeleton's settings of these.
-    pub fn settings(&self) -> Settings {
-        Settings { patience: self.patience, ..crate::settings_of!(self) }
     }
 }
 

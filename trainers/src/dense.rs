@@ -41,15 +41,15 @@ pub fn train<B: AutodiffBackend>(
     config.check().map_err(anyhow::Error::msg)?;
     anyhow::ensure!(train.iter().any(|d| !d.queries.is_empty()), "no training query: check training.split");
     let device = Default::default();
-    B::seed(&device, config.seed);
+    B::seed(&device, config.schedule.seed);
     let group = match encoder.is_some() {
         true => Group { name: "encoder", lr: config.lr_encoder, params: |g, m: &DenseModel<B>| GradientsParams::from_module(g, m) },
         false => Group { name: "adapter", lr: config.lr_new, params: |g, m: &DenseModel<B>| GradientsParams::from_module(g, m) },
     };
     let model = DenseModel::new(dim, encoder, &device);
-    let per_epoch = epoch_batches(train, config.batch_size, config.seed, 0).len();
+    let per_epoch = epoch_batches(train, config.batch_size, config.schedule.seed, 0).len();
     let mut task = PlainRetrieval { config, corpus, train, holdout, per_epoch, batches: (usize::MAX, Vec::new()) };
-    Ok(skeleton::train(&mut task, model, &[group], &config.settings(), run_dir, progress)?.valid())
+    Ok(skeleton::train(&mut task, model, &[group], &config.schedule, run_dir, progress)?.valid())
 }
 
 /// The control of a finished run in `run_dir`, if it has finished.
@@ -76,7 +76,7 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
     fn step(&mut self, model: &DenseModel<B>, step: usize) -> anyhow::Result<Step<B>> {
         let epoch = step / self.per_epoch;
         if self.batches.0 != epoch {
-            self.batches = (epoch, epoch_batches(self.train, self.config.batch_size, self.config.seed, epoch));
+            self.batches = (epoch, epoch_batches(self.train, self.config.batch_size, self.config.schedule.seed, epoch));
         }
         let batch = &self.batches.1[step % self.per_epoch];
         let doc = &self.train[batch.doc];
@@ -126,6 +126,7 @@ fn rows<B: Backend>(rows: &[Vec<f32>], device: &B::Device) -> Tensor<B, 2> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedule::Schedule;
     use arbor_datasets::{DocSpan, Document, Span};
     use arbor_models::DefaultBackend;
     use burn::backend::Autodiff;
@@ -153,7 +154,12 @@ mod tests {
             TrainDoc { units: units.clone(), pooled, ids: vec![], pairs: vec![], tokens: vec![], queries: (0..4).map(query).collect() }
         };
         let (train_docs, holdout) = (vec![doc(0)], vec![doc(1)]);
-        let config = TrainConfig { epochs: 20, batch_size: 4, lr_new: 0.05, checkpoint_every: 1000, ..TrainConfig::default() };
+        let config = TrainConfig {
+            schedule: Schedule { epochs: 20, checkpoint_every: 1000, ..Schedule::default() },
+            batch_size: 4,
+            lr_new: 0.05,
+            ..TrainConfig::default()
+        };
         let dir = tempfile::tempdir().unwrap();
         let model = train::<Autodiff<DefaultBackend>>(&config, 8, None, &corpus, &train_docs, &holdout, dir.path(), &mut |_, _| {}).unwrap();
         let hit1 = |m: &DenseModel<DefaultBackend>| {

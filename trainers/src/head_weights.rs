@@ -48,8 +48,8 @@ pub fn train<B: AutodiffBackend>(
     anyhow::ensure!(!docs.is_empty(), "no training document has a gold merge pair: check training.split and merge_pairs");
     let model = HeadAggregator::<B>::new(layers, heads, init, &Default::default());
     let groups = [Group { name: "aggregation", lr: config.lr_aggregation, params: |grads, model| GradientsParams::from_module(grads, model) }];
-    let mut task = HeadWeights { docs, holdout, planes: layers * heads, eps: config.eps, seed: config.seed };
-    Ok(skeleton::train(&mut task, model, &groups, &config.settings(), run_dir, progress)?.valid())
+    let mut task = HeadWeights { docs, holdout, planes: layers * heads, eps: config.eps, seed: config.schedule.seed };
+    Ok(skeleton::train(&mut task, model, &groups, &config.schedule, run_dir, progress)?.valid())
 }
 
 struct HeadWeights<'a> {
@@ -118,6 +118,7 @@ pub fn entropy<B: Backend>(model: &HeadAggregator<B>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedule::Schedule;
     use arbor_models::DefaultBackend;
     use burn::backend::Autodiff;
 
@@ -131,7 +132,11 @@ mod tests {
     #[test]
     fn training_moves_the_weight_to_the_head_that_links_gold_pairs() {
         let dir = tempfile::tempdir().unwrap();
-        let config = TrainConfig { epochs: 40, lr_aggregation: 0.1, checkpoint_every: 7, warmup_fraction: 0.0, ..TrainConfig::default() };
+        let config = TrainConfig {
+            schedule: Schedule { epochs: 40, checkpoint_every: 7, warmup_fraction: 0.0, ..Schedule::default() },
+            lr_aggregation: 0.1,
+            ..TrainConfig::default()
+        };
         let docs = [doc(), doc()];
         let model = train::<A>(&config, (1, 2), AggregationInit::Uniform, &docs, &[doc()], dir.path(), &mut |_, _| {}).unwrap();
         let w = model.head_weights().into_data().to_vec::<f32>().unwrap();

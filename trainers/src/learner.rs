@@ -5,17 +5,20 @@
 //!
 //! - [`AtomicRecorder`]: burn-train's `FileCheckpointer` records a checkpoint in place; this recorder
 //!   writes it to a temporary file, fsyncs it and renames it, so a kill never leaves a torn checkpoint;
-//! - [`WarmupLinear`]: the skeleton's schedule ([`Settings::schedule`]) as an `LrScheduler`;
+//! - [`WarmupLinear`]: the shared schedule ([`Schedule::factor`]) as an `LrScheduler`;
 //! - a `MetricLogger` putting the Learner's metrics (loss per step, the held-out loss per epoch, the
 //!   learning rate) on `log.jsonl` and TensorBoard, as the skeleton logs;
 //! - a renderer feeding arbor's progress bar instead of burn-train's terminal UI;
 //! - [`NanStop`]: a step whose loss is not finite stops the run (burn-train's interrupter) before the
 //!   epoch is checkpointed, and [`fit`] returns an error naming the step.
 //!
-//! Resume is at epoch granularity, as burn-train checkpoints (the end of each epoch): a run folder whose
-//! `checkpoint/` holds the model, optimizer and scheduler of epoch `e` continues at `e + 1` (the data
-//! loader's shuffle restarts with its seed, so a resumed run sees other batches than an uninterrupted
-//! one). The final model is committed in the skeleton's format, so [`skeleton::finished`] reads it.
+//! Both loops keep one layout: `checkpoints/state.json` commits the final model in the skeleton's format
+//! (so [`skeleton::finished`] reads it), and burn-train's own per-epoch resume points (model, optimizer and
+//! scheduler records, written by its `FileCheckpointer`) live in `checkpoints/learner/checkpoint/`. Resume is
+//! at epoch granularity, as burn-train checkpoints: a run whose last complete epoch there is `e` continues
+//! at `e + 1` through burn-train's `checkpoint(e)`, and the data loader's shuffle restarts with its seed, so
+//! a resumed run sees other batches than an uninterrupted one (the skeleton resumes at the step, with the
+//! same batches).
 //! Multi-device data parallel is burn-train's `ExecutionStrategy::MultiDevice` (with `--features cuda`,
 //! one `CudaDevice` per GPU); arbor's runs use the single default device.
 
@@ -50,7 +53,7 @@ use serde::de::DeserializeOwned;
 
 use crate::checkpoint;
 use crate::logger::Logger;
-use crate::skeleton::Settings;
+use crate::schedule::Schedule;
 
 /// Records like `BinFileRecorder` (full precision), through a temporary file that is fsynced and renamed.
 #[derive(Debug, Default, Clone)]
@@ -85,10 +88,10 @@ impl<B: Backend> FileRecorder<B> for AtomicRecorder {
     }
 }
 
-/// [`Settings::schedule`] times a base learning rate, stepped once per batch.
+/// [`Schedule::factor`] times a base learning rate, stepped once per batch.
 #[derive(Debug, Clone)]
 pub struct WarmupLinear {
-    pub settings: Settings,
+    pub schedule: Schedule,
     pub lr: f64,
     pub total: usize,
     pub step: usize,
@@ -98,7 +101,7 @@ impl LrScheduler for WarmupLinear {
     type Record<B: Backend> = usize;
 
     fn step(&mut self) -> f64 {
-        let lr = self.lr * self.settings.schedule(self.step.min(self.total.saturating_sub(1)), self.total);
+        let lr = self.lr * self.schedule.factor(self.step.min(self.total.saturating_sub(1)), self.total);
         self.step += 1;
         lr
     }
@@ -132,12 +135,11 @@ impl NanStop {
     }
 }
 
-/// How [`fit`] trains: the skeleton's settings, a learning rate and the batches.
+/// How [`fit`] trains: the shared schedule, a learning rate and the batches.
 pub struct Fit<'a> {
-    pub settings: &'a Settings,
+    pub schedule: &'a Schedule,
     pub lr: f64,
     pub batch_size: usize,
-    pub seed: u64,
     pub run_dir: &'a Path,
     /// Figures logged beside every held-out evaluation (a baseline to beat).
     pub reference: Vec<(&'static str, f64)>,
@@ -167,35 +169,39 @@ where
     I: Clone + Send + Sync + std::fmt::Debug + 'static,
     BT: Batcher<B, I, M::Input> + Batcher<B::InnerBackend, I, <M::InnerModule as InferenceStep>::Input> + Clone + Send + Sync + 'static,
 {
-    anyhow::ensure!(how.batch_size > 0 && how.settings.epochs > 0, "training.epochs and batch_size must be at least 1");
+    anyhow::ensure!(how.batch_size > 0 && how.schedule.epochs > 0, "training.epochs and batch_size must be at least 1");
     anyhow::ensure!(!train.is_empty(), "nothing to train on in {}", how.run_dir.display());
     let dir = how.run_dir;
     let guard = NanStop::default();
     let model = make(guard.clone());
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let per_epoch = train.len().div_ceil(how.batch_size);
-    let total = per_epoch * how.settings.epochs;
-    let resume = last_epoch(&dir.join("checkpoint"));
+    let total = per_epoch * how.schedule.epochs;
+    // burn-train's per-epoch resume points live beside the skeleton's commits, in checkpoints/learner/.
+    let learner_dir = dir.join("checkpoints").join("learner");
+    let resume = last_epoch(&learner_dir.join("checkpoint"));
     let logger = Logger::open(dir, resume.map(|e| e * per_epoch))?;
     let start = resume.unwrap_or(0) * per_epoch;
     let done = Arc::new(AtomicUsize::new(start));
-    let train =
-        DataLoaderBuilder::<B, I, M::Input>::new(batcher.clone()).batch_size(how.batch_size).shuffle(how.seed).build(InMemDataset::new(train));
+    let train = DataLoaderBuilder::<B, I, M::Input>::new(batcher.clone())
+        .batch_size(how.batch_size)
+        .shuffle(how.schedule.seed)
+        .build(InMemDataset::new(train));
     let valid = DataLoaderBuilder::<B::InnerBackend, I, <M::InnerModule as InferenceStep>::Input>::new(batcher)
         .batch_size(how.batch_size)
         .build(InMemDataset::new(valid));
     let optim = AdamWConfig::new()
-        .with_weight_decay(how.settings.weight_decay)
-        .with_grad_clipping(Some(GradientClippingConfig::Norm(how.settings.grad_clip)))
+        .with_weight_decay(how.schedule.weight_decay)
+        .with_grad_clipping(Some(GradientClippingConfig::Norm(how.schedule.grad_clip)))
         .init();
-    let scheduler = WarmupLinear { settings: how.settings.clone(), lr: how.lr, total, step: 0 };
+    let scheduler = WarmupLinear { schedule: how.schedule.clone(), lr: how.lr, total, step: 0 };
     let sink = LogSink { logger, step: start, per_epoch, names: HashMap::new(), valid: Vec::new(), reference: how.reference.clone() };
-    let (interrupter, epochs, counter) = (guard.0.clone(), how.settings.epochs, done.clone());
+    let (interrupter, epochs, counter) = (guard.0.clone(), how.schedule.epochs, done.clone());
     // burn-train's training is not `Send`: it is built on the thread that runs it, while this one
     // drives the progress bar.
     let result = std::thread::scope(|s| {
         let run = s.spawn(move || {
-            let mut training = SupervisedTraining::new(dir, train, valid)
+            let mut training = SupervisedTraining::new(&learner_dir, train, valid)
                 .metric_train_numeric(LossMetric::<Flex>::new())
                 .metric_valid_numeric(LossMetric::<Flex>::new())
                 .metric_train_numeric(LearningRateMetric::new())
@@ -222,7 +228,7 @@ where
         anyhow::bail!("training stopped in {}: {reason}", dir.display());
     }
     progress(total, total);
-    if resume.is_none_or(|e| e < how.settings.epochs) {
+    if resume.is_none_or(|e| e < how.schedule.epochs) {
         let figures = finish(&model);
         if !figures.is_empty() {
             let mut log = Logger::open(dir, None)?;

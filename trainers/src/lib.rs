@@ -15,7 +15,9 @@
 //! - [`checkpoint`]: model and optimizer states written atomically, committed by `state.json` with their
 //!   digests and the best epoch on validation.
 //! - [`logger::Logger`]: `log.jsonl` and TensorBoard event files.
-//! - [`config::TrainConfig`], [`data`]: settings and the per-document batches.
+//! - [`schedule::Schedule`]: the training contract every trainer's config nests (epochs, seed, warmup,
+//!   weight decay, clipping, checkpoints, early stopping).
+//! - [`config::TrainConfig`], [`data`]: SproutRAG's settings and the per-document batches.
 
 pub mod checkpoint;
 pub mod compressor;
@@ -27,6 +29,7 @@ pub mod learner;
 pub mod logger;
 pub mod planner;
 pub mod reranker;
+pub mod schedule;
 pub mod skeleton;
 pub mod sproutrag;
 pub mod stitch;

@@ -26,7 +26,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::Removed;
 
 use crate::data::step_batch;
-use crate::skeleton::{self, Group, SelectBy, Settings, Step, Task};
+use crate::schedule::Schedule;
+use crate::skeleton::{self, Group, SelectBy, Step, Task};
 
 /// One training query: word pieces (no special tokens) of the query, its positive units and its
 /// negative units.
@@ -56,7 +57,7 @@ pub struct RerankerTraining {
     /// At most this many of the split's queries (evenly spaced in file order), for quick runs; `None`: all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_queries: Option<usize>,
-    pub epochs: usize,
+    pub schedule: Schedule,
     /// Queries per step.
     pub batch_size: usize,
     /// Negatives beside the positive in each query's group.
@@ -71,11 +72,6 @@ pub struct RerankerTraining {
     pub max_query_tokens: usize,
     /// A pair's length, special tokens included (at most the encoder's limit).
     pub max_pair_tokens: usize,
-    pub seed: u64,
-    pub warmup_fraction: f64,
-    pub weight_decay: f32,
-    pub grad_clip: f32,
-    pub checkpoint_every: usize,
 }
 
 impl Default for RerankerTraining {
@@ -84,7 +80,7 @@ impl Default for RerankerTraining {
             split: "train".into(),
             holdout_fraction: None,
             max_queries: None,
-            epochs: 4,
+            schedule: Schedule { epochs: 4, warmup_fraction: 0.1, checkpoint_every: 100, ..Schedule::default() },
             batch_size: 4,
             negatives: 7,
             hard_negatives: 30,
@@ -93,19 +89,15 @@ impl Default for RerankerTraining {
             lr_encoder: 1e-4,
             max_query_tokens: 64,
             max_pair_tokens: 256,
-            seed: 42,
-            warmup_fraction: 0.1,
-            weight_decay: 0.01,
-            grad_clip: 1.0,
-            checkpoint_every: 100,
         }
     }
 }
 
 impl RerankerTraining {
     pub fn check(&self) -> Result<(), String> {
-        if self.epochs == 0 || self.batch_size == 0 || self.checkpoint_every == 0 || self.negatives == 0 {
-            return Err("rerank training: epochs, batch_size, negatives and checkpoint_every must be at least 1".into());
+        self.schedule.check()?;
+        if self.batch_size == 0 || self.negatives == 0 {
+            return Err("rerank training: batch_size and negatives must be at least 1".into());
         }
         if self.hard_negatives < self.negatives {
             return Err(format!("rerank training: hard_negatives ({}) must be at least negatives ({})", self.hard_negatives, self.negatives));
@@ -116,10 +108,6 @@ impl RerankerTraining {
                 .into());
         }
         Ok(())
-    }
-
-    fn settings(&self) -> Settings {
-        crate::settings_of!(self)
     }
 }
 
@@ -165,7 +153,7 @@ impl<B: AutodiffBackend> RerankTask<'_, B> {
     /// Example `e`'s group at `step`: its positive of the epoch and `negatives` drawn from its pool.
     fn group(&self, e: usize, epoch: usize, step: usize) -> (&TokenIds, Vec<&Candidate>) {
         let ex = &self.train[e];
-        let mut rng = rand::rngs::StdRng::seed_from_u64(self.config.seed ^ ((step as u64) << 20) ^ e as u64);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(self.config.schedule.seed ^ ((step as u64) << 20) ^ e as u64);
         let mut texts = vec![&ex.positives[epoch % ex.positives.len()]];
         texts.extend(ex.negatives.choose_multiple(&mut rng, self.config.negatives));
         (&ex.query, texts)
@@ -180,7 +168,7 @@ impl<B: AutodiffBackend> Task<B> for RerankTask<'_, B> {
     }
 
     fn step(&mut self, model: &CrossEncoder<B>, step: usize) -> anyhow::Result<Step<B>> {
-        let (epoch, _, batch) = step_batch(self.train.len(), self.config.batch_size, self.config.seed, step);
+        let (epoch, _, batch) = step_batch(self.train.len(), self.config.batch_size, self.config.schedule.seed, step);
         let groups: Vec<_> = batch.iter().map(|&e| self.group(e, epoch, step)).collect();
         let scores = group_scores(model, self.format, &groups);
         let hit = hit_at_1(scores.clone().detach());
@@ -241,7 +229,7 @@ pub fn train<B: AutodiffBackend>(
     config.check().map_err(anyhow::Error::msg)?;
     anyhow::ensure!(!train.is_empty(), "the reranker has no training query with a positive unit and {} negatives", config.negatives);
     let device = bert.embeddings.word_embeddings.weight.device();
-    B::seed(&device, config.seed);
+    B::seed(&device, config.schedule.seed);
     let hidden = bert.embeddings.layer_norm.gamma.dims()[0];
     let model = CrossEncoder::new(bert, hidden, &device).freeze_below(config.trainable_layers);
     // The trunk's group first; the head's takes what is left (the head and gamma).
@@ -250,7 +238,7 @@ pub fn train<B: AutodiffBackend>(
         Group { name: "head", lr: config.lr_head, params: |g, m: &CrossEncoder<B>| GradientsParams::from_module(g, m) },
     ];
     let mut task = RerankTask { config, format, train, holdout, _b: std::marker::PhantomData };
-    let model = skeleton::train(&mut task, model, &groups, &config.settings(), run_dir, progress)?;
+    let model = skeleton::train(&mut task, model, &groups, &config.schedule, run_dir, progress)?;
     Ok(model.valid())
 }
 

@@ -29,41 +29,7 @@ use burn::tensor::{ElementConversion, Tensor};
 
 use crate::checkpoint::{self, Best};
 use crate::logger::Logger;
-
-/// The loop's settings (a trainer's config gives them).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Settings {
-    pub epochs: usize,
-    pub checkpoint_every: usize,
-    pub warmup_fraction: f64,
-    pub weight_decay: f32,
-    pub grad_clip: f32,
-    /// Stop after this many epochs without a better validation figure (needs [`Task::select_by`]).
-    pub patience: Option<usize>,
-}
-
-/// The [`Settings`] of a trainer config that has fields of the same names.
-#[macro_export]
-macro_rules! settings_of {
-    ($c:expr) => {
-        $crate::skeleton::Settings {
-            epochs: $c.epochs,
-            checkpoint_every: $c.checkpoint_every,
-            warmup_fraction: $c.warmup_fraction,
-            weight_decay: $c.weight_decay,
-            grad_clip: $c.grad_clip,
-            patience: None,
-        }
-    };
-}
-
-impl Settings {
-    /// The learning-rate factor at `step` of `total`: linear warmup, then linear decay to 0.
-    pub fn schedule(&self, step: usize, total: usize) -> f64 {
-        let warmup = ((self.warmup_fraction * total as f64).ceil() as usize).max(1);
-        if step < warmup { (step + 1) as f64 / warmup as f64 } else { ((total - step) as f64 / (total - warmup).max(1) as f64).clamp(0.0, 1.0) }
-    }
-}
+use crate::schedule::Schedule;
 
 /// What one step of a task computed.
 pub struct Step<B: Backend> {
@@ -125,15 +91,15 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
     task: &mut T,
     mut model: T::Model,
     groups: &[Group<B, T::Model>],
-    settings: &Settings,
+    schedule: &Schedule,
     run_dir: &Path,
     progress: &mut dyn FnMut(usize, usize),
 ) -> anyhow::Result<T::Model> {
-    anyhow::ensure!(settings.epochs > 0 && settings.checkpoint_every > 0, "training.epochs and checkpoint_every must be at least 1");
+    schedule.check().map_err(anyhow::Error::msg)?;
     let per_epoch = task.steps_per_epoch();
     anyhow::ensure!(per_epoch > 0, "nothing to train on: an epoch has no step");
     let adamw =
-        AdamWConfig::new().with_weight_decay(settings.weight_decay).with_grad_clipping(Some(GradientClippingConfig::Norm(settings.grad_clip)));
+        AdamWConfig::new().with_weight_decay(schedule.weight_decay).with_grad_clipping(Some(GradientClippingConfig::Norm(schedule.grad_clip)));
     let mut optims: Vec<OptimizerAdaptor<AdamW, T::Model, B>> = groups.iter().map(|_| adamw.init()).collect();
     std::fs::create_dir_all(run_dir).with_context(|| format!("cannot create {}", run_dir.display()))?;
     let ckpt_dir = run_dir.join("checkpoints");
@@ -157,7 +123,7 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
         }
     }
     let mut logger = Logger::open(run_dir, Some(start))?;
-    let total = per_epoch * settings.epochs;
+    let total = per_epoch * schedule.epochs;
     let lr_names: Vec<String> = groups.iter().map(|g| format!("lr/{}", g.name)).collect();
     let select = task.select_by();
     let mut stop = false;
@@ -175,7 +141,7 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
             logged.push(("loss/total", logged.iter().map(|(_, v)| v).sum()));
         }
         logged.extend(scalars);
-        let factor = settings.schedule(step, total);
+        let factor = schedule.factor(step, total);
         // A step without a loss term has nothing to learn from (no GRPO group was usable): no update.
         if let Some(loss) = terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b) {
             let mut grads = loss.backward();
@@ -202,7 +168,7 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
                     best = Some(Best { step: done, score: value, file });
                 }
                 let since = best.as_ref().map_or(0, |b| (done - b.step) / per_epoch);
-                if settings.patience.is_some_and(|p| since >= p) && done < total {
+                if schedule.patience.is_some_and(|p| since >= p) && done < total {
                     eprintln!(
                         "stopping early: {since} epochs without a better {} than {:.4}",
                         by.figure,
@@ -212,7 +178,7 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
                 }
             }
         }
-        if done % settings.checkpoint_every == 0 || done == total || stop {
+        if done % schedule.checkpoint_every == 0 || done == total || stop {
             logger.flush()?;
             let mut files = vec![checkpoint::write_item::<B, _>(&ckpt_dir, "model", done, model.clone().into_record())?];
             for (group, optim) in groups.iter().zip(&optims) {
@@ -322,8 +288,8 @@ mod tests {
         }
     }
 
-    fn settings() -> Settings {
-        Settings { epochs: 4, checkpoint_every: 5, warmup_fraction: 0.1, weight_decay: 0.0, grad_clip: 1.0, patience: None }
+    fn settings() -> Schedule {
+        Schedule { epochs: 4, checkpoint_every: 5, warmup_fraction: 0.1, weight_decay: 0.0, ..Schedule::default() }
     }
 
     fn run(task: &mut PullToHeadZero, dir: &Path) -> anyhow::Result<Vec<f32>> {
@@ -331,16 +297,6 @@ mod tests {
         let groups = [Group { name: "aggregation", lr: 0.1, params: |g, m: &HeadAggregator<A>| GradientsParams::from_module(g, m) }];
         let model = train(task, model, &groups, &settings(), dir, &mut |_, _| {})?;
         Ok(model.head_weights().into_data().to_vec::<f32>().unwrap())
-    }
-
-    #[test]
-    fn warmup_then_linear_decay() {
-        let s = Settings { warmup_fraction: 0.1, ..settings() };
-        let f: Vec<f64> = (0..100).map(|step| s.schedule(step, 100)).collect();
-        assert_eq!(f[0], 0.1);
-        assert_eq!(f[9], 1.0);
-        assert!(f[10] <= 1.0 && f[10] > f[50] && f[50] > f[99]);
-        assert!(f.iter().all(|&x| (0.0..=1.0).contains(&x)));
     }
 
     #[test]

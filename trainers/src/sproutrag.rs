@@ -55,7 +55,7 @@ pub fn train<B: AutodiffBackend>(
     config.check().map_err(anyhow::Error::msg)?;
     anyhow::ensure!(train.iter().any(|d| !d.queries.is_empty()), "no training query: check training.split");
     let device = Default::default();
-    B::seed(&device, config.seed);
+    B::seed(&device, config.schedule.seed);
     anyhow::ensure!(
         encoder.is_some() != config.freeze_encoder,
         "training.freeze_encoder is {} but the encoder was {}given",
@@ -78,10 +78,10 @@ pub fn train<B: AutodiffBackend>(
         });
     }
     groups.push(Group { name: "new", lr: config.lr_new, params: |g, m| GradientsParams::from_module(g, m) });
-    let per_epoch = epoch_batches(train, config.batch_size, config.seed, 0).len();
+    let per_epoch = epoch_batches(train, config.batch_size, config.schedule.seed, 0).len();
     let max_tokens = model_config.vae.map_or(0, |v| v.max_tokens);
     let mut task = Joint { config, corpus, train, holdout, per_epoch, max_tokens, batches: (usize::MAX, Vec::new()) };
-    Ok(skeleton::train(&mut task, model, &groups, &config.settings(), run_dir, progress)?.valid())
+    Ok(skeleton::train(&mut task, model, &groups, &config.schedule, run_dir, progress)?.valid())
 }
 
 /// The model of a training run in `run_dir` that has finished, if it has (nothing is recomputed).
@@ -133,7 +133,7 @@ impl<B: AutodiffBackend> Task<B> for Joint<'_> {
     fn step(&mut self, model: &SproutRagModel<B>, step: usize) -> anyhow::Result<Step<B>> {
         let epoch = step / self.per_epoch;
         if self.batches.0 != epoch {
-            self.batches = (epoch, epoch_batches(self.train, self.config.batch_size, self.config.seed, epoch));
+            self.batches = (epoch, epoch_batches(self.train, self.config.batch_size, self.config.schedule.seed, epoch));
         }
         let batch = &self.batches.1[step % self.per_epoch];
         let terms = losses(model, self.config, &self.train[batch.doc], &batch.queries, self.max_tokens);

@@ -81,13 +81,13 @@ mod tests {
 
     #[test]
     fn trained_methods_get_their_controls_once_and_untrained_ones_none() {
-        let sllm = |search: &str| format!("SproutRag((attention: Sllm, search: {search}, training: Some((epochs: 2, lambda: 0.3))))");
+        let sllm = |search: &str| format!("SproutRag((attention: Sllm, search: {search}, training: Some((schedule: (epochs: 2), lambda: 0.3))))");
         let list = methods(&format!("Flat, Bm25, {}, {}", sllm("Collapsed"), sllm("LeavesOnly")));
         let controls = matched(&list, &ControlKind::all());
         assert_eq!(controls.len(), 5, "dense, two exemplars, two fused");
         assert!(controls.iter().all(|(_, of)| of == &[2, 3]), "both search variants share one training: one set of controls");
         let Method::Dense(dense) = &controls[0].0 else { panic!("the dense control first") };
-        assert_eq!((dense.training.epochs, dense.training.lambda), (2, 0.1), "epochs matched, the method's own terms not read");
+        assert_eq!((dense.training.schedule.epochs, dense.training.lambda), (2, 0.1), "epochs matched, the method's own terms not read");
         assert!(matched(&methods("Flat, Bm25"), &ControlKind::all()).is_empty());
         assert_eq!(matched(&list, &[ControlKind::Exemplars]).len(), 2);
         // A control already in the list is not added twice.

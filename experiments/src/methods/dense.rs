@@ -24,8 +24,8 @@ use crate::trained::{Located, TrainedModel};
 use crate::validation::VALIDATION;
 
 /// `Dense((training: (epochs: 2, freeze_encoder: false, ...)))` in an experiment file. Of the training
-/// settings it reads the split, epochs, batch size, seed, learning rates (`lr_encoder` fine-tuned,
-/// `lr_new` for the map over a frozen encoder), schedule, tau, hard negatives and patience.
+/// settings it reads the split, the schedule, the batch size, the learning rates (`lr_encoder` fine-tuned,
+/// `lr_new` for the map over a frozen encoder), tau and the hard negatives.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DenseConfig {
@@ -42,19 +42,13 @@ impl DenseConfig {
             training: TrainConfig {
                 split: t.split.clone(),
                 holdout_docs: None,
-                patience: t.patience,
-                epochs: t.epochs,
+                schedule: t.schedule.clone(),
                 batch_size: t.batch_size,
-                seed: t.seed,
                 lr_new: t.lr_new,
                 freeze_encoder: t.freeze_encoder,
                 lr_encoder: t.lr_encoder,
-                warmup_fraction: t.warmup_fraction,
-                grad_clip: t.grad_clip,
-                weight_decay: t.weight_decay,
                 tau: t.tau,
                 hard_negatives: t.hard_negatives,
-                checkpoint_every: t.checkpoint_every,
                 ..TrainConfig::default()
             },
         }
@@ -65,8 +59,8 @@ impl MethodSpec for DenseConfig {
     fn label(&self) -> String {
         let t = &self.training;
         match t.freeze_encoder {
-            false => format!("Dense, encoder fine-tuned at {} by InfoNCE alone ({} epochs)", t.lr_encoder, t.epochs),
-            true => format!("Dense, a linear map over the frozen encoder trained at {} by InfoNCE alone ({} epochs)", t.lr_new, t.epochs),
+            false => format!("Dense, encoder fine-tuned at {} by InfoNCE alone ({} epochs)", t.lr_encoder, t.schedule.epochs),
+            true => format!("Dense, a linear map over the frozen encoder trained at {} by InfoNCE alone ({} epochs)", t.lr_new, t.schedule.epochs),
         }
     }
 

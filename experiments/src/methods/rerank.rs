@@ -57,11 +57,11 @@ impl MethodSpec for RerankConfig {
         MethodKind::Reranked { sproutrag: self.over.kind().is_sproutrag() }
     }
 
-    /// The reranker learns from the training queries: its dense control fine-tunes the encoder for as many
-    /// epochs, on the same split, at the joint training's default rate.
+    /// The reranker learns from the training queries: its dense control fine-tunes the encoder on the same
+    /// split and schedule, at the joint training's default rate.
     fn trains(&self) -> Trains {
         let t = &self.training;
-        Trains::Queries(TrainConfig { split: t.split.clone(), epochs: t.epochs, seed: t.seed, freeze_encoder: false, ..TrainConfig::default() })
+        Trains::Queries(TrainConfig { split: t.split.clone(), schedule: t.schedule.clone(), freeze_encoder: false, ..TrainConfig::default() })
     }
 
     fn check(&self) -> anyhow::Result<()> {
@@ -124,7 +124,7 @@ fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::
                 train.len(),
                 training.split,
                 holdout.len(),
-                training.epochs
+                training.schedule.epochs
             );
             let bert_file = arbor_models::hub::resolve(&ctx.encoder_config.model)?.path.join("model.safetensors");
             let bert = load_bert::<Autodiff<DefaultBackend>>(&encoder.config, &bert_file, &Default::default())?;

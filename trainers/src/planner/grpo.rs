@@ -44,8 +44,8 @@ impl<A: AutodiffBackend> Task<A> for Rl<'_, A::InnerBackend> {
 
     fn step(&mut self, model: &Planner<A>, step: usize) -> anyhow::Result<Step<A>> {
         let (c, vocab) = (self.config, self.vocab);
-        let (epoch, at, batch) = step_batch(self.examples.len(), c.batch_size, c.seed, step);
-        let mut rng = rand::rngs::StdRng::seed_from_u64(c.seed.wrapping_mul(7_919).wrapping_add(step as u64));
+        let (epoch, at, batch) = step_batch(self.examples.len(), c.batch_size, c.schedule.seed, step);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(c.schedule.seed.wrapping_mul(7_919).wrapping_add(step as u64));
         let policy = model.valid();
         // Every query's vanilla group, sampled together.
         let vanilla = self.rollouts(&policy, &batch, &vec![Vec::new(); batch.len()], &mut rng);

@@ -33,7 +33,8 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use serde::{Deserialize, Serialize};
 
 use crate::learner::{self, Fit, NanStop};
-use crate::skeleton::{self, Group, Settings};
+use crate::schedule::Schedule;
+use crate::skeleton::{self, Group};
 use crate::stitch::Stitch;
 
 /// One training query: the planner's input, its pseudo-label, and what every plan would do.
@@ -67,10 +68,10 @@ pub enum Strategy {
 #[serde(default, deny_unknown_fields)]
 pub struct PlannerTraining {
     pub strategy: Strategy,
-    pub sft_epochs: usize,
-    pub rl_epochs: usize,
-    /// Each phase runs at least this many steps: more epochs than `sft_epochs` / `rl_epochs` on a small
-    /// training split (89 queries are 6 steps an epoch, too few for the policy to learn the format).
+    /// Epochs (of each phase, SFT and GRPO), seed, warmup, weight decay, clipping, checkpoints.
+    pub schedule: Schedule,
+    /// Each phase runs at least this many steps: more epochs than `schedule.epochs` on a small training
+    /// split (89 queries are 6 steps an epoch, too few for the policy to learn the format).
     pub min_steps: usize,
     /// Queries per step.
     pub batch_size: usize,
@@ -85,19 +86,13 @@ pub struct PlannerTraining {
     pub buffer_size: usize,
     pub reward: RewardWeights,
     pub lr: f64,
-    pub seed: u64,
-    pub warmup_fraction: f64,
-    pub weight_decay: f32,
-    pub grad_clip: f32,
-    pub checkpoint_every: usize,
 }
 
 impl Default for PlannerTraining {
     fn default() -> Self {
         PlannerTraining {
             strategy: Strategy::Stitch,
-            sft_epochs: 10,
-            rl_epochs: 10,
+            schedule: Schedule { epochs: 10, checkpoint_every: 100, ..Schedule::default() },
             min_steps: 300,
             batch_size: 16,
             group_size: 8,
@@ -107,27 +102,15 @@ impl Default for PlannerTraining {
             buffer_size: 16,
             reward: RewardWeights { alpha: 0.002, gamma: 0.1, beta_len: 0.05, l_max: 6, planning_acc: 0.0 },
             lr: 1e-3,
-            seed: 42,
-            warmup_fraction: 0.05,
-            weight_decay: 0.01,
-            grad_clip: 1.0,
-            checkpoint_every: 100,
         }
     }
 }
 
 impl PlannerTraining {
-    /// The skeleton's settings for a phase of `epochs` epochs of `examples` queries (at least `min_steps`).
-    fn settings(&self, epochs: usize, examples: usize) -> Settings {
-        let s = self;
-        Settings {
-            epochs: epochs.max(s.min_steps.div_ceil(examples.div_ceil(s.batch_size).max(1))),
-            checkpoint_every: s.checkpoint_every,
-            warmup_fraction: s.warmup_fraction,
-            weight_decay: s.weight_decay,
-            grad_clip: s.grad_clip,
-            patience: None,
-        }
+    /// The schedule of a phase over `examples` queries: `schedule.epochs`, or more to reach `min_steps`.
+    fn phase(&self, examples: usize) -> Schedule {
+        let epochs = self.schedule.epochs.max(self.min_steps.div_ceil(examples.div_ceil(self.batch_size).max(1)));
+        Schedule { epochs, ..self.schedule.clone() }
     }
 }
 
@@ -164,7 +147,7 @@ pub fn train<B: AutodiffBackend>(
         "planner examples disagree in size"
     );
     let device = Default::default();
-    B::seed(&device, config.seed);
+    B::seed(&device, config.schedule.seed);
     let mut model = model_config.init::<B>(d_features, vocab, &device);
     let groups = [Group { name: "planner", lr: config.lr, params: |g, m: &Planner<B>| GradientsParams::from_module(g, m) }];
     let eval = Eval { holdout, vocab, max_len: model_config.max_len };
@@ -173,8 +156,8 @@ pub fn train<B: AutodiffBackend>(
         let (examples, held) = (labelled(train), labelled(holdout));
         anyhow::ensure!(!examples.is_empty(), "no training query has a pseudo-label: SFT has nothing to imitate");
         let dir = run_dir.join("sft");
-        let settings = config.settings(config.sft_epochs, examples.len());
-        let how = Fit { settings: &settings, lr: config.lr, batch_size: config.batch_size, seed: config.seed, run_dir: &dir, reference: Vec::new() };
+        let schedule = config.phase(examples.len());
+        let how = Fit { schedule: &schedule, lr: config.lr, batch_size: config.batch_size, run_dir: &dir, reference: Vec::new() };
         // The held-back queries' plan scores of the SFT policy, once at its last step.
         let scores = |m: &SftStep<B::InnerBackend>| eval.scalars(&m.planner);
         let sft = learner::fit(|guard| SftStep { planner: model, guard }, Traces(vocab), examples, held, &how, &scores, progress)?.planner;
@@ -192,8 +175,8 @@ pub fn train<B: AutodiffBackend>(
         stitch: (config.strategy == Strategy::Stitch).then(|| Stitch::new(config.buffer_size)),
         eval,
     };
-    let settings = config.settings(config.rl_epochs, train.len());
-    Ok(skeleton::train(&mut task, model, &groups, &settings, &run_dir.join("rl"), progress)?.valid())
+    let schedule = config.phase(train.len());
+    Ok(skeleton::train(&mut task, model, &groups, &schedule, &run_dir.join("rl"), progress)?.valid())
 }
 
 /// The planner of a finished training in `run_dir`, if it has finished.
@@ -252,12 +235,11 @@ mod tests {
     fn config(strategy: Strategy) -> PlannerTraining {
         PlannerTraining {
             strategy,
-            sft_epochs: 20,
-            rl_epochs: 60,
+            // SFT learns the labels in 20 epochs; GRPO and STITCH from scratch take 60.
+            schedule: Schedule { epochs: if strategy == Strategy::Sft { 20 } else { 60 }, checkpoint_every: 50, ..Schedule::default() },
             batch_size: 8,
             group_size: 6,
             lr: 5e-3,
-            checkpoint_every: 50,
             buffer_size: 4,
             min_steps: 0,
             ..Default::default()
@@ -268,10 +250,10 @@ mod tests {
     fn a_small_split_gets_more_epochs_up_to_min_steps() {
         let config = PlannerTraining::default();
         // 89 queries: 6 steps an epoch, 50 epochs for 300 steps; 331 queries: 21 steps, 15 epochs.
-        assert_eq!(config.settings(10, 89).epochs, 50);
-        assert_eq!(config.settings(10, 331).epochs, 15);
-        assert_eq!(config.settings(10, 7000).epochs, 10);
-        assert_eq!(PlannerTraining { min_steps: 0, ..config }.settings(10, 89).epochs, 10);
+        assert_eq!(config.phase(89).epochs, 50);
+        assert_eq!(config.phase(331).epochs, 15);
+        assert_eq!(config.phase(7000).epochs, 10);
+        assert_eq!(PlannerTraining { min_steps: 0, ..config }.phase(89).epochs, 10);
     }
 
     fn run(strategy: Strategy) -> (PlanScores, String) {
@@ -294,7 +276,7 @@ mod tests {
         assert_eq!(s.cost, 10.0);
         // burn-train's held-out loss every epoch, then the held-back queries' plan scores.
         let lines: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        assert_eq!(lines.iter().filter(|l| l["eval/loss"].is_number()).count(), config(Strategy::Sft).sft_epochs);
+        assert_eq!(lines.iter().filter(|l| l["eval/loss"].is_number()).count(), config(Strategy::Sft).schedule.epochs);
         assert_eq!(lines.last().unwrap()["eval/planning_acc"], 1.0);
     }
 
@@ -303,11 +285,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let vocab = PlanVocab { levels: LEVELS };
         let model_config = PlannerConfig { layers: 1, heads: 2, d_model: 16, max_len: 8 };
-        let config = PlannerTraining { sft_epochs: 2, ..config(Strategy::Sft) };
+        let sft = config(Strategy::Sft);
+        let config = PlannerTraining { schedule: Schedule { epochs: 2, ..sft.schedule.clone() }, ..sft };
         let run = || train::<A>(&config, &model_config, vocab, &examples(16), &examples(4), dir.path(), &mut |_, _| {}).unwrap();
         run();
         // Killed after SFT's last epoch checkpoint, before the final commit: the rerun restores it.
-        std::fs::remove_dir_all(dir.path().join("sft").join("checkpoints")).unwrap();
+        std::fs::remove_file(dir.path().join("sft").join("checkpoints").join("state.json")).unwrap();
         run();
         let log = std::fs::read_to_string(dir.path().join("sft").join("log.jsonl")).unwrap();
         assert_eq!(log.lines().filter(|l| l.contains("eval/planning_acc")).count(), 1, "{log}");

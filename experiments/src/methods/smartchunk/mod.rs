@@ -175,15 +175,12 @@ impl MethodSpec for SmartChunkConfig {
     }
 
     /// The compressor learns from the training documents' chunks and their summaries; the planner from the
-    /// training queries (its dense control: a map over the frozen encoder, as many epochs as its two phases).
+    /// training queries (its dense control: a map over the frozen encoder, on the planner's schedule).
     fn trains(&self) -> Trains {
         match (&self.plan, &self.embed) {
-            (PlanConfig::Planner(p), _) => Trains::Queries(TrainConfig {
-                split: p.split.clone(),
-                epochs: p.training.sft_epochs + p.training.rl_epochs,
-                seed: p.training.seed,
-                ..TrainConfig::default()
-            }),
+            (PlanConfig::Planner(p), _) => {
+                Trains::Queries(TrainConfig { split: p.split.clone(), schedule: p.training.schedule.clone(), ..TrainConfig::default() })
+            }
             (_, ChunkEmbedding::Compress(_)) => Trains::Documents,
             _ => Trains::No,
         }

@@ -158,7 +158,7 @@ impl MethodSpec for SproutRagConfig {
                 self.aggregation,
                 leaves(*leaf_vectors),
                 t.lr_aggregation,
-                t.epochs,
+                t.schedule.epochs,
                 match t.merge_pairs {
                     MergePairs::SameParagraph => String::new(),
                     other => format!(", G {other:?}"),
@@ -182,7 +182,7 @@ impl MethodSpec for SproutRagConfig {
                 if self.vectors == SllmVectors::Encoder {
                     parts.push("leaves and queries: the encoder's vectors".into());
                 }
-                parts.push(format!("{} epochs", t.epochs));
+                parts.push(format!("{} epochs", t.schedule.epochs));
                 format!("SproutRAG trained ({}, {search})", parts.join(", "))
             }
             (AttentionSource::Sllm, None) => "SproutRAG (untrained SLLM: rejected)".into(),
