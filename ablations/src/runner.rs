@@ -23,7 +23,6 @@ use arbor_eval::formats::files::atomic_write;
 use arbor_eval::scoring::report::Inputs;
 use arbor_experiments::cache::{Cache, key};
 use arbor_experiments::experiment::{Experiment, Selection};
-use arbor_experiments::methods::MethodKind;
 use arbor_experiments::provenance::SOURCES;
 use arbor_experiments::run::{current_inputs, rows as report_rows, run_in};
 use arbor_experiments::trained::Training;
@@ -264,14 +263,15 @@ fn rows_of(run: &SweepRun, report: Report) -> anyhow::Result<Vec<Row>> {
         report.methods.len(),
         methods.len()
     );
-    let kinds: Vec<MethodKind> = methods.iter().map(|(m, _)| m.kind()).collect();
+    let kinds: Vec<String> = methods.iter().map(|(m, _)| m.kind()).collect();
     Ok(report
         .methods
         .into_iter()
+        .zip(methods)
         .enumerate()
-        .map(|(i, result)| {
+        .map(|(i, (result, (method, _)))| {
             let instance = (kinds.iter().filter(|k| **k == kinds[i]).count() > 1).then_some(i + 1);
-            Row { run: run.slug.clone(), settings: run.settings.clone(), method: kinds[i], instance, result }
+            Row { run: run.slug.clone(), settings: run.settings.clone(), method, kind: kinds[i].clone(), instance, result }
         })
         .collect())
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use arbor_eval::MethodResult;
-use arbor_experiments::methods::MethodKind;
+use arbor_experiments::methods::Method;
 use serde::{Deserialize, Serialize};
 
 use crate::plot::{Chart, Series, XAxis};
@@ -16,8 +16,10 @@ pub struct Row {
     pub run: String,
     /// (axis, value) of the run.
     pub settings: Vec<(String, String)>,
-    /// What the method is, without its numeric settings (a line in the plots).
-    pub method: MethodKind,
+    /// The row's method, as the experiment (or its matched controls) set it.
+    pub method: Method,
+    /// What the method is, without its numeric settings (a line in the plots): `Method::kind`.
+    pub kind: String,
     /// The method's position in the experiment (1-based) when several of its methods are of one kind.
     pub instance: Option<usize>,
     pub result: MethodResult,
@@ -27,8 +29,8 @@ impl Row {
     /// The method's kind, and its position when the kind repeats in a run (a plot line's name).
     pub fn method_name(&self) -> String {
         match self.instance {
-            Some(i) => format!("{} #{i}", self.method),
-            None => self.method.to_string(),
+            Some(i) => format!("{} #{i}", self.kind),
+            None => self.kind.clone(),
         }
     }
 }
@@ -193,18 +195,30 @@ mod tests {
     use super::*;
     use arbor_eval::Metrics;
     use arbor_eval::scoring::report::Latency;
-    use arbor_experiments::methods::{SearchKind, SproutAttention};
 
-    const TREE: MethodKind = MethodKind::SproutRag { attention: SproutAttention::Trained, search: SearchKind::Beam };
+    /// A method from its RON form.
+    pub(crate) fn method(ron: &str) -> Method {
+        ron::from_str(ron).unwrap()
+    }
 
-    fn row(b: &str, lambda: &str, method: MethodKind, ie: f64) -> Row {
+    fn flat() -> Method {
+        Method::Flat
+    }
+
+    fn tree() -> Method {
+        method("SproutRag((attention: Sllm, training: Some(())))")
+    }
+
+    fn row(b: &str, lambda: &str, method: Method, ie: f64) -> Row {
+        let kind = method.kind();
         Row {
             run: format!("b={b},lambda={lambda}"),
             settings: vec![("beam_width".into(), b.into()), ("lambda".into(), lambda.into())],
             method,
+            kind: kind.clone(),
             instance: None,
             result: MethodResult {
-                name: format!("{method}, b={b}"),
+                name: format!("{kind}, b={b}"),
                 metrics: Metrics { ie_mean: ie, queries: 3, ..Default::default() },
                 latency_ms: Latency::default(),
                 tokens_per_query: 100.0,
@@ -219,12 +233,12 @@ mod tests {
     #[test]
     fn charts_draw_one_line_per_method_and_other_setting() {
         let rows = [
-            row("1", "0.1", MethodKind::Flat, 20.0),
-            row("1", "0.1", TREE, 8.0),
-            row("1", "1", TREE, 9.0),
-            row("5", "0.1", MethodKind::Flat, 20.0),
-            row("5", "0.1", TREE, 12.0),
-            row("5", "1", TREE, 13.0),
+            row("1", "0.1", flat(), 20.0),
+            row("1", "0.1", tree(), 8.0),
+            row("1", "1", tree(), 9.0),
+            row("5", "0.1", flat(), 20.0),
+            row("5", "0.1", tree(), 12.0),
+            row("5", "1", tree(), 13.0),
         ];
         let axes = ["beam_width".to_owned(), "lambda".to_owned()];
         let drawn = charts("s", &axes, &["1".into(), "5".into()], &rows);
@@ -240,7 +254,7 @@ mod tests {
 
     #[test]
     fn tables_have_a_row_per_method_and_run_and_quote_csv_fields() {
-        let rows = [row("1", "0.1", MethodKind::Flat, 20.0), row("5", "0.1", TREE, 12.0)];
+        let rows = [row("1", "0.1", flat(), 20.0), row("5", "0.1", tree(), 12.0)];
         let axes = ["beam_width".to_owned(), "lambda".to_owned()];
         let md = markdown(&axes, &rows);
         assert_eq!(md.lines().count(), 4);

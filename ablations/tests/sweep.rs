@@ -64,8 +64,7 @@ fn a_beam_width_sweep_trains_once_and_resumes() {
     }
     assert_eq!(std::fs::read_to_string(first.dir.join("table.csv")).unwrap().lines().count(), 5);
     // Flat does not depend on the beam width; the tree's results come from the right runs.
-    let flat: Vec<_> =
-        first.rows.iter().filter(|r| r.method == arbor_experiments::methods::MethodKind::Flat).map(|r| r.result.metrics.clone()).collect();
+    let flat: Vec<_> = first.rows.iter().filter(|r| r.method == arbor_experiments::methods::Method::Flat).map(|r| r.result.metrics.clone()).collect();
     assert_eq!(flat[0], flat[1]);
     assert!(first.rows.iter().any(|r| r.result.name.contains("beam b=1")) && first.rows.iter().any(|r| r.result.name.contains("beam b=5")));
 

@@ -11,20 +11,10 @@ use arbor_eval::Scope;
 use arbor_models::EncoderConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::methods::bm25::Bm25;
-use crate::methods::chunks::Chunking;
+pub use crate::methods::Method;
 use crate::methods::controls::ControlKind;
-use crate::methods::dense::DenseConfig;
-use crate::methods::exemplars::ExemplarsConfig;
-use crate::methods::flat::Flat;
-use crate::methods::hierarchy::HierarchyConfig;
-use crate::methods::hybrid::HybridConfig;
-use crate::methods::raptor::RaptorConfig;
-use crate::methods::rerank::RerankConfig;
-use crate::methods::rse::RseConfig;
 pub use crate::methods::smartchunk::SmartChunkConfig;
 pub use crate::methods::sproutrag::{AttentionSource, SproutRagConfig};
-use crate::methods::{MethodKind, MethodSpec};
 use crate::validation::ValidationConfig;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -149,66 +139,6 @@ pub const DEFAULT_MAX_TOKENS: usize = 2000;
 impl Default for RetrievalConfig {
     fn default() -> Self {
         RetrievalConfig { scope: Scope::QueryDocuments, top_k: 10, max_tokens: Some(DEFAULT_MAX_TOKENS) }
-    }
-}
-
-/// A retrieval method: each variant's config lives in its module under [`crate::methods`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Method {
-    /// Dense retrieval over leaf units with the configured encoder.
-    Flat,
-    /// BM25 over the same leaf units.
-    Bm25,
-    /// Dense retrieval over the method's own chunks (fixed token windows, semantic chunks).
-    Chunks(Chunking),
-    /// BM25 + dense units, reciprocal rank fusion.
-    Hybrid(HybridConfig),
-    /// Dense units with parent expansion into sections (given or derived from headings).
-    Hierarchy(HierarchyConfig),
-    /// Relevant Segment Extraction over (AutoContext-embedded) chunks.
-    Rse(RseConfig),
-    /// A RAPTOR tree of summaries per document.
-    Raptor(RaptorConfig),
-    /// A SproutRAG tree per document, searched with beam search (or collapsed).
-    SproutRag(SproutRagConfig),
-    /// SmartChunk's multi-level chunks, searched within a plan's levels.
-    SmartChunk(SmartChunkConfig),
-    /// Another method's candidates, their leaves reranked by a trained cross-encoder.
-    Rerank(RerankConfig),
-    /// Dense retrieval over units with the encoder fine-tuned (or an adapter trained) by InfoNCE alone:
-    /// the matched control of a trained method.
-    Dense(DenseConfig),
-    /// The nearest training questions' gold text added to the query, for BM25 or dense: a control that
-    /// uses the training queries without training.
-    Exemplars(ExemplarsConfig),
-}
-
-impl Method {
-    /// The method's implementation.
-    pub fn spec(&self) -> &dyn MethodSpec {
-        match self {
-            Method::Flat => &Flat,
-            Method::Bm25 => &Bm25,
-            Method::Chunks(c) => c,
-            Method::Hybrid(c) => c,
-            Method::Hierarchy(c) => c,
-            Method::Rse(c) => c,
-            Method::Raptor(c) => c,
-            Method::SproutRag(c) => c,
-            Method::SmartChunk(c) => c,
-            Method::Rerank(c) => c,
-            Method::Dense(c) => c,
-            Method::Exemplars(c) => c,
-        }
-    }
-
-    /// The row name in reports.
-    pub fn label(&self) -> String {
-        self.spec().label()
-    }
-
-    pub fn kind(&self) -> MethodKind {
-        self.spec().kind()
     }
 }
 

@@ -147,22 +147,34 @@ mod tests {
     use arbor_eval::scoring::report::Latency;
     use arbor_eval::scoring::report::Role;
     use arbor_eval::{MethodResult, Metrics};
-    use arbor_experiments::methods::{MethodKind, SearchKind, SproutAttention};
+    use arbor_experiments::methods::Method;
 
-    const TRAINED_BEAM: MethodKind = MethodKind::SproutRag { attention: SproutAttention::Trained, search: SearchKind::Beam };
-
-    fn trained(search: SearchKind) -> MethodKind {
-        MethodKind::SproutRag { attention: SproutAttention::Trained, search }
+    fn method(ron: &str) -> Method {
+        ron::from_str(ron).unwrap()
     }
 
-    fn row(axis: &str, value: &str, method: MethodKind, ie: f64) -> Row {
+    fn trained_beam() -> Method {
+        trained("Beam(())")
+    }
+
+    fn trained(search: &str) -> Method {
+        method(&format!("SproutRag((attention: Sllm, search: {search}, training: Some(())))"))
+    }
+
+    fn raptor() -> Method {
+        method("Raptor((search: Collapsed))")
+    }
+
+    fn row(axis: &str, value: &str, method: Method, ie: f64) -> Row {
+        let kind = method.kind();
         Row {
             run: format!("{axis}={value}"),
             settings: vec![(axis.into(), value.into())],
             method,
+            kind: kind.clone(),
             instance: None,
             result: MethodResult {
-                name: format!("{method} ({value})"),
+                name: format!("{kind} ({value})"),
                 metrics: Metrics { ie_mean: ie, generous: reading(ie), strict: reading(ie), ..Default::default() },
                 latency_ms: Latency::default(),
                 tokens_per_query: 0.0,
@@ -191,7 +203,7 @@ mod tests {
     }
 
     /// One run `x=a` whose report holds these rows (kind, name, role, per-query IE), compared.
-    fn run_of(methods: Vec<(MethodKind, &str, Role, Vec<f64>)>) -> (Vec<Row>, Report) {
+    fn run_of(methods: Vec<(Method, &str, Role, Vec<f64>)>) -> (Vec<Row>, Report) {
         let n = methods[0].3.len();
         let mut report = Report {
             experiment: "t".into(),
@@ -228,9 +240,9 @@ mod tests {
         let wobble: Vec<f64> = noise.iter().enumerate().map(|(i, x)| x + if i % 2 == 0 { 0.5 } else { -0.5 }).collect();
         for (trained, want) in [(plus(5.0), Some(true)), (wobble, Some(false))] {
             let (rows, report) = run_of(vec![
-                (MethodKind::Flat, "Flat", Role::Untrained, plus(-1.0)),
-                (MethodKind::Bm25, "BM25", Role::Untrained, noise.clone()),
-                (TRAINED_BEAM, "SproutRAG trained", Role::Trained, trained),
+                (Method::Flat, "Flat", Role::Untrained, plus(-1.0)),
+                (Method::Bm25, "BM25", Role::Untrained, noise.clone()),
+                (trained_beam(), "SproutRAG trained", Role::Trained, trained),
             ]);
             let s = SweepOutcome { runs: vec![entry()], reports: vec![report], ..sweep("x", rows) };
             let section = table1(&s);
@@ -247,9 +259,14 @@ mod tests {
         let shifted = |d: f64| base.iter().map(|x| x + d).collect::<Vec<_>>();
         let section = |sprout: Vec<f64>| {
             let (rows, report) = run_of(vec![
-                (MethodKind::Raptor { traversal: false }, "RAPTOR (collapsed)", Role::Untrained, base.clone()),
-                (TRAINED_BEAM, "SproutRAG trained (beam)", Role::Trained, sprout),
-                (MethodKind::Dense { fine_tuned: true }, "Dense", Role::Control { of: vec!["SproutRAG trained (beam)".into()] }, shifted(1.0)),
+                (raptor(), "RAPTOR (collapsed)", Role::Untrained, base.clone()),
+                (trained_beam(), "SproutRAG trained (beam)", Role::Trained, sprout),
+                (
+                    method("Dense((training: (freeze_encoder: false)))"),
+                    "Dense",
+                    Role::Control { of: vec!["SproutRAG trained (beam)".into()] },
+                    shifted(1.0),
+                ),
             ]);
             let selected = Selected { slug: "search=beam".into(), validation: 1.0, report };
             legalbench(&SweepOutcome { selected: Some(selected), ..sweep("search", rows) })
@@ -265,10 +282,10 @@ mod tests {
     #[test]
     fn the_best_beam_width_is_found_per_method() {
         let rows = vec![
-            row("beam_width", "1", TRAINED_BEAM, 3.0),
-            row("beam_width", "5", TRAINED_BEAM, 9.0),
-            row("beam_width", "10", TRAINED_BEAM, 8.0),
-            row("beam_width", "5", MethodKind::Flat, 21.0),
+            row("beam_width", "1", trained_beam(), 3.0),
+            row("beam_width", "5", trained_beam(), 9.0),
+            row("beam_width", "10", trained_beam(), 8.0),
+            row("beam_width", "5", Method::Flat, 21.0),
         ];
         let section = beam_width(&sweep("beam_width", rows.clone()));
         assert_eq!(section.holds, Some(true));
@@ -282,9 +299,9 @@ mod tests {
     fn the_layer_claim_needs_all_layers_to_win() {
         let rows = |all: f64| {
             vec![
-                row("search", "LeavesOnly", trained(SearchKind::LeavesOnly), 21.0),
-                row("search", "UpperOnly", trained(SearchKind::UpperOnly), 6.0),
-                row("search", "Collapsed", trained(SearchKind::Collapsed), all),
+                row("search", "LeavesOnly", trained("LeavesOnly"), 21.0),
+                row("search", "UpperOnly", trained("UpperOnly"), 6.0),
+                row("search", "Collapsed", trained("Collapsed"), all),
             ]
         };
         assert_eq!(layers(&sweep("search", rows(13.0))).holds, Some(false));

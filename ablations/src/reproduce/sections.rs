@@ -5,8 +5,10 @@
 use std::collections::BTreeMap;
 
 use arbor_eval::Report;
+use arbor_eval::retrievers::tree_retrieval::TreeSearch;
 use arbor_eval::scoring::report::{Against, Comparison, Role};
-use arbor_experiments::methods::{MethodKind, SearchKind, SproutAttention};
+use arbor_experiments::methods::Method;
+use arbor_experiments::methods::sproutrag::SproutRagConfig;
 
 use super::papers::{LEGALBENCH_RATIO, RAPTOR_TABLE8, SMARTCHUNK_TABLE2, SPROUT_AGGREGATION, SPROUT_BEAM, SPROUT_TABLE1};
 use super::{PaperTable, Section};
@@ -20,14 +22,36 @@ fn ours_table(sweep: &SweepOutcome) -> String {
     crate::table::markdown(&sweep.axes, &sweep.rows)
 }
 
-/// The IE mean of the row of a SproutRAG tree with this attention whose first axis has value `value`.
-fn sproutrag_ie(sweep: &SweepOutcome, attention: SproutAttention, value: &str) -> Option<f64> {
+/// A row's SproutRAG config, if it is a SproutRAG row.
+fn sproutrag(r: &Row) -> Option<&SproutRagConfig> {
+    match &r.method {
+        Method::SproutRag(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// Untrained SproutRAG (the encoder's token attention, head weights as initialised), or trained (the SLLM).
+#[derive(Clone, Copy)]
+enum Sprout {
+    Untrained,
+    Trained,
+}
+
+impl Sprout {
+    fn of(self, c: &SproutRagConfig) -> bool {
+        match self {
+            Sprout::Untrained => !c.is_trained() && c.training.is_none(),
+            Sprout::Trained => c.is_trained(),
+        }
+    }
+}
+
+/// The IE mean of the row of a SproutRAG tree of this kind whose first axis has value `value`.
+fn sproutrag_ie(sweep: &SweepOutcome, which: Sprout, value: &str) -> Option<f64> {
     sweep
         .rows
         .iter()
-        .find(|r| {
-            matches!(r.method, MethodKind::SproutRag { attention: a, .. } if a == attention) && r.settings.first().is_some_and(|(_, v)| v == value)
-        })
+        .find(|r| sproutrag(r).is_some_and(|c| which.of(c)) && r.settings.first().is_some_and(|(_, v)| v == value))
         .map(|r| r.result.metrics.ie_mean)
 }
 
@@ -38,7 +62,7 @@ const READINGS: [(&str, fn(&Row) -> f64); 2] =
 /// The paper's configuration of SproutRAG in a sweep's rows: trained, searched by beam search (the first
 /// such row, fixed before looking at any figure).
 fn paper_row(rows: &[Row]) -> Option<&Row> {
-    rows.iter().find(|r| matches!(r.method, MethodKind::SproutRag { attention: SproutAttention::Trained, search: SearchKind::Beam }))
+    rows.iter().find(|r| sproutrag(r).is_some_and(|c| c.is_trained() && matches!(c.search, TreeSearch::Beam(_))))
 }
 
 /// The report a row of `sweep` comes from.
@@ -187,7 +211,7 @@ fn plots(sweep: &SweepOutcome, stems: &[&str]) -> Vec<String> {
 }
 
 pub(super) fn beam_width(sweep: &SweepOutcome) -> Section {
-    let rows: Vec<Row> = sweep.rows.iter().filter(|r| matches!(r.method, MethodKind::SproutRag { search: SearchKind::Beam, .. })).cloned().collect();
+    let rows: Vec<Row> = sweep.rows.iter().filter(|r| sproutrag(r).is_some_and(|c| matches!(c.search, TreeSearch::Beam(_)))).cloned().collect();
     let best = best_by_method(&rows);
     let holds = (!best.is_empty()).then(|| best.values().all(|(b, _)| b == "5"));
     let verdict = best.iter().map(|(m, (b, ie))| format!("`{m}`: best b = {b} (IE {ie:.1})")).collect::<Vec<_>>().join("; ");
@@ -207,7 +231,7 @@ pub(super) fn beam_width(sweep: &SweepOutcome) -> Section {
 pub(super) fn layers(sweep: &SweepOutcome) -> Section {
     let mut verdicts = Vec::new();
     let mut holds = None;
-    for (attention, method) in [(SproutAttention::Untrained, "SproutRAG untrained"), (SproutAttention::Trained, "SproutRAG trained")] {
+    for (attention, method) in [(Sprout::Untrained, "SproutRAG untrained"), (Sprout::Trained, "SproutRAG trained")] {
         let ie = |search: &str| sproutrag_ie(sweep, attention, search);
         if let (Some(all), Some(leaves), Some(upper)) = (ie("Collapsed"), ie("LeavesOnly"), ie("UpperOnly")) {
             let h = all > leaves.max(upper);
@@ -230,7 +254,7 @@ pub(super) fn layers(sweep: &SweepOutcome) -> Section {
 }
 
 pub(super) fn aggregation(sweep: &SweepOutcome) -> Section {
-    let ie = |label: &str| sproutrag_ie(sweep, SproutAttention::Trained, label);
+    let ie = |label: &str| sproutrag_ie(sweep, Sprout::Trained, label);
     let (holds, verdict) = match (ie("learned"), ie("uniform")) {
         (Some(learned), Some(uniform)) => (
             Some(learned > uniform),
@@ -279,7 +303,7 @@ pub(super) fn chunking(sweep: &SweepOutcome) -> Section {
         sweep
             .rows
             .iter()
-            .find(|r| r.method == MethodKind::Flat && r.settings.first().is_some_and(|(_, v)| v == n))
+            .find(|r| r.method == Method::Flat && r.settings.first().is_some_and(|(_, v)| v == n))
             .map(|r| r.result.metrics.evidence_recall[2])
     };
     let (holds, verdict) = match (recall("1"), recall("5")) {

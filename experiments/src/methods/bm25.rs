@@ -1,6 +1,6 @@
 //! BM25 over the shared leaf units (arbor_eval::retrievers::bm25): the keyword baseline.
 
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+use super::{Built, Context, MethodSpec, QueryVectors};
 
 /// `Bm25` in an experiment file.
 pub struct Bm25;
@@ -10,8 +10,8 @@ impl MethodSpec for Bm25 {
         "BM25".into()
     }
 
-    fn kind(&self) -> MethodKind {
-        MethodKind::Bm25
+    fn kind(&self) -> String {
+        "BM25".into()
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {

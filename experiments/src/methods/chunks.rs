@@ -11,7 +11,7 @@ use arbor_eval::retrievers::flat::FlatDense;
 use arbor_eval::structures::chunkers::{Breakpoint, semantic, token_windows};
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+use super::{Built, Context, MethodSpec, QueryVectors};
 
 /// How a document is cut into the chunks a method retrieves.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -137,11 +137,11 @@ impl MethodSpec for Chunking {
         format!("Dense over {}", self.describe())
     }
 
-    fn kind(&self) -> MethodKind {
+    fn kind(&self) -> String {
         match self {
-            Chunking::Units => MethodKind::Flat,
-            Chunking::Windows { .. } => MethodKind::FixedWindows,
-            Chunking::Semantic { .. } => MethodKind::Semantic,
+            Chunking::Units => "Flat".into(),
+            Chunking::Windows { .. } => "Fixed windows".into(),
+            Chunking::Semantic { .. } => "Semantic chunks".into(),
         }
     }
 

@@ -13,11 +13,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Method;
 use super::Trains;
 use super::dense::DenseConfig;
 use super::exemplars::{ExemplarRanker, ExemplarsConfig};
 use super::hybrid::HybridConfig;
-use crate::experiment::Method;
 
 /// One family of matched controls (`controls: [Dense, Exemplars, Fused]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

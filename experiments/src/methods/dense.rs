@@ -17,7 +17,7 @@ use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use super::training::{Needs, data_key, pretrained, queries_by_doc, train_docs};
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+use super::{Built, Context, MethodSpec, QueryVectors};
 use crate::cache::{Artefact, key};
 use crate::progress::with_bar;
 use crate::trained::{Located, TrainedModel};
@@ -64,8 +64,11 @@ impl MethodSpec for DenseConfig {
         }
     }
 
-    fn kind(&self) -> MethodKind {
-        MethodKind::Dense { fine_tuned: !self.training.freeze_encoder }
+    fn kind(&self) -> String {
+        match self.training.freeze_encoder {
+            false => "Dense, fine-tuned (control)".into(),
+            true => "Dense, trained map (control)".into(),
+        }
     }
 
     fn check(&self) -> anyhow::Result<()> {

@@ -19,7 +19,7 @@ use arbor_eval::retrievers::bm25::Bm25;
 use arbor_eval::retrievers::flat::{FlatDense, dot};
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors, Trains};
+use super::{Built, Context, MethodSpec, QueryVectors, Trains};
 
 /// `Exemplars((over: Bm25, neighbours: 3))` in an experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,8 +54,11 @@ impl MethodSpec for ExemplarsConfig {
         format!("Exemplars: {how} the gold text of its {} nearest {} questions", self.neighbours, self.split)
     }
 
-    fn kind(&self) -> MethodKind {
-        MethodKind::Exemplars { dense: self.over == ExemplarRanker::Dense }
+    fn kind(&self) -> String {
+        match self.over {
+            ExemplarRanker::Bm25 => "Exemplars, BM25 (control)".into(),
+            ExemplarRanker::Dense => "Exemplars, dense (control)".into(),
+        }
     }
 
     fn check(&self) -> anyhow::Result<()> {

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use arbor_eval::retrievers::flat::FlatDense;
 
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+use super::{Built, Context, MethodSpec, QueryVectors};
 
 /// `Flat` in an experiment file.
 pub struct Flat;
@@ -15,8 +15,8 @@ impl MethodSpec for Flat {
         "Flat (dense units)".into()
     }
 
-    fn kind(&self) -> MethodKind {
-        MethodKind::Flat
+    fn kind(&self) -> String {
+        "Flat".into()
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {

@@ -10,7 +10,7 @@ use arbor_datasets::headings::derive_sections;
 use arbor_eval::retrievers::hierarchy::{AutoMerging, Hierarchy};
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+use super::{Built, Context, MethodSpec, QueryVectors};
 
 /// `Hierarchy((ratio: 0.5))` in an experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,8 +32,8 @@ impl MethodSpec for HierarchyConfig {
         format!("Heading hierarchy (parent expansion > {})", self.ratio)
     }
 
-    fn kind(&self) -> MethodKind {
-        MethodKind::Hierarchy
+    fn kind(&self) -> String {
+        "Heading hierarchy".into()
     }
 
     fn check(&self) -> anyhow::Result<()> {

@@ -9,8 +9,8 @@ use arbor_eval::retrievers::flat::FlatDense;
 use arbor_eval::retrievers::fusion::Fusion;
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors, Trains};
-use crate::experiment::Method;
+use super::{Built, Context, MethodSpec, QueryVectors, Trains};
+use super::Method;
 
 /// `Hybrid((k_rrf: 60))`, or `Hybrid((dense: Some(SproutRag((...)))))`, in an experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,8 +37,8 @@ impl MethodSpec for HybridConfig {
         format!("Hybrid (BM25 + {dense}, RRF k={}{depth})", self.k_rrf)
     }
 
-    fn kind(&self) -> MethodKind {
-        MethodKind::Hybrid
+    fn kind(&self) -> String {
+        self.dense.as_ref().map_or("Hybrid".into(), |m| format!("Hybrid with {}", m.kind()))
     }
 
     fn trains(&self) -> Trains {

@@ -1,5 +1,6 @@
-//! One home per retrieval method. A method is a config (a variant of [`crate::experiment::Method`], in
-//! RON) that implements [`MethodSpec`]: it names itself and its [`MethodKind`], and builds its index over
+//! One home per retrieval method. A method is a config (a variant of [`Method`], in RON) that implements
+//! [`MethodSpec`]: it names itself and what kind of method it is, says what it learns from the training
+//! split, and builds its index over
 //! a run's documents from a [`Context`] (the corpus, the shared leaf units and tokens, the encoder, the
 //! content-keyed [`Cache`] and the [`Training`] policy), reading back what the cache holds. The index answers
 //! queries through [`arbor_eval::Retriever`] with ranked items (spans, score, node), and the runner scores
@@ -22,24 +23,14 @@
 //!
 //! Methods that summarise use [`crate::summaries`]; trained methods get their matched controls from
 //! [`controls`], and read their training data through [`training`].
+//!
+//! Every method is registered once, in the [`methods!`] list below: its variant in experiment files and its
+//! home. Adding a method is a new module and one line there.
 
-pub mod bm25;
-pub mod chunks;
 pub mod controls;
-pub mod dense;
-pub mod exemplars;
-pub mod flat;
-pub mod hierarchy;
-pub mod hybrid;
-pub mod raptor;
-pub mod rerank;
-pub mod rse;
-pub mod smartchunk;
-pub mod sproutrag;
 pub mod training;
 
 use std::cell::{Cell, OnceCell};
-use std::fmt;
 use std::path::Path;
 use std::time::Instant;
 
@@ -54,99 +45,73 @@ use serde::{Deserialize, Serialize};
 use crate::cache::{Artefact, BuildTime, Cache, Keys, key};
 use crate::trained::{TrainedModel, Training};
 
-/// What a method is, for sweep rows and plots (independent of its numeric settings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum MethodKind {
-    Flat,
-    Bm25,
-    FixedWindows,
-    Semantic,
-    Hybrid,
-    Hierarchy,
-    Rse,
-    Raptor {
-        traversal: bool,
-    },
-    SproutRag {
-        attention: SproutAttention,
-        search: SearchKind,
-    },
-    SmartChunk,
-    /// A method's candidates reranked by the cross-encoder (over SproutRAG, or over a baseline).
-    Reranked {
-        sproutrag: bool,
-    },
-    /// Dense retrieval trained by InfoNCE alone (a matched control).
-    Dense {
-        fine_tuned: bool,
-    },
-    /// Exemplar expansion (a matched control), over BM25 or dense.
-    Exemplars {
-        dense: bool,
-    },
-}
+/// Declares every method's module and the [`Method`] enum of experiment files, with the one match that
+/// hands each variant its implementation. `Variant => module::Type` is a method without settings (`Flat` in
+/// RON, `Type` a unit struct); `Variant(module::Type)` one whose settings are `Type`.
+macro_rules! methods {
+    ($( $(#[$doc:meta])* $variant:ident $(=> $unit_module:ident :: $unit:ident)? $(( $module:ident :: $config:ident ))? ,)*) => {
+        $( $(pub mod $unit_module;)? $(pub mod $module;)? )*
 
-/// Where a SproutRAG tree's attention comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum SproutAttention {
-    /// The encoder's token attention, head weights as initialised.
-    Untrained,
-    /// The encoder's token attention, head weights learned on L_attn.
-    LearnedWeights,
-    /// The trained sentence-level transformer.
-    Trained,
-}
+        /// A retrieval method of an experiment file: each variant's config lives in its module.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub enum Method {
+            $( $(#[$doc])* $variant $(($module::$config))?, )*
+        }
 
-/// How a tree is searched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum SearchKind {
-    Beam,
-    Collapsed,
-    LeavesOnly,
-    UpperOnly,
-}
-
-impl fmt::Display for MethodKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MethodKind::Flat => write!(f, "Flat"),
-            MethodKind::Bm25 => write!(f, "BM25"),
-            MethodKind::FixedWindows => write!(f, "Fixed windows"),
-            MethodKind::Semantic => write!(f, "Semantic chunks"),
-            MethodKind::Hybrid => write!(f, "Hybrid"),
-            MethodKind::Hierarchy => write!(f, "Heading hierarchy"),
-            MethodKind::Rse => write!(f, "RSE"),
-            MethodKind::Raptor { traversal: false } => write!(f, "RAPTOR, collapsed"),
-            MethodKind::Raptor { traversal: true } => write!(f, "RAPTOR, traversal"),
-            MethodKind::SmartChunk => write!(f, "SmartChunk"),
-            MethodKind::Reranked { sproutrag: true } => write!(f, "SproutRAG + reranker"),
-            MethodKind::Reranked { sproutrag: false } => write!(f, "Baseline + reranker"),
-            MethodKind::Dense { fine_tuned: true } => write!(f, "Dense, fine-tuned (control)"),
-            MethodKind::Dense { fine_tuned: false } => write!(f, "Dense, trained map (control)"),
-            MethodKind::Exemplars { dense: false } => write!(f, "Exemplars, BM25 (control)"),
-            MethodKind::Exemplars { dense: true } => write!(f, "Exemplars, dense (control)"),
-            MethodKind::SproutRag { attention, search } => {
-                let attention = match attention {
-                    SproutAttention::Untrained => "untrained",
-                    SproutAttention::LearnedWeights => "learned weights",
-                    SproutAttention::Trained => "trained",
-                };
-                let search = match search {
-                    SearchKind::Beam => "beam",
-                    SearchKind::Collapsed => "collapsed",
-                    SearchKind::LeavesOnly => "leaves only",
-                    SearchKind::UpperOnly => "upper only",
-                };
-                write!(f, "SproutRAG {attention}, {search}")
+        impl Method {
+            /// The method's implementation.
+            pub fn spec(&self) -> &dyn MethodSpec {
+                match self {
+                    $( methods!(@pattern c $variant $($config)?) => methods!(@spec c $($unit_module::$unit)? $($config)?), )*
+                }
             }
         }
-    }
+    };
+    // `$c` is the binding's name, written once above so that the pattern and the expression share it.
+    (@pattern $c:ident $variant:ident $config:ident) => { Method::$variant($c) };
+    (@pattern $c:ident $variant:ident) => { Method::$variant };
+    (@spec $c:ident $module:ident :: $unit:ident) => { &$module::$unit };
+    (@spec $c:ident $config:ident) => { $c };
 }
 
-impl MethodKind {
-    /// SproutRAG itself, as opposed to the baselines it is compared with.
-    pub fn is_sproutrag(&self) -> bool {
-        matches!(self, MethodKind::SproutRag { .. })
+methods! {
+    /// Dense retrieval over leaf units with the configured encoder.
+    Flat => flat::Flat,
+    /// BM25 over the same leaf units.
+    Bm25 => bm25::Bm25,
+    /// Dense retrieval over the method's own chunks (fixed token windows, semantic chunks).
+    Chunks(chunks::Chunking),
+    /// BM25 + dense units, reciprocal rank fusion.
+    Hybrid(hybrid::HybridConfig),
+    /// Dense units with parent expansion into sections (given or derived from headings).
+    Hierarchy(hierarchy::HierarchyConfig),
+    /// Relevant Segment Extraction over (AutoContext-embedded) chunks.
+    Rse(rse::RseConfig),
+    /// A RAPTOR tree of summaries per document.
+    Raptor(raptor::RaptorConfig),
+    /// A SproutRAG tree per document, searched with beam search (or collapsed).
+    SproutRag(sproutrag::SproutRagConfig),
+    /// SmartChunk's multi-level chunks, searched within a plan's levels.
+    SmartChunk(smartchunk::SmartChunkConfig),
+    /// Another method's candidates, their leaves reranked by a trained cross-encoder.
+    Rerank(rerank::RerankConfig),
+    /// Dense retrieval over units with the encoder fine-tuned (or an adapter trained) by InfoNCE alone:
+    /// the matched control of a trained method.
+    Dense(dense::DenseConfig),
+    /// The nearest training questions' gold text added to the query, for BM25 or dense: a control that
+    /// uses the training queries without training.
+    Exemplars(exemplars::ExemplarsConfig),
+}
+
+impl Method {
+    /// The row name in reports.
+    pub fn label(&self) -> String {
+        self.spec().label()
+    }
+
+    /// What the method is without its numeric settings: a line of a sweep's plots.
+    pub fn kind(&self) -> String {
+        self.spec().kind()
     }
 }
 
@@ -169,7 +134,8 @@ pub enum Trains {
 pub trait MethodSpec {
     /// The row name in reports (with the settings that tell two rows of one kind apart).
     fn label(&self) -> String;
-    fn kind(&self) -> MethodKind;
+    /// What the method is without its numeric settings (a line of a sweep's plots): read off its own config.
+    fn kind(&self) -> String;
     /// Rejects settings that cannot run, before anything is loaded.
     fn check(&self) -> anyhow::Result<()> {
         Ok(())

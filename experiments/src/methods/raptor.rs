@@ -20,7 +20,7 @@ use arbor_eval::structures::chunkers::pack_sentences;
 use arbor_eval::structures::gmm::ClusterParams;
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+use super::{Built, Context, MethodSpec, QueryVectors};
 use crate::cache::{Artefact, key};
 use crate::progress::bar;
 use crate::summaries::SummariserConfig;
@@ -88,8 +88,11 @@ impl MethodSpec for RaptorConfig {
         format!("RAPTOR ({search}, {}-token leaves)", self.leaf_tokens)
     }
 
-    fn kind(&self) -> MethodKind {
-        MethodKind::Raptor { traversal: matches!(self.search, RaptorSearchConfig::Traversal { .. }) }
+    fn kind(&self) -> String {
+        match self.search {
+            RaptorSearchConfig::Traversal { .. } => "RAPTOR, traversal".into(),
+            _ => "RAPTOR, collapsed".into(),
+        }
     }
 
     fn check(&self) -> anyhow::Result<()> {

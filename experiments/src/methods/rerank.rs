@@ -23,9 +23,9 @@ use arbor_trainers::reranker::{Candidate, PairFormat, RerankExample, RerankerTra
 use burn::backend::Autodiff;
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodKind, MethodSpec, Trains};
+use super::{Built, Context, MethodSpec, Trains};
 use crate::cache::{Artefact, key};
-use crate::experiment::Method;
+use super::Method;
 use crate::progress::with_bar;
 use crate::trained::{Located, TrainedModel};
 use crate::validation::VALIDATION;
@@ -53,8 +53,8 @@ impl MethodSpec for RerankConfig {
         format!("{} + reranker (top {} leaves)", self.over.label(), self.candidates)
     }
 
-    fn kind(&self) -> MethodKind {
-        MethodKind::Reranked { sproutrag: self.over.kind().is_sproutrag() }
+    fn kind(&self) -> String {
+        format!("{} + reranker", self.over.kind())
     }
 
     /// The reranker learns from the training queries: its dense control fine-tunes the encoder on the same

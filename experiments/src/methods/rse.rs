@@ -7,7 +7,7 @@ use arbor_eval::retrievers::rse::{Rse, RsePreset};
 use serde::{Deserialize, Serialize};
 
 use super::chunks::Chunking;
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors};
+use super::{Built, Context, MethodSpec, QueryVectors};
 use crate::summaries::SummariserConfig;
 
 /// `Rse((preset: Balanced))` in an experiment file.
@@ -42,8 +42,8 @@ impl MethodSpec for RseConfig {
         format!("RSE{context} ({:?}, {})", self.preset, self.chunks.describe())
     }
 
-    fn kind(&self) -> MethodKind {
-        MethodKind::Rse
+    fn kind(&self) -> String {
+        "RSE".into()
     }
 
     fn check(&self) -> anyhow::Result<()> {

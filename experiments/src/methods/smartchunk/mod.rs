@@ -29,7 +29,7 @@ use arbor_models::compressor::{Compressor, CompressorConfig};
 use arbor_trainers::compressor::CompressorTraining;
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors, Trains};
+use super::{Built, Context, MethodSpec, QueryVectors, Trains};
 use arbor_trainers::config::TrainConfig;
 pub use plan::PlannerSettings;
 
@@ -145,8 +145,8 @@ impl MethodSpec for SmartChunkConfig {
         format!("SmartChunk ({levels}, {embed}, {plan})")
     }
 
-    fn kind(&self) -> MethodKind {
-        MethodKind::SmartChunk
+    fn kind(&self) -> String {
+        "SmartChunk".into()
     }
 
     fn check(&self) -> anyhow::Result<()> {

@@ -30,7 +30,7 @@ use arbor_trainers::config::TrainConfig;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodKind, MethodSpec, QueryVectors, SearchKind, SproutAttention, Trains};
+use super::{Built, Context, MethodSpec, QueryVectors, Trains};
 use crate::cache::{Artefact, key};
 use crate::progress::bar;
 use crate::trained::TrainedModel;
@@ -129,11 +129,17 @@ impl SproutRagConfig {
         SproutRagConfig { vectors: SllmVectors::Model, ..self.index_settings() }
     }
 
-    fn attention_kind(&self) -> SproutAttention {
+    /// Whether the tree's attention is the trained SLLM's (the paper's trained SproutRAG).
+    pub fn is_trained(&self) -> bool {
+        self.attention == AttentionSource::Sllm
+    }
+
+    /// How its attention is obtained, in words: untrained, learned head weights, or trained.
+    fn attention_kind(&self) -> &'static str {
         match (&self.attention, &self.training) {
-            (AttentionSource::TokenBlocks { .. }, None) => SproutAttention::Untrained,
-            (AttentionSource::TokenBlocks { .. }, Some(_)) => SproutAttention::LearnedWeights,
-            (AttentionSource::Sllm, _) => SproutAttention::Trained,
+            (AttentionSource::TokenBlocks { .. }, None) => "untrained",
+            (AttentionSource::TokenBlocks { .. }, Some(_)) => "learned weights",
+            (AttentionSource::Sllm, _) => "trained",
         }
     }
 }
@@ -189,14 +195,14 @@ impl MethodSpec for SproutRagConfig {
         }
     }
 
-    fn kind(&self) -> MethodKind {
+    fn kind(&self) -> String {
         let search = match self.search {
-            TreeSearch::Beam(_) => SearchKind::Beam,
-            TreeSearch::Collapsed => SearchKind::Collapsed,
-            TreeSearch::LeavesOnly => SearchKind::LeavesOnly,
-            TreeSearch::UpperOnly => SearchKind::UpperOnly,
+            TreeSearch::Beam(_) => "beam",
+            TreeSearch::Collapsed => "collapsed",
+            TreeSearch::LeavesOnly => "leaves only",
+            TreeSearch::UpperOnly => "upper only",
         };
-        MethodKind::SproutRag { attention: self.attention_kind(), search }
+        format!("SproutRAG {}, {search}", self.attention_kind())
     }
 
     fn trains(&self) -> Trains {
