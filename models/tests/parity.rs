@@ -73,7 +73,7 @@ fn attention_probabilities_are_returned_per_layer_and_ignore_padding() {
     let short = ids[1].len();
     for head in 0..h {
         for row in 0..t {
-            let start = ((1 * h + head) * t + row) * t;
+            let start = ((h + head) * t + row) * t;
             let r = &probs[start..start + t];
             assert!((r.iter().sum::<f32>() - 1.0).abs() < 1e-5);
             assert!(r[short..].iter().all(|&p| p < 1e-6), "padding gets no attention");

@@ -13,7 +13,7 @@
 //!   epoch is checkpointed, and [`fit`] returns an error naming the step.
 //!
 //! Both loops keep one layout: `checkpoints/state.json` commits the final model in the skeleton's format
-//! (so [`skeleton::finished`] reads it), and burn-train's own per-epoch resume points (model, optimizer and
+//! (so [`crate::skeleton::finished`] reads it), and burn-train's own per-epoch resume points (model, optimizer and
 //! scheduler records, written by its `FileCheckpointer`) live in `checkpoints/learner/checkpoint/`. Resume is
 //! at epoch granularity, as burn-train checkpoints: a run whose last complete epoch there is `e` continues
 //! at `e + 1` through burn-train's `checkpoint(e)`, and the data loader's shuffle restarts with its seed, so

@@ -174,10 +174,10 @@ fn losses<B: AutodiffBackend>(
     if !doc.pairs.is_empty() {
         terms.push(("loss/attn_weighted", attention_structure(out.m.clone(), &doc.pairs, config.eps) * config.lambda));
     }
-    if config.node_loss > 0.0 {
-        if let Some(l_node) = node_loss(out.embeddings.clone(), out.m.clone(), doc, &batch, eq, config.tau) {
-            terms.push(("loss/node_weighted", l_node * config.node_loss));
-        }
+    if config.node_loss > 0.0
+        && let Some(l_node) = node_loss(out.embeddings.clone(), out.m.clone(), doc, &batch, eq, config.tau)
+    {
+        terms.push(("loss/node_weighted", l_node * config.node_loss));
     }
     if let (Some(vae), Some(latents)) = (&model.vae, out.vae) {
         // Reconstruct the positive units (teacher forcing): inputs are the tokens shifted right.

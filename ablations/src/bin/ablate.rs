@@ -16,7 +16,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Args {
     /// The sweep file (RON), e.g. ablations/beam-width.ron
     sweep: PathBuf,
-    /// Where sweep folders go (<out>/<sweep name>/), with artefacts shared in <out>/shared/
+    /// Where sweep folders go (`<out>/<sweep name>/`), with artefacts shared in `<out>/shared/`
     #[arg(long, default_value = "runs")]
     out: PathBuf,
 }

@@ -15,7 +15,7 @@ struct Args {
     /// The folder holding the sweep files (table1.ron, beam-width.ron, ...)
     #[arg(long, default_value = "ablations")]
     sweeps: PathBuf,
-    /// Where sweep folders go; the report is written to <out>/reproduce/
+    /// Where sweep folders go; the report is written to `<out>/reproduce/`
     #[arg(long, default_value = "runs")]
     out: PathBuf,
 }

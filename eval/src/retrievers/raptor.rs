@@ -138,7 +138,7 @@ const MAX_RECLUSTER_DEPTH: usize = 3;
 
 /// RAPTOR's clustering of one layer (`RAPTOR_Clustering.perform_clustering`): global soft clusters, local
 /// clusters inside the large ones, and clusters over `max_length_in_cluster` tokens clustered again (at
-/// most [`MAX_RECLUSTER_DEPTH`] times).
+/// most `MAX_RECLUSTER_DEPTH` times).
 pub fn cluster_nodes(vectors: &[&[f32]], tokens: &[usize], p: &RaptorParams) -> Vec<Vec<usize>> {
     cluster_within(vectors, tokens, p, 0)
 }

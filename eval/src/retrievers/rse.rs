@@ -75,7 +75,15 @@ pub fn chunk_value(rank: usize, similarity: f32, chars: usize, p: &RseParams) ->
 /// The best segments of a meta-document of chunk `values` whose documents start at `doc_starts` (see the
 /// module doc), best first, with their values.
 pub fn best_segments(values: &[f32], doc_starts: &[usize], p: &RseParams) -> Vec<(Range<usize>, f32)> {
-    let prefix: Vec<f32> = std::iter::once(0.0).chain(values.iter().scan(0.0, |s, v| Some(*s += v).map(|_| *s))).collect();
+    let prefix: Vec<f32> = std::iter::once(0.0)
+        .chain(values.iter().scan(0.0, |s, v| {
+            {
+                let _: () = *s += v;
+                Some(())
+            }
+            .map(|_| *s)
+        }))
+        .collect();
     let mut chosen: Vec<(Range<usize>, f32)> = Vec::new();
     let mut total = 0;
     loop {

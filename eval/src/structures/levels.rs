@@ -133,7 +133,7 @@ impl Levels {
 /// keyed by its paragraph at every level.
 pub fn structure_keys(leaves: &[(Span, usize)], sections: &[Span]) -> Vec<Vec<usize>> {
     let outside = sections.len();
-    let mut keys = vec![Vec::with_capacity(leaves.len()); 3];
+    let mut keys: Vec<Vec<usize>> = (0..3).map(|_| Vec::with_capacity(leaves.len())).collect();
     for &(span, paragraph) in leaves {
         let holding = || sections.iter().enumerate().filter(|(_, s)| s.start <= span.start && span.start < s.end);
         let innermost = holding().min_by_key(|(_, s)| s.end - s.start).map(|(i, _)| i);

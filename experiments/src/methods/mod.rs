@@ -24,7 +24,7 @@
 //! Methods that summarise use [`crate::summaries`]; trained methods get their matched controls from
 //! [`controls`], and read their training data through [`training`].
 //!
-//! Every method is registered once, in the [`methods!`] list below: its variant in experiment files and its
+//! Every method is registered once, in the `methods!` list below: its variant in experiment files and its
 //! home. Adding a method is a new module and one line there.
 
 pub mod controls;

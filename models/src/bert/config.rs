@@ -43,7 +43,7 @@ impl BertConfig {
         if self.position_embedding_type != "absolute" {
             return Err(format!("position_embedding_type {:?} is not supported (only \"absolute\")", self.position_embedding_type));
         }
-        if self.hidden_size % self.num_attention_heads != 0 {
+        if !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return Err(format!("hidden_size {} is not divisible by {} heads", self.hidden_size, self.num_attention_heads));
         }
         Ok(())

@@ -5,7 +5,7 @@
 //!   a plain supervised task, so burn-train's Learner runs it ([`crate::learner`]; [`SftStep`]: its
 //!   loss and held-out loss per epoch, the held-back queries' plan scores at the end);
 //! - `Rl`: GRPO from the untrained policy (eqs. 3-5, [`arbor_losses::grpo_loss`]): G sampled rollouts per
-//!   query, rewards R = R_QA + R_Cost + R_Format + R_Length (+ R_PlanningAcc) ([`planner_reward`]),
+//!   query, rewards R = R_QA + R_Cost + R_Format + R_Length (+ R_PlanningAcc) ([`arbor_losses::planner_reward`]),
 //!   group-normalised advantages, KL to the frozen initial policy;
 //! - `SftRl`: SFT, then GRPO with the SFT policy as the reference;
 //! - `Stitch`: GRPO where each query takes STITCH's route ([`crate::stitch`]): a solved vanilla group is

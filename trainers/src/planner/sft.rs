@@ -35,7 +35,8 @@ fn sft_output<B: Backend>(model: &Planner<B>, vocab: PlanVocab, examples: &[&Pla
     ClassificationOutput::new(loss, lp.reshape([b * t, v]), targets.reshape([b * t]))
 }
 
-/// The planner as burn-train trains it by SFT: [`sft_output`] is its training and held-out step.
+/// The planner as burn-train trains it by SFT: the teacher-forced cross-entropy is its training and held-out
+/// step.
 #[derive(Module, Debug)]
 pub struct SftStep<B: Backend> {
     pub planner: Planner<B>,

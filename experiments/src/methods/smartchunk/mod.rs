@@ -10,7 +10,7 @@
 //! | `Summarize` | "w/o E (summarize)": the encoder over the chunk's summary (extractive here) |
 //!
 //! `plan: AllLevels` is the paper's "w/o P" row; `Levels(lo, hi)` a fixed range; `Planner(..)` the trained
-//! planner's plan per query (its pseudo-labels, training and Table 5 scores: [`plan`]). Level-0 chunks are the
+//! planner's plan per query (its pseudo-labels, training and Table 5 scores: `plan.rs`). Level-0 chunks are the
 //! run's leaf units with their encoder vectors in every row.
 
 mod plan;

@@ -150,7 +150,8 @@ pub(super) fn planned(
             let holdout = examples(&held_queries, "planner validation queries")?;
             let labelled = train.iter().filter(|e| e.label.is_some()).count();
             eprintln!("training the planner on {} queries ({labelled} with a pseudo-label; {} held back)", train.len(), holdout.len());
-            let planner = with_bar("training the planner", |progress| {
+            
+            with_bar("training the planner", |progress| {
                 arbor_trainers::planner::train::<Autodiff<DefaultBackend>>(
                     &settings.training,
                     &settings.model,
@@ -160,8 +161,7 @@ pub(super) fn planned(
                     &dir,
                     progress,
                 )
-            })?;
-            planner
+            })?
         }
     };
     // The evaluated queries: plans, and the scores of Table 5 against their own pseudo-labels.
@@ -181,7 +181,7 @@ pub(super) fn planned(
             None => used.push((*p, 1)),
         }
     }
-    used.sort_by(|a, b| b.1.cmp(&a.1));
+    used.sort_by_key(|u| std::cmp::Reverse(u.1));
     let common: Vec<String> = used.iter().take(3).map(|((lo, hi), n)| format!("{lo}-{hi} x{n}")).collect();
     let labelled = examples.iter().filter(|e| e.label.is_some()).count();
     Ok(Planned {

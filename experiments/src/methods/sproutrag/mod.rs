@@ -4,8 +4,8 @@
 //! - `TokenBlocks`: the frozen encoder's token attention pooled into unit blocks; queries keep the
 //!   encoder's embeddings, leaves too (`leaf_vectors: Alone`) or take them from the attention windows'
 //!   own pass (`InContext`, one pass per document instead of two); the head weights stay at their initial values, or, with `training`, are
-//!   learned on L_attn over the training split's documents ([`train`]);
-//! - `Sllm`: the trained SLLM ([`train`]); leaves are its unit embeddings, queries its query embeddings, or,
+//!   learned on L_attn over the training split's documents (`train.rs`);
+//! - `Sllm`: the trained SLLM (`train.rs`); leaves are its unit embeddings, queries its query embeddings, or,
 //!   with `vectors: Encoder` (the control that isolates what the SLLM adds), both are the encoder's pooled
 //!   vectors (the fine-tuned encoder's, when it is fine-tuned) while M and so the tree still come from the SLLM.
 //!
@@ -231,11 +231,10 @@ impl MethodSpec for SproutRagConfig {
         if self.vectors == SllmVectors::Encoder && self.attention != AttentionSource::Sllm {
             bail!("SproutRag vectors: Encoder needs attention: Sllm (token-attention trees take leaf_vectors)");
         }
-        if let TreeSearch::Beam(b) = self.search {
-            if b.beam_width == 0 || b.max_leaves == Some(0) {
+        if let TreeSearch::Beam(b) = self.search
+            && (b.beam_width == 0 || b.max_leaves == Some(0)) {
                 bail!("SproutRag beam_width and max_leaves must be at least 1");
             }
-        }
         Ok(())
     }
 
