@@ -25,7 +25,7 @@
 //! that differ only in retrieval settings train once and index once. Files are written atomically, so an
 //! interrupted run leaves complete files only, and the next one picks up what is there.
 //!
-//! Every kind of artefact has a version of the code that makes it ([`Artefact`]), part of its folder's key:
+//! Every kind of artefact has a version of the code that makes it (crate::artefact), part of its folder's key:
 //! bumped when that code changes (tests/artefact_versions.rs fails until it is), so artefacts made by older
 //! code are never read back. Every file carries a checksum checked on read (arbor_eval::formats::files): a damaged or
 //! cut-short artefact is rebuilt with a warning, never read silently and never a hard stop.
@@ -49,6 +49,7 @@ use arbor_models::{DefaultBackend, SentenceEncoder};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+pub use crate::artefact::Artefact;
 use crate::progress::bar;
 
 pub struct Cache {
@@ -79,144 +80,6 @@ impl std::ops::Sub for BuildTime {
     type Output = BuildTime;
     fn sub(self, earlier: BuildTime) -> BuildTime {
         BuildTime { ms: self.ms - earlier.ms, unrecorded: self.unrecorded - earlier.unrecorded }
-    }
-}
-
-/// A kind of cached artefact: the folder prefix it lives under, the version of the code that makes it, and
-/// the source files (relative to the workspace) that code lives in, which tests/artefact_versions.rs
-/// digests against `experiments/artefact-versions.txt`: change one of them and the test fails until the
-/// version is bumped (and recorded), so artefacts of the old code are never read back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Artefact {
-    /// The encoder's unit vectors (the frozen encoder's, or a fine-tuned one's).
-    Units,
-    /// The encoder's query vectors.
-    Queries,
-    /// A method's own chunks' vectors (windows, semantic chunks, AutoContext, SmartChunk levels).
-    Chunks,
-    /// SproutRAG's trees.
-    Trees,
-    /// RAPTOR's trees.
-    Raptor,
-    /// Trained models, by trainer.
-    SproutRag,
-    HeadWeights,
-    Reranker,
-    Compressor,
-    Planner,
-    Dense,
-}
-
-/// The encoder's code: every artefact computed through it lists these.
-const ENCODER: [&str; 3] = ["models/src/encoder.rs", "models/src/bert", "eval/src/formats/files.rs"];
-/// The trainer skeleton and the checkpoints every trained model goes through.
-const TRAINING: [&str; 5] =
-    ["trainers/src/skeleton.rs", "trainers/src/checkpoint.rs", "trainers/src/data.rs", "trainers/src/config.rs", "losses/src"];
-
-impl Artefact {
-    pub const ALL: [Artefact; 11] = [
-        Artefact::Units,
-        Artefact::Queries,
-        Artefact::Chunks,
-        Artefact::Trees,
-        Artefact::Raptor,
-        Artefact::SproutRag,
-        Artefact::HeadWeights,
-        Artefact::Reranker,
-        Artefact::Compressor,
-        Artefact::Planner,
-        Artefact::Dense,
-    ];
-
-    /// The folder prefix: `<folder>-<key>`.
-    pub fn folder(self) -> &'static str {
-        match self {
-            Artefact::Units => "units",
-            Artefact::Queries => "queries",
-            Artefact::Chunks => "chunks",
-            Artefact::Trees => "trees",
-            Artefact::Raptor => "raptor",
-            _ => "train",
-        }
-    }
-
-    /// Its name in artefact-versions.txt.
-    pub fn name(self) -> &'static str {
-        match self {
-            Artefact::SproutRag => "train-sproutrag",
-            Artefact::HeadWeights => "train-head-weights",
-            Artefact::Reranker => "train-reranker",
-            Artefact::Compressor => "train-compressor",
-            Artefact::Planner => "train-planner",
-            Artefact::Dense => "train-dense",
-            other => other.folder(),
-        }
-    }
-
-    /// The version of the code that makes it: bump it when that code changes.
-    pub fn version(self) -> u32 {
-        match self {
-            Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Trees | Artefact::Raptor => 1,
-            Artefact::SproutRag | Artefact::HeadWeights | Artefact::Reranker | Artefact::Compressor => 1,
-            Artefact::Planner | Artefact::Dense => 1,
-        }
-    }
-
-    /// The source files and folders (relative to the workspace) of the code that makes it.
-    pub fn sources(self) -> Vec<&'static str> {
-        let own: &[&str] = match self {
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => &["eval/src/formats/vectors_io.rs"],
-            Artefact::Trees => &[
-                "eval/src/structures/tree.rs",
-                "eval/src/formats/tree_io.rs",
-                "models/src/unit_attention.rs",
-                "models/src/aggregator.rs",
-                "experiments/src/methods/sproutrag/mod.rs",
-            ],
-            Artefact::Raptor => &[
-                "eval/src/retrievers/raptor.rs",
-                "eval/src/structures/gmm.rs",
-                "eval/src/formats/raptor_io.rs",
-                "experiments/src/methods/raptor.rs",
-                "experiments/src/summaries",
-            ],
-            Artefact::SproutRag => &[
-                "trainers/src/sproutrag.rs",
-                "models/src/sproutrag.rs",
-                "models/src/sllm.rs",
-                "models/src/sentence_vae.rs",
-                "models/src/aggregator.rs",
-                "experiments/src/methods/sproutrag/train.rs",
-                "experiments/src/methods/training.rs",
-            ],
-            Artefact::HeadWeights => &[
-                "trainers/src/head_weights.rs",
-                "models/src/unit_attention.rs",
-                "models/src/aggregator.rs",
-                "experiments/src/methods/sproutrag/train.rs",
-            ],
-            Artefact::Reranker => &["trainers/src/reranker.rs", "models/src/reranker.rs", "experiments/src/methods/rerank.rs"],
-            Artefact::Compressor => {
-                &["trainers/src/compressor.rs", "trainers/src/learner.rs", "models/src/compressor.rs", "experiments/src/methods/smartchunk/train.rs"]
-            }
-            Artefact::Planner => &[
-                "trainers/src/planner",
-                "trainers/src/stitch.rs",
-                "trainers/src/learner.rs",
-                "models/src/planner.rs",
-                "experiments/src/methods/smartchunk/plan.rs",
-            ],
-            Artefact::Dense => {
-                &["trainers/src/dense.rs", "models/src/dense.rs", "experiments/src/methods/dense.rs", "experiments/src/methods/training.rs"]
-            }
-        };
-        let trained = !matches!(self, Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Trees | Artefact::Raptor);
-        let mut all: Vec<&'static str> = own.to_vec();
-        all.extend(ENCODER);
-        if trained {
-            all.extend(TRAINING);
-        }
-        all
     }
 }
 

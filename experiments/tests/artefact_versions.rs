@@ -148,7 +148,7 @@ fn every_artefact_version_follows_its_code() {
     let before = recorded();
     let mut problems = Vec::new();
     let mut lines = vec![
-        "# artefact kind, the version of the code that makes it (experiments/src/cache.rs), a digest of that code.".to_owned(),
+        "# artefact kind, the version of the code that makes it (experiments/src/artefact.rs), a digest of that code.".to_owned(),
         "# Written by ARBOR_BLESS=1 cargo test --release -p arbor-experiments --test artefact_versions".to_owned(),
     ];
     for kind in Artefact::ALL {
@@ -156,7 +156,7 @@ fn every_artefact_version_follows_its_code() {
         match before.get(name) {
             Some((v, d)) if *v == version && *d != now => problems.push(format!(
                 "the code of `{name}` artefacts changed (digest {d} -> {now}) but its version is still {v}: bump Artefact::{kind:?}'s \
-                 version in experiments/src/cache.rs (so that artefacts of the old code are not read back), then record it"
+                 version in experiments/src/artefact.rs (so that artefacts of the old code are not read back), then record it"
             )),
             Some((v, d)) if *v == version && *d == now => {}
             _ if std::env::var_os("ARBOR_BLESS").is_some() => {}

@@ -52,6 +52,36 @@ pub fn epoch_batches(docs: &[TrainDoc], batch_size: usize, seed: u64, epoch: usi
     batches
 }
 
+/// Step by step, the batches of [`epoch_batches`]: an epoch's batches are made when a step first reaches
+/// it (they depend only on the seed and the epoch, so a resumed run gets the same ones).
+pub struct EpochBatches {
+    batch_size: usize,
+    seed: u64,
+    per_epoch: usize,
+    current: (usize, Vec<Batch>),
+}
+
+impl EpochBatches {
+    pub fn new(docs: &[TrainDoc], batch_size: usize, seed: u64) -> Self {
+        let first = epoch_batches(docs, batch_size, seed, 0);
+        EpochBatches { batch_size, seed, per_epoch: first.len(), current: (0, first) }
+    }
+
+    /// Steps in one epoch.
+    pub fn per_epoch(&self) -> usize {
+        self.per_epoch
+    }
+
+    /// Step `step`'s batch.
+    pub fn at(&mut self, docs: &[TrainDoc], step: usize) -> &Batch {
+        let epoch = step / self.per_epoch;
+        if self.current.0 != epoch {
+            self.current = (epoch, epoch_batches(docs, self.batch_size, self.seed, epoch));
+        }
+        &self.current.1[step % self.per_epoch]
+    }
+}
+
 /// The order `n` items are visited in during `epoch`: a function of the seed and the epoch only, so a
 /// resumed run replays it.
 pub fn epoch_order(n: usize, seed: u64, epoch: usize) -> Vec<usize> {

@@ -21,7 +21,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 
 use crate::config::TrainConfig;
-use crate::data::{Batch, TrainDoc, TrainQuery, epoch_batches};
+use crate::data::{EpochBatches, TrainDoc, TrainQuery};
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
 use crate::sproutrag::{flat_on_held_out, retrieval_loss};
 
@@ -47,8 +47,8 @@ pub fn train<B: AutodiffBackend>(
         false => Group { name: "adapter", lr: config.lr_new, params: |g, m: &DenseModel<B>| GradientsParams::from_module(g, m) },
     };
     let model = DenseModel::new(dim, encoder, &device);
-    let per_epoch = epoch_batches(train, config.batch_size, config.schedule.seed, 0).len();
-    let mut task = PlainRetrieval { config, corpus, train, holdout, per_epoch, batches: (usize::MAX, Vec::new()) };
+    let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
+    let mut task = PlainRetrieval { config, corpus, train, holdout, batches };
     Ok(skeleton::train(&mut task, model, &[group], &config.schedule, run_dir, progress)?.valid())
 }
 
@@ -62,23 +62,18 @@ struct PlainRetrieval<'a> {
     corpus: &'a Corpus,
     train: &'a [TrainDoc],
     holdout: &'a [TrainDoc],
-    per_epoch: usize,
-    batches: (usize, Vec<Batch>),
+    batches: EpochBatches,
 }
 
 impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
     type Model = DenseModel<B>;
 
     fn steps_per_epoch(&self) -> usize {
-        self.per_epoch
+        self.batches.per_epoch()
     }
 
     fn step(&mut self, model: &DenseModel<B>, step: usize) -> anyhow::Result<Step<B>> {
-        let epoch = step / self.per_epoch;
-        if self.batches.0 != epoch {
-            self.batches = (epoch, epoch_batches(self.train, self.config.batch_size, self.config.schedule.seed, epoch));
-        }
-        let batch = &self.batches.1[step % self.per_epoch];
+        let batch = self.batches.at(self.train, step);
         let doc = &self.train[batch.doc];
         let device = Default::default();
         let queries: Vec<&TrainQuery> = batch.queries.iter().map(|&q| &doc.queries[q]).collect();

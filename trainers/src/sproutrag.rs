@@ -34,7 +34,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use crate::config::TrainConfig;
-use crate::data::{Batch, TrainDoc, TrainQuery, epoch_batches};
+use crate::data::{EpochBatches, TrainDoc, TrainQuery};
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
 
 /// Trains SproutRAG's modules; returns the trained model (without autodiff) for indexing. `encoder`: the
@@ -78,9 +78,9 @@ pub fn train<B: AutodiffBackend>(
         });
     }
     groups.push(Group { name: "new", lr: config.lr_new, params: |g, m| GradientsParams::from_module(g, m) });
-    let per_epoch = epoch_batches(train, config.batch_size, config.schedule.seed, 0).len();
+    let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
     let max_tokens = model_config.vae.map_or(0, |v| v.max_tokens);
-    let mut task = Joint { config, corpus, train, holdout, per_epoch, max_tokens, batches: (usize::MAX, Vec::new()) };
+    let mut task = Joint { config, corpus, train, holdout, max_tokens, batches };
     Ok(skeleton::train(&mut task, model, &groups, &config.schedule, run_dir, progress)?.valid())
 }
 
@@ -117,25 +117,19 @@ struct Joint<'a> {
     corpus: &'a Corpus,
     train: &'a [TrainDoc],
     holdout: &'a [TrainDoc],
-    per_epoch: usize,
     max_tokens: usize,
-    /// The current epoch's batches, made when the epoch changes (they depend only on seed and epoch).
-    batches: (usize, Vec<Batch>),
+    batches: EpochBatches,
 }
 
 impl<B: AutodiffBackend> Task<B> for Joint<'_> {
     type Model = SproutRagModel<B>;
 
     fn steps_per_epoch(&self) -> usize {
-        self.per_epoch
+        self.batches.per_epoch()
     }
 
     fn step(&mut self, model: &SproutRagModel<B>, step: usize) -> anyhow::Result<Step<B>> {
-        let epoch = step / self.per_epoch;
-        if self.batches.0 != epoch {
-            self.batches = (epoch, epoch_batches(self.train, self.config.batch_size, self.config.schedule.seed, epoch));
-        }
-        let batch = &self.batches.1[step % self.per_epoch];
+        let batch = self.batches.at(self.train, step);
         let terms = losses(model, self.config, &self.train[batch.doc], &batch.queries, self.max_tokens);
         Ok(Step { terms, scalars: Vec::new(), context: format!("document {}, {} queries", batch.doc, batch.queries.len()) })
     }
