@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use arbor_eval::MethodResult;
+use arbor_eval::scoring::report::ie_cells;
 use arbor_experiments::methods::Method;
 use serde::{Deserialize, Serialize};
 
@@ -53,14 +54,9 @@ pub fn markdown(axes: &[String], rows: &[Row]) -> String {
             md.push_str(&format!(" {v} |"));
         }
         md.push_str(&format!(
-            " {} | {:.1} | {:.1} | {:.1} | **{:.1}** | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.3} |\n",
+            " {} | {} | {:.1} | {:.1} | {:.0} | {:.3} |\n",
             r.result.name,
-            m.ie[0],
-            m.ie[1],
-            m.ie[2],
-            m.ie_mean,
-            m.generous.ie_mean,
-            m.strict.ie_mean,
+            ie_cells(m),
             m.hit[2],
             m.evidence_recall[2],
             r.result.tokens_per_query,

@@ -220,15 +220,10 @@ impl Report {
             let m = &r.metrics;
             let docs = if doc_hits { format!(" {:.1} | {:.1} |", m.doc_hit[0], m.doc_hit[1]) } else { String::new() };
             md.push_str(&format!(
-                "| {} | {} | {:.1} | {:.1} | {:.1} | **{:.1}** | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |{docs} {:.0} | {:.3} | {} |\n",
+                "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |{docs} {:.0} | {:.3} | {} |\n",
                 r.name,
                 role_cell(&r.role, &self.methods),
-                m.ie[0],
-                m.ie[1],
-                m.ie[2],
-                m.ie_mean,
-                m.generous.ie_mean,
-                m.strict.ie_mean,
+                ie_cells(m),
                 m.precision[2],
                 m.recall[2],
                 m.hit[0],
@@ -355,6 +350,11 @@ fn role_cell(role: &Role, rows: &[MethodResult]) -> String {
             format!("control of row {}", at.join(", "))
         }
     }
+}
+
+/// The IE cells every table shows, in order: IE@1, IE@3, IE@5, **IE mean**, ref. IE generous, ref. IE strict.
+pub fn ie_cells(m: &Metrics) -> String {
+    format!("{:.1} | {:.1} | {:.1} | **{:.1}** | {:.1} | {:.1}", m.ie[0], m.ie[1], m.ie[2], m.ie_mean, m.generous.ie_mean, m.strict.ie_mean)
 }
 
 #[cfg(test)]
