@@ -17,6 +17,14 @@
 //! ```
 //!
 //! Without a limit this is the plain grouping of every `max_sentences` consecutive sentences.
+//!
+//! A piece cut out of a long sentence (a table's rows, say) loses the lines that say what it is. With
+//! `context: Some(c)` every piece is read after a header of at most `c` tokens, while its span stays the
+//! piece alone: the last line of the paragraph before (the line that introduces a table), when the
+//! sentence opens its paragraph, and, for every piece after the first, the sentence's own first line (a
+//! table's title or column row). The pieces are then cut to `max_tokens` less their header's tokens, so
+//! the encoder still reads header and piece whole (contextual headers, as dsRAG's AutoContext does for
+//! chunks, here from the document's own lines).
 
 use serde::{Deserialize, Serialize};
 
@@ -34,11 +42,13 @@ pub struct UnitConfig {
     /// At most this many tokens per leaf unit, special tokens not counted. In an experiment, `None` means
     /// what the encoder reads whole (its max_seq_length less `[CLS]` and `[SEP]`); to [`segment`], no limit.
     pub max_tokens: Option<usize>,
+    /// The header of at most this many tokens every piece of a cut sentence is read after (`None`: none).
+    pub context: Option<usize>,
 }
 
 impl Default for UnitConfig {
     fn default() -> Self {
-        UnitConfig { max_sentences: 2, max_tokens: None }
+        UnitConfig { max_sentences: 2, max_tokens: None, context: None }
     }
 }
 
@@ -63,12 +73,14 @@ pub struct Paragraph {
     pub section: Option<usize>,
 }
 
-/// A leaf unit: its span, the paragraph it lies in, and the sentences it is made of.
+/// A leaf unit: its span, the paragraph it lies in, the sentences it is made of, and the spans of its
+/// header (empty but for pieces of a cut sentence under `context`), read before it, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unit {
     pub span: Span,
     pub paragraph: usize,
     pub sentences: Vec<Span>,
+    pub header: Vec<Span>,
 }
 
 /// The paragraphs and leaf units of one document.
@@ -92,15 +104,16 @@ pub fn segment(doc: &Document, config: &UnitConfig, tokens: &TokenStarts) -> Res
         let mut group: Vec<Span> = Vec::new();
         let flush = |group: &mut Vec<Span>, units: &mut Vec<Unit>| {
             if let (Some(first), Some(last)) = (group.first(), group.last()) {
-                units.push(Unit { span: first.cover(last), paragraph: p, sentences: std::mem::take(group) });
+                units.push(Unit { span: first.cover(last), paragraph: p, sentences: std::mem::take(group), header: Vec::new() });
             }
         };
         for sentence in split_paragraph(&doc.text, para.span) {
             if !fits(sentence) {
                 flush(&mut group, &mut units);
                 let max = config.max_tokens.expect("only a limit makes a sentence too long");
-                for piece in cut(doc, sentence, max, tokens)? {
-                    units.push(Unit { span: piece, paragraph: p, sentences: vec![piece] });
+                let before = (sentence.start == para.span.start && p > 0).then(|| last_line(&doc.text, paragraphs[p - 1].span));
+                for (piece, header) in cut_with_headers(doc, sentence, before, config.context, max, tokens)? {
+                    units.push(Unit { span: piece, paragraph: p, sentences: vec![piece], header });
                 }
                 cut_sentences += 1;
                 continue;
@@ -113,6 +126,53 @@ pub fn segment(doc: &Document, config: &UnitConfig, tokens: &TokenStarts) -> Res
         flush(&mut group, &mut units);
     }
     Ok(Segmented { paragraphs, units, cut_sentences })
+}
+
+/// The pieces of an over-long sentence with their headers (see the module's doc): without `context`, the
+/// pieces of [`cut`] with none; with it, each piece and its header together at most `max` tokens.
+fn cut_with_headers(
+    doc: &Document,
+    sentence: Span,
+    before: Option<Span>,
+    context: Option<usize>,
+    max: usize,
+    tokens: &TokenStarts,
+) -> Result<Vec<(Span, Vec<Span>)>, UnitError> {
+    let Some(budget) = context.map(|c| c.min(max / 2)) else {
+        return Ok(cut(doc, sentence, max, tokens)?.into_iter().map(|p| (p, Vec::new())).collect());
+    };
+    // The header's lines, in reading order, within `budget` tokens: the line before (at most half of
+    // them), then the first line.
+    let take = |span: Span, room: usize| trimmed(&doc.text, Span::new(span.start, tokens.prefix_end(span, room)));
+    let before = before.map(|b| take(b, budget.div_ceil(2))).filter(|b| !b.is_empty());
+    let room = budget - before.map_or(0, |b| tokens.count(b));
+    let first_line = take(first_line(&doc.text, sentence), room);
+    let head = |with_first: bool| -> Vec<Span> { before.into_iter().chain((with_first && !first_line.is_empty()).then_some(first_line)).collect() };
+    let (opening, rest) = (head(false), head(true));
+    let count = |h: &[Span]| h.iter().map(|&s| tokens.count(s)).sum::<usize>();
+    // The first piece is cut to what its header leaves, the rest re-cut to what theirs leaves.
+    let mut pieces = cut(doc, sentence, max - count(&opening), tokens)?;
+    if pieces.len() > 1 {
+        let tail = Span::new(pieces[1].start, sentence.end);
+        pieces.truncate(1);
+        pieces.extend(cut(doc, tail, max - count(&rest), tokens)?);
+    }
+    Ok(pieces.into_iter().enumerate().map(|(i, p)| (p, if i == 0 { opening.clone() } else { rest.clone() })).collect())
+}
+
+/// `span` without its leading and trailing whitespace.
+fn trimmed(text: &str, span: Span) -> Span {
+    parts(text, span, |_| false).into_iter().next().unwrap_or(Span::new(span.start, span.start))
+}
+
+/// The first non-empty line of `text[span]`, whitespace trimmed.
+fn first_line(text: &str, span: Span) -> Span {
+    parts(text, span, |c| c == '\n').into_iter().next().unwrap_or(Span::new(span.start, span.start))
+}
+
+/// The last non-empty line of `text[span]`, whitespace trimmed.
+fn last_line(text: &str, span: Span) -> Span {
+    parts(text, span, |c| c == '\n').into_iter().last().unwrap_or(Span::new(span.end, span.end))
 }
 
 /// Cuts an over-long sentence into pieces of at most `max` tokens: runs of whole lines, and lines that do
@@ -238,7 +298,7 @@ mod tests {
         // Sentence 1: 3 words; sentence 2: a table of 3 lines (2, 2 and 6 words) without a full stop.
         let text = "Revenue rose this year. Item | 2017\nsales | 10\na b c d e f\n\nShort one. Two.";
         let d = doc(text, vec![]);
-        let limited = seg(&d, UnitConfig { max_sentences: 2, max_tokens: Some(4) });
+        let limited = seg(&d, UnitConfig { max_sentences: 2, max_tokens: Some(4), context: None });
         assert_eq!(
             texts(&d, limited.units.iter().map(|u| u.span)),
             vec!["Revenue rose this year.", "Item | 2017", "sales | 10", "a b c d", "e f", "Short one. Two."]
@@ -246,15 +306,35 @@ mod tests {
         assert_eq!(limited.cut_sentences, 1);
         assert_eq!(limited.units.iter().map(|u| u.paragraph).collect::<Vec<_>>(), vec![0, 0, 0, 0, 0, 1]);
         // Whole lines are kept together while they fit.
-        let wider = seg(&d, UnitConfig { max_sentences: 2, max_tokens: Some(7) });
+        let wider = seg(&d, UnitConfig { max_sentences: 2, max_tokens: Some(7), context: None });
         assert_eq!(
             texts(&d, wider.units.iter().map(|u| u.span)),
             vec!["Revenue rose this year.", "Item | 2017\nsales | 10", "a b c d e f", "Short one. Two."]
         );
         // No limit: the plain grouping.
-        let plain = seg(&d, UnitConfig { max_sentences: 2, max_tokens: None });
+        let plain = seg(&d, UnitConfig { max_sentences: 2, max_tokens: None, context: None });
         assert_eq!(plain.units.len(), 2);
         assert_eq!(plain.cut_sentences, 0);
+    }
+
+    #[test]
+    fn pieces_of_a_cut_table_are_read_after_its_introduction_and_first_row() {
+        let text = "Debt consisted of the following:\n\n($ in millions) 2017 2016\nnotes 600 600\nbonds 84 84\ntotal 1279 1278";
+        let d = doc(text, vec![]);
+        let s = seg(&d, UnitConfig { max_sentences: 2, max_tokens: Some(12), context: Some(8) });
+        // The table (14 words) is one sentence. The header budget, 8 but at most half of 12, is 6: 3 tokens
+        // of the line before, 3 of the first row. The first piece has only the former (9 tokens of rows
+        // fit), the second both (6 fit).
+        assert_eq!(
+            texts(&d, s.units.iter().map(|u| u.span)),
+            vec!["Debt consisted of the following:", "($ in millions) 2017 2016\nnotes 600 600", "bonds 84 84\ntotal 1279 1278"]
+        );
+        let headers: Vec<Vec<&str>> = s.units.iter().map(|u| texts(&d, u.header.iter().copied())).collect();
+        assert_eq!(headers, vec![vec![], vec!["Debt consisted of"], vec!["Debt consisted of", "($ in millions)"]]);
+        // Without `context` no header, and the pieces are cut to the whole limit.
+        let plain = seg(&d, UnitConfig { max_sentences: 2, max_tokens: Some(12), context: None });
+        assert!(plain.units.iter().all(|u| u.header.is_empty()));
+        assert_eq!(texts(&d, plain.units.iter().map(|u| u.span))[1..], ["($ in millions) 2017 2016\nnotes 600 600\nbonds 84 84", "total 1279 1278"]);
     }
 
     #[test]
@@ -262,7 +342,7 @@ mod tests {
         let d = doc("Fine words here. Then https://example.org/a-very-long-address ends.", vec![]);
         // One token per 4 bytes: the address is 12 tokens.
         let starts = TokenStarts::new((0..d.text.len() as u32).step_by(4).collect());
-        let err = segment(&d, &UnitConfig { max_sentences: 2, max_tokens: Some(5) }, &starts).unwrap_err();
+        let err = segment(&d, &UnitConfig { max_sentences: 2, max_tokens: Some(5), context: None }, &starts).unwrap_err();
         assert_eq!(err.offset, d.text.find("https").unwrap());
         assert!(err.to_string().contains("raise units.max_tokens"), "{err}");
     }
@@ -272,13 +352,17 @@ mod tests {
         fn units_fit_the_limit_and_cover_every_word_once(
             words in proptest::collection::vec("[a-z]{1,3}[.\n]?", 1..60),
             max_sentences in 1usize..4,
-            max_tokens in 1usize..8,
+            max_tokens in 2usize..10,
+            context in proptest::option::of(0usize..6),
         ) {
             let d = doc(&words.join(" "), vec![]);
             let tokens = TokenStarts::words(&d.text);
-            let s = seg(&d, UnitConfig { max_sentences, max_tokens: Some(max_tokens) });
+            let s = seg(&d, UnitConfig { max_sentences, max_tokens: Some(max_tokens), context });
             for u in &s.units {
-                proptest::prop_assert!(tokens.count(u.span) <= max_tokens);
+                let header: usize = u.header.iter().map(|&h| tokens.count(h)).sum();
+                proptest::prop_assert!(header + tokens.count(u.span) <= max_tokens);
+                proptest::prop_assert!(header <= context.unwrap_or(0));
+                proptest::prop_assert!(u.header.iter().all(|h| !h.is_empty() && h.end <= u.span.start), "a header precedes its unit");
             }
             for pair in s.units.windows(2) {
                 proptest::prop_assert!(pair[0].span.end <= pair[1].span.start);
@@ -291,10 +375,10 @@ mod tests {
     #[test]
     fn units_hold_at_most_n_sentences_and_never_cross_a_paragraph() {
         let d = doc("A one. B two. C three.\n\nD four. E five.\n \nF six.", vec![]);
-        let pairs = seg(&d, UnitConfig { max_sentences: 2, max_tokens: None });
+        let pairs = seg(&d, UnitConfig { max_sentences: 2, max_tokens: None, context: None });
         assert_eq!(texts(&d, pairs.units.iter().map(|u| u.span)), vec!["A one. B two.", "C three.", "D four. E five.", "F six."]);
         assert_eq!(pairs.units.iter().map(|u| u.paragraph).collect::<Vec<_>>(), vec![0, 0, 1, 2]);
-        let singles = seg(&d, UnitConfig { max_sentences: 1, max_tokens: None });
+        let singles = seg(&d, UnitConfig { max_sentences: 1, max_tokens: None, context: None });
         assert_eq!(singles.units.len(), 6);
     }
 

@@ -1,5 +1,6 @@
 //! The shared vocabulary of retrieval: leaf units of a corpus, queries, retrieved items, scopes.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use arbor_datasets::span::merge;
@@ -26,6 +27,9 @@ pub struct Chunks {
     pub spans: Vec<DocSpan>,
     /// The chunks of document `d` are `spans[by_doc[d].clone()]`.
     pub by_doc: Vec<Range<usize>>,
+    /// Empty, or for each chunk the spans of its header (its document's lines it is read after: the
+    /// contextual header of a piece of a cut sentence, `units.context`), in reading order.
+    pub headers: Vec<Vec<Span>>,
 }
 
 impl Chunks {
@@ -53,10 +57,24 @@ impl Chunks {
         query.docs.iter().flat_map(|&d| self.by_doc[d].clone())
     }
 
-    /// The text of a chunk.
+    /// The text of a chunk: what it hands on.
     pub fn text<'a>(&self, corpus: &'a Corpus, chunk: usize) -> &'a str {
         let c = self.spans[chunk];
         &corpus.documents[c.doc].text[c.span.start..c.span.end]
+    }
+
+    /// What an encoder or BM25 reads of a chunk: its header's lines, then its text, each on a line.
+    pub fn input<'a>(&self, corpus: &'a Corpus, chunk: usize) -> Cow<'a, str> {
+        let text = self.text(corpus, chunk);
+        match self.headers.get(chunk).filter(|h| !h.is_empty()) {
+            None => Cow::Borrowed(text),
+            Some(header) => {
+                let doc = &corpus.documents[self.spans[chunk].doc].text;
+                let mut lines: Vec<&str> = header.iter().map(|h| &doc[h.start..h.end]).collect();
+                lines.push(text);
+                Cow::Owned(lines.join("\n"))
+            }
+        }
     }
 
     /// The chunks overlapping any of `spans` (in index order, each once).
@@ -100,7 +118,10 @@ impl LeafIndex {
     pub fn build(corpus: &Corpus, config: &UnitConfig, tokens: Vec<TokenStarts>) -> Result<Self, UnitError> {
         assert_eq!(tokens.len(), corpus.documents.len(), "token starts for every document");
         let segments = corpus.documents.iter().zip(&tokens).map(|(doc, starts)| segment(doc, config, starts)).collect::<Result<Vec<_>, _>>()?;
-        let units = Chunks::from_docs(segments.iter().map(|s| s.units.iter().map(|u| u.span).collect()));
+        let mut units = Chunks::from_docs(segments.iter().map(|s| s.units.iter().map(|u| u.span).collect()));
+        if config.context.is_some() {
+            units.headers = segments.iter().flat_map(|s| s.units.iter().map(|u| u.header.clone())).collect();
+        }
         Ok(LeafIndex { units, segments, tokens: Tokens(tokens) })
     }
 

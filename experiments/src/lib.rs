@@ -6,6 +6,7 @@
 pub mod artefact;
 pub mod cache;
 pub mod cli;
+pub mod compare;
 pub mod embed;
 pub mod experiment;
 pub mod methods;

@@ -24,7 +24,7 @@ impl<'a> Bm25<'a> {
     /// BM25 over the units of `docs` (the documents queries may rank).
     pub fn build(corpus: &Corpus, chunks: &'a Chunks, scope: Scope, docs: &[usize]) -> Self {
         let engine = |units: &mut dyn Iterator<Item = usize>| {
-            let docs: Vec<Document<usize>> = units.map(|u| Document::new(u, chunks.text(corpus, u))).collect();
+            let docs: Vec<Document<usize>> = units.map(|u| Document::new(u, chunks.input(corpus, u))).collect();
             Some(SearchEngineBuilder::<usize>::with_documents(Language::English, docs).build())
         };
         let engines = match scope {
@@ -94,5 +94,29 @@ mod tests {
         let all = Bm25::build(&corpus, units, Scope::Corpus, &[0, 1]).retrieve(&pool, 3);
         assert_eq!(all.len(), 3);
         assert!(all[0].score > 0.0 && all[1].score > 0.0 && all[2].score == 0.0);
+    }
+
+    #[test]
+    fn a_cut_piece_is_found_by_the_words_of_its_header() {
+        // The table is one sentence of 9 words, cut at 6: "bonds 84 84" alone does not say it is debt.
+        let text = "Long-term debt consisted of:\n\nyear 2017 2016\nnotes 600 600\nbonds 84 84";
+        let doc = Doc { id: "a".into(), title: String::new(), text: text.into(), sections: vec![], split: None };
+        let corpus = Corpus::new(vec![doc], Vec::<Query>::new(), Path::new("test")).unwrap();
+        let rule = |context| arbor_datasets::UnitConfig { max_sentences: 2, max_tokens: Some(6), context };
+        let query = QueryInput { text: "debt".into(), docs: vec![0], embedding: None };
+        // The score BM25 gives the last piece, and what it read of it.
+        let last = |context| {
+            let index = crate::LeafIndex::build(&corpus, &rule(context), crate::index::word_tokens(&corpus)).unwrap();
+            let piece = index.units.len() - 1;
+            let items = Bm25::build(&corpus, &index.units, Scope::QueryDocuments, &[0]).retrieve(&query, index.units.len());
+            let score = items.iter().find(|i| i.spans[0] == index.units.spans[piece]).unwrap().score;
+            (score, index.units.input(&corpus, piece).into_owned(), index.units.text(&corpus, piece).to_owned())
+        };
+        let (plain, plain_input, plain_text) = last(None);
+        assert_eq!((plain, plain_input.as_str()), (0.0, plain_text.as_str()), "no header: no match, input = text");
+        // A 3-token header: the introduction's first 2 words (half, rounded up), then the table's first word.
+        let (headed, input, text) = last(Some(3));
+        assert!(headed > 0.0, "the header's \"debt\" matches");
+        assert_eq!((input.as_str(), text.as_str()), ("Long-term debt\nyear\nbonds 84 84", "bonds 84 84"));
     }
 }

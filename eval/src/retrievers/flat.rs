@@ -40,7 +40,7 @@ mod tests {
     #[test]
     fn ranks_units_of_the_query_documents_by_cosine() {
         let ds = |doc, s| DocSpan { doc, span: Span::new(s, s + 1) };
-        let chunks = Chunks { spans: vec![ds(0, 0), ds(0, 1), ds(1, 0)], by_doc: vec![0..2, 2..3] };
+        let chunks = Chunks { spans: vec![ds(0, 0), ds(0, 1), ds(1, 0)], by_doc: vec![0..2, 2..3], headers: Vec::new() };
         let embeddings = vec![vec![1.0, 0.0], vec![0.6, 0.8], vec![0.0, 1.0]];
         let query = QueryInput { text: String::new(), docs: vec![0], embedding: Some(vec![0.0, 1.0]) };
         let flat = FlatDense { name: "flat".into(), chunks: Cow::Borrowed(&chunks), embeddings: Cow::Borrowed(&embeddings) };

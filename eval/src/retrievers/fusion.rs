@@ -66,7 +66,8 @@ mod tests {
 
     #[test]
     fn ranks_by_summed_reciprocal_ranks() {
-        let chunks = Chunks { spans: (0..4).map(|i| DocSpan { doc: 0, span: Span::new(i, i + 1) }).collect(), by_doc: vec![0..4] };
+        let chunks =
+            Chunks { spans: (0..4).map(|i| DocSpan { doc: 0, span: Span::new(i, i + 1) }).collect(), by_doc: vec![0..4], headers: Vec::new() };
         // a: 0, 1, 2, 3; b: 2, 1, 3, 0. With k_rrf = 1: chunk 0 = 1/2 + 1/5, 1 = 1/3 + 1/3, 2 = 1/4 + 1/2, 3 = 1/5 + 1/4.
         let parts: Vec<Box<dyn Retriever>> =
             vec![Box::new(FixedRanking(vec![0, 1, 2, 3], chunks.clone())), Box::new(FixedRanking(vec![2, 1, 3, 0], chunks.clone()))];
@@ -101,7 +102,7 @@ mod tests {
         let span = |d: usize, s: usize, e: usize| DocSpan { doc: d, span: Span::new(s, e) };
         let mut spans: Vec<DocSpan> = (0..4).map(|i| span(0, i, i + 1)).collect();
         spans.push(span(1, 0, 1));
-        let chunks = Chunks { spans, by_doc: vec![0..4, 4..5] };
+        let chunks = Chunks { spans, by_doc: vec![0..4, 4..5], headers: Vec::new() };
         // a: 3, 2, 1, 0. b: a node over chunks 1 and 2 (one span), chunk 2 again, chunk 0, then a chunk of
         // another document (outside the query's scope: no credit).
         let b = vec![

@@ -218,7 +218,8 @@ mod tests {
     fn retrieval_hands_on_segments_then_the_other_chunks() {
         // Two documents of three chunks; the query matches chunks 1 and 2 of document 0.
         let ds = |doc: usize, i: usize| DocSpan { doc, span: Span::new(10 * i, 10 * i + 5) };
-        let chunks = Chunks { spans: vec![ds(0, 0), ds(0, 1), ds(0, 2), ds(1, 0), ds(1, 1), ds(1, 2)], by_doc: vec![0..3, 3..6] };
+        let chunks =
+            Chunks { spans: vec![ds(0, 0), ds(0, 1), ds(0, 2), ds(1, 0), ds(1, 1), ds(1, 2)], by_doc: vec![0..3, 3..6], headers: Vec::new() };
         let e = |x: f32| vec![x, (1.0 - x * x).sqrt()];
         let embeddings = vec![e(0.1), e(0.9), e(0.95), e(0.2), e(0.3), e(0.1)];
         let rse = Rse {

@@ -76,6 +76,8 @@ pub enum Against {
     BestUntrained,
     /// A matched control of the trained row.
     MatchedControl,
+    /// The same row in another run over the same queries (`arbor compare`).
+    OtherRun,
 }
 
 /// One paired comparison of a report's rows on character IE (row minus `against`).
@@ -209,8 +211,9 @@ impl Report {
         if !self.selection.is_empty() {
             md.push_str(&format!("**Configuration:** {}\n\n", self.selection));
         }
-        // Document hits tell methods apart only when a query may rank other documents than its own.
-        let doc_hits = self.methods.iter().any(|r| r.metrics.doc_hit[0] < 100.0 && r.metrics.queries > 0 && r.metrics.doc_hit != [0.0; 2]);
+        // Document hits tell methods apart only when a query may rank other documents than its own (a mean
+        // of 100s may fall short of 100 by rounding).
+        let doc_hits = self.methods.iter().any(|r| r.metrics.doc_hit[0] < 100.0 - 1e-6 && r.metrics.queries > 0 && r.metrics.doc_hit != [0.0; 2]);
         let extra = if doc_hits { " doc hit@1 | doc hit@5 |" } else { "" };
         md.push_str(&format!(
             "| method | role | IE@1 | IE@3 | IE@5 | IE mean | ref. IE generous | ref. IE strict | P@5 | R@5 | hit@1 | hit@5 | nDCG@10 | evidence R@5 | IoU@5 |{extra} tokens/query | latency ms (p50) | index ms/doc |\n"
@@ -295,6 +298,7 @@ impl Report {
                 let why = match c.why {
                     Against::BestUntrained => "best untrained baseline",
                     Against::MatchedControl => "its matched control",
+                    Against::OtherRun => "the other run",
                 };
                 md.push_str(&format!(
                     "| {} | {} ({why}) | {:+.2} | [{:+.2}, {:+.2}] | {:.4} | {:.4} | {} |\n",

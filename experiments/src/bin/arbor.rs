@@ -1,6 +1,7 @@
-//! `arbor`: the umbrella command (`arbor embed`, `arbor evaluate`, `arbor train`).
+//! `arbor`: the umbrella command (`arbor embed`, `arbor evaluate`, `arbor train`, `arbor compare`).
 
 use arbor_experiments::cli::{EvaluateArgs, TrainArgs, evaluate, train};
+use arbor_experiments::compare::{CompareArgs, compare};
 use arbor_experiments::embed::{EmbedArgs, embed};
 use clap::{Parser, Subcommand};
 
@@ -24,6 +25,8 @@ enum Command {
     Evaluate(EvaluateArgs),
     /// Train (where a method trains) and evaluate an experiment file
     Train(TrainArgs),
+    /// The rows two runs share, paired over their queries: differences, intervals, p-values
+    Compare(CompareArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -31,5 +34,6 @@ fn main() -> anyhow::Result<()> {
         Command::Embed(args) => embed(&args),
         Command::Evaluate(args) => evaluate(&args),
         Command::Train(args) => train(&args),
+        Command::Compare(args) => compare(&args),
     }
 }

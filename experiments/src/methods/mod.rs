@@ -270,7 +270,7 @@ impl<'a> Context<'a> {
         let trained = model.file_name().map(|n| n.to_string_lossy().into_owned());
         let dir = self.cache.dir(Artefact::Units, &key(&(&self.keys.encoder, "fine-tuned in", trained)))?;
         let embed = |t: &[&str], p: &mut dyn FnMut(usize)| self.encoder.embed_with(kernel, t, self.encoder_config.batch_size, p);
-        self.cache.chunk_embeddings(&dir, &embed, &self.leaves.units, self.keys, self.docs, &|c| self.leaves.units.text(self.corpus, c).into())
+        self.cache.chunk_embeddings(&dir, &embed, &self.leaves.units, self.keys, self.docs, &|c| self.leaves.units.input(self.corpus, c).into_owned())
     }
 
     /// Every document's sentences (those of its leaf units, over-long ones already cut to the encoder's
