@@ -30,7 +30,7 @@ pub enum Format {
     /// A folder with `documents.jsonl` and `queries.jsonl`.
     Jsonl,
     /// A SQuAD v1.1 JSON file. The first `train_articles` articles (file order) are split `train`, the
-    /// rest `test` (data/README.md: split by article, never by question); `None` leaves splits unset.
+    /// rest `test` (split by article, never by question); `None` leaves splits unset.
     Squad { train_articles: Option<usize> },
     /// A QASPER JSON file, either layout; every query gets the split named here, if any.
     Qasper { split: Option<String> },

@@ -1,4 +1,4 @@
-//! SQuAD v1.1 JSON as a long-document benchmark (data/README.md): one document per article, its
+//! SQuAD v1.1 JSON (Rajpurkar et al., 2016) as a long-document benchmark: one document per article, its
 //! paragraphs in order separated by a blank line; a question's gold evidence is the sentence(s) of its
 //! paragraph that hold an annotator's answer. `answer_start` counts characters, not bytes.
 
