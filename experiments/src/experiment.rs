@@ -169,6 +169,9 @@ impl Experiment {
         if self.units.max_tokens == Some(0) || self.retrieval.max_tokens == Some(0) {
             bail!("units.max_tokens and retrieval.max_tokens must be at least 1 (or None)");
         }
+        if self.units.context == Some(0) {
+            bail!("units.context must be at least 1 (or None: no header)");
+        }
         if self.encoder.batch_size == 0 {
             bail!("encoder.batch_size must be at least 1");
         }
@@ -312,6 +315,7 @@ mod tests {
     fn values_that_make_no_sense_are_errors_naming_the_field() {
         let with = |from: &str, to: &str| Experiment::parse(&GOOD.replace(from, to), Path::new("x.ron")).unwrap_err().to_string();
         assert!(with("methods:", "retrieval: (top_k: 0), methods:").contains("retrieval.top_k"));
+        assert!(with("methods:", "units: (context: Some(0)), methods:").contains("units.context"));
         for fraction in ["0.0", "1.0", "1.5"] {
             let err = with(r#"split: Some("test")"#, &format!(r#"split: Some("test"), validation: Some((fraction: {fraction}, seed: 0))"#));
             assert!(err.contains("data.validation.fraction"), "{err}");
