@@ -102,6 +102,12 @@ impl Comparison {
             (false, _) => "not significant",
         }
     }
+
+    /// Its table cells: Δ IE mean | 95 % interval | p | p (Holm) | verdict.
+    pub fn cells(&self) -> String {
+        let p = &self.paired;
+        format!("{:+.2} | [{:+.2}, {:+.2}] | {:.4} | {:.4} | {}", p.difference, p.low, p.high, p.p, self.p_holm, self.verdict())
+    }
 }
 
 /// The code and machine that made a report.
@@ -300,17 +306,7 @@ impl Report {
                     Against::MatchedControl => "its matched control",
                     Against::OtherRun => "the other run",
                 };
-                md.push_str(&format!(
-                    "| {} | {} ({why}) | {:+.2} | [{:+.2}, {:+.2}] | {:.4} | {:.4} | {} |\n",
-                    c.row,
-                    c.against,
-                    c.paired.difference,
-                    c.paired.low,
-                    c.paired.high,
-                    c.paired.p,
-                    c.p_holm,
-                    c.verdict()
-                ));
+                md.push_str(&format!("| {} | {} ({why}) | {} |\n", c.row, c.against, c.cells()));
             }
             md.push_str(&format!(
                 "\nPaired over the {} queries on their character IE mean: the bootstrap 95 % percentile interval of the \
