@@ -181,6 +181,20 @@ pub trait Retriever: Sync {
     fn children(&self, _query: &QueryInput, _item: &Item) -> Option<Vec<Item>> {
         None
     }
+    /// The way the method reached a node of its hierarchy, from the top: each step's node, the leaves it
+    /// covers and its score for the query (`None`: the method has no hierarchy to descend).
+    fn path(&self, _query: &QueryInput, _node: NodeRef) -> Option<Vec<Step>> {
+        None
+    }
+}
+
+/// One node on the way down a hierarchy to a retrieved item.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub node: usize,
+    /// The leaves under it.
+    pub leaves: usize,
+    pub score: f32,
 }
 
 /// One token per word in every document of `corpus` (tests build leaf indexes without a tokenizer).

@@ -76,7 +76,9 @@ impl Artefact {
     /// The version of the code that makes it: bump it when that code changes.
     pub fn version(self) -> u32 {
         match self {
-            Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Trees | Artefact::Raptor => 1,
+            Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Raptor => 1,
+            // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores.
+            Artefact::Trees => 2,
             Artefact::SproutRag | Artefact::HeadWeights | Artefact::Reranker | Artefact::Compressor => 1,
             Artefact::Planner | Artefact::Dense => 1,
         }

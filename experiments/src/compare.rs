@@ -23,7 +23,8 @@ pub struct CompareArgs {
     pub against: Option<String>,
 }
 
-fn load(path: &Path) -> anyhow::Result<Report> {
+/// A report from a run folder or a report.json file.
+pub fn load(path: &Path) -> anyhow::Result<Report> {
     let file = if path.is_dir() { path.join("report.json") } else { path.to_owned() };
     let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read the report {}", file.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not an arbor report.json", file.display()))

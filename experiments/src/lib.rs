@@ -9,6 +9,8 @@ pub mod cli;
 pub mod compare;
 pub mod embed;
 pub mod experiment;
+pub mod inspect;
+pub mod library;
 pub mod methods;
 pub mod progress;
 pub mod provenance;

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use arbor_datasets::{Corpus, Document, Evidence, Query, TokenStarts, UnitConfig};
 use arbor_eval::formats::files::atomic_write;
 use arbor_eval::scoring::report::{Inputs, Report, Role, UnitStats};
+use arbor_eval::scoring::retrievals;
 use arbor_eval::scoring::runner::{EvalQuery, EvalSettings, evaluate};
 use arbor_eval::{LeafIndex, QueryInput, Scope};
 use arbor_models::{DefaultBackend, SentenceEncoder, default_device};
@@ -53,7 +54,7 @@ pub fn current_inputs(exp: &Experiment) -> anyhow::Result<Inputs> {
 
 /// The experiment's corpus, with the training split of every `data.train_with` corpus ahead of its own
 /// documents; and the index of its own first document (documents before it are only trained on).
-fn load_corpus(exp: &Experiment) -> anyhow::Result<(Corpus, usize)> {
+pub fn load_corpus(exp: &Experiment) -> anyhow::Result<(Corpus, usize)> {
     let data_path = exp.data.resolved_path()?;
     let own = load_one(&exp.data.format, &data_path, exp.data.collections.as_deref())
         .with_context(|| format!("cannot load the corpus of experiment {:?}", exp.name))?;
@@ -123,7 +124,8 @@ fn with_training_corpora(own: Corpus, lent: Vec<(String, Corpus)>, source: &Path
 
 /// Runs an experiment into the folder `dir`, keeping (and reusing) embeddings, trained models and trees
 /// in `cache` (the run folder itself, or a sweep's shared folder); `training` says whether models may be
-/// trained. Writes report.json, report.md and models.json (the trained models used) into `dir`.
+/// trained. Writes report.json, report.md, models.json (the trained models used) and retrievals.jsonl (what
+/// each method handed on per query) into `dir`.
 pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) -> anyhow::Result<Report> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     atomic_write(&dir.join("experiment.ron"), exp.to_ron().as_bytes())?;
@@ -170,6 +172,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     // Methods that share an index (SproutRAG search variants) report the time it took to build once.
     let mut index_ms: HashMap<String, Option<f64>> = HashMap::new();
     let mut models: Vec<TrainedModel> = Vec::new();
+    let mut retrieved = Vec::new();
     for (method, role) in rows(exp) {
         let spec = method.spec();
         let (built, ms) = ctx.build(spec)?;
@@ -195,7 +198,8 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         }
         let retriever = retriever.as_ref();
         let pb = bar(queries.len(), retriever.name());
-        let mut result = evaluate(retriever, &corpus, &leaves.tokens, &queries, &settings, &mut || pb.inc(1));
+        let (mut result, handed) = evaluate(retriever, &corpus, &leaves.tokens, &queries, &settings, &mut || pb.inc(1));
+        retrieved.extend(handed);
         pb.finish_and_clear();
         result.index_ms_per_doc = ms;
         result.details = details.unwrap_or_default();
@@ -203,6 +207,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         report.methods.push(result);
     }
     record(dir, &models)?;
+    retrievals::write(dir, &retrieved)?;
     report.compare();
     report.write(dir)?;
     Ok(report)

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use arbor_eval::scoring::report::Role;
+use arbor_eval::scoring::report::{Report, Role};
 use arbor_experiments::cache::Cache;
 use arbor_experiments::experiment::Experiment;
 use arbor_experiments::run::{evaluate_only, run, run_in};
@@ -23,6 +23,7 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     let saved = Experiment::load(&dir.join("experiment.ron")).unwrap();
     assert_eq!(saved, exp, "the run folder reproduces the experiment");
     assert!(dir.join("report.md").is_file() && dir.join("report.json").is_file());
+    inspect_page_shows_the_run(&dir, &report);
     // Five methods, then the trained SLLM's five matched controls (the head weights learn from the
     // documents alone and get none).
     assert_eq!(report.methods.len(), 10);
@@ -119,6 +120,54 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     // Without --from, `evaluate` refuses the trained methods rather than training them.
     let err = format!("{:#}", evaluate_only(&exp, out.path(), None, None).unwrap_err());
     assert!(err.contains("SproutRAG learned weights") && err.contains("--from"), "{err}");
+}
+
+/// `arbor inspect` on the quickstart run, read back with an HTML parser: a block per query in report
+/// order, the legend's rows, the disagreements of the trained row and its first control in decreasing
+/// order, each row's first items with beam paths for the tree rows, and gold marked on the gold text.
+fn inspect_page_shows_the_run(dir: &Path, report: &Report) {
+    let out = dir.join("inspect.html");
+    assert_eq!(arbor_experiments::inspect::write_page(dir, &[], &[], &out).unwrap(), (200, 8));
+    let html = std::fs::read_to_string(&out).unwrap();
+    let dom = tl::parse(&html, tl::ParserOptions::default()).unwrap();
+    let p = dom.parser();
+    let all = |sel: &str| -> Vec<&tl::HTMLTag> { dom.query_selector(sel).unwrap().map(|h| h.get(p).unwrap().as_tag().unwrap()).collect() };
+    let attr = |t: &tl::HTMLTag, k: &str| t.attributes().get(k).flatten().unwrap().as_utf8_str().into_owned();
+    let text = |t: &tl::HTMLTag| unescape(&t.inner_text(p));
+    let blocks = all("details.query");
+    assert_eq!(blocks.iter().map(|b| attr(b, "data-query")).collect::<Vec<_>>(), report.queries);
+    let legend: Vec<String> = all("tr.row").iter().map(|r| text(r)).collect();
+    assert_eq!(legend.len(), 8);
+    assert!(legend.iter().zip(&report.methods).all(|(row, m)| row.contains(&m.name)), "{legend:?}");
+    // The trained SLLM (row 5) against its first control (row 6): 25 queries, |difference| decreasing,
+    // each linked to its block, the figures those of report.json.
+    let heading = all("h2").into_iter().map(text).find(|h| h.contains("differ most")).unwrap();
+    assert!(heading.contains(&report.methods[4].name) && heading.contains(&report.methods[5].name), "{heading}");
+    let diffs: Vec<f64> = all("td.d").iter().map(|d| text(d).parse().unwrap()).collect();
+    assert_eq!(diffs.len(), 25);
+    assert!(diffs.windows(2).all(|w| w[0].abs() >= w[1].abs() - 0.051), "{diffs:?}");
+    let first = attr(all("a")[0], "href");
+    let q: usize = first.trim_start_matches("#q-").parse().unwrap();
+    let expected = report.methods[4].per_query[q] - report.methods[5].per_query[q];
+    assert!((diffs[0] - expected).abs() < 0.051, "{first}: {} vs {expected}", diffs[0]);
+    // Every block lists each shown row's first 5 items; the untrained SproutRAG row (row 3) its beam paths,
+    // from the root down.
+    let items = blocks[0].query_selector(p, "li.item").unwrap().count();
+    assert_eq!(items, 8 * 5);
+    let paths: Vec<String> = blocks[0].query_selector(p, "div.path").unwrap().map(|h| unescape(&h.get(p).unwrap().inner_text(p))).collect();
+    assert!(paths.len() >= 5 && paths[0].starts_with("beam path: "), "{paths:?}");
+    // The gold of the first query is marked on its text (pieces in order, cut where items begin or end).
+    let exp = Experiment::load(&dir.join("experiment.ron")).unwrap();
+    let (corpus, _) = arbor_experiments::run::load_corpus(&exp).unwrap();
+    let query = corpus.queries.iter().find(|q| q.id == report.queries[0]).unwrap();
+    let gold: String = corpus.gold(query).iter().map(|g| &corpus.documents[g.doc].text[g.span.start..g.span.end]).collect();
+    let marked: String = blocks[0].query_selector(p, "span.gold").unwrap().map(|h| unescape(&h.get(p).unwrap().inner_text(p))).collect();
+    assert_eq!(marked, gold);
+}
+
+/// HTML's five escapes undone.
+fn unescape(html: &str) -> String {
+    html.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&#39;", "'").replace("&amp;", "&")
 }
 
 #[test]

@@ -6,8 +6,11 @@
 //! | [`Format::Squad`] | a SQuAD v1.1 JSON file; an article is a document | the sentences holding an answer |
 //! | [`Format::Qasper`] | QASPER v0.3 (dict of papers) or the Hugging Face layout | evidence paragraphs and captions |
 //! | [`Format::Beir`] | a BEIR folder: corpus.jsonl, queries.jsonl, qrels/*.tsv | whole documents |
+//!
+//! [`folder`] reads a folder of one's own files (text, Markdown, HTML, JSONL) without queries, for `arbor index`.
 
 mod beir;
+pub mod folder;
 mod jsonl;
 mod qasper;
 mod squad;

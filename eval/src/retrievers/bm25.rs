@@ -55,7 +55,10 @@ impl Retriever for Bm25<'_> {
             Scope::Corpus => self.engines.iter().flatten().collect(),
             Scope::QueryDocuments => query.docs.iter().map(|&d| self.engines[d].as_ref().expect("every document a query names is indexed")).collect(),
         };
-        let scored = engines.into_iter().flat_map(|e| e.search(&query.text, k)).map(|r| (r.document.id, r.score));
+        // Every match, not the engine's first k: it orders equal scores by a hash, different in every
+        // process, so a tie at the k-th place would change the ranking from run to run; `top_k` breaks ties
+        // by unit order.
+        let scored = engines.into_iter().flat_map(|e| e.search(&query.text, None)).map(|r| (r.document.id, r.score));
         let mut ranked = crate::index::top_k(scored, k);
         if ranked.len() < k {
             let matched: std::collections::HashSet<usize> = ranked.iter().map(|&(u, _)| u).collect();
@@ -69,7 +72,7 @@ impl Retriever for Bm25<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arbor_datasets::{Document as Doc, Query};
+    use arbor_datasets::{DocSpan, Document as Doc, Query};
     use std::path::Path;
 
     #[test]
@@ -94,6 +97,21 @@ mod tests {
         let all = Bm25::build(&corpus, units, Scope::Corpus, &[0, 1]).retrieve(&pool, 3);
         assert_eq!(all.len(), 3);
         assert!(all[0].score > 0.0 && all[1].score > 0.0 && all[2].score == 0.0);
+    }
+
+    #[test]
+    fn equal_scores_at_the_cut_go_to_the_earlier_unit() {
+        // Twelve paragraphs with the same words score the same; k = 1 keeps the first, in every process.
+        let text = vec!["Tidal power turns the sea's motion into electricity."; 12].join("\n\n");
+        let doc = Doc { id: "a".into(), title: String::new(), text, sections: vec![], split: None };
+        let corpus = Corpus::new(vec![doc], Vec::<Query>::new(), Path::new("test")).unwrap();
+        let index = crate::LeafIndex::build(&corpus, &Default::default(), crate::index::word_tokens(&corpus)).unwrap();
+        let query = QueryInput { text: "tidal electricity".into(), docs: vec![0], embedding: None };
+        let bm25 = Bm25::build(&corpus, &index.units, Scope::Corpus, &[0]);
+        for k in [1, 3] {
+            let got: Vec<DocSpan> = bm25.retrieve(&query, k).iter().map(|i| i.spans[0]).collect();
+            assert_eq!(got, index.units.spans[..k], "k = {k}");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, top_k};
+use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, Step, top_k};
 use crate::retrievers::beam::{BeamConfig, Layers, beam_search, collapsed, cosine};
 use crate::structures::tree::Tree;
 
@@ -63,6 +63,12 @@ impl Retriever for TreeRetriever<'_> {
         let q = query.embedding.as_deref().expect("tree retrieval needs a query embedding");
         let scored = [a, b].map(|c| (c, cosine(q, tree.embedding(c))));
         Some(top_k(scored.into_iter(), 2).into_iter().map(|(c, s)| self.item(doc, c, s)).collect())
+    }
+
+    fn path(&self, query: &QueryInput, NodeRef { doc, node }: NodeRef) -> Option<Vec<Step>> {
+        let tree = self.trees[doc].as_ref()?;
+        let q = query.embedding.as_deref()?;
+        Some(tree.path(node).into_iter().map(|v| Step { node: v, leaves: tree.size(v), score: cosine(q, tree.embedding(v)) }).collect())
     }
 }
 

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::index::{Chunks, Item, QueryInput, Retriever, Tokens};
 use crate::scoring::budget::spend;
-use crate::scoring::metrics::{Metrics, score_query};
+use crate::scoring::metrics::{Metrics, QueryMetrics, score_query};
 use crate::scoring::report::{Latency, MethodResult};
+use crate::scoring::retrievals::{Handed, Retrieval};
 
 /// A query as the evaluator needs it: what the retriever sees, and the gold spans.
 #[derive(Debug, Clone)]
@@ -32,7 +33,7 @@ pub struct EvalSettings {
 }
 
 /// Evaluates `retriever` on every query; `tokens` counts what it hands on; `progress` is called once per
-/// query. A retriever that breaks the metric contract (fewer than min(k, leaves in scope) items, unless
+/// query. Returns the row and, per query, the items it handed on. A retriever that breaks the metric contract (fewer than min(k, leaves in scope) items, unless
 /// its items hold every leaf in scope, before the budget) is a bug in it, and stops the run.
 pub fn evaluate(
     retriever: &dyn Retriever,
@@ -41,11 +42,12 @@ pub fn evaluate(
     queries: &[EvalQuery],
     settings: &EvalSettings,
     progress: &mut dyn FnMut(),
-) -> MethodResult {
+) -> (MethodResult, Vec<Retrieval>) {
     let k = settings.top_k.max(10);
     let mut per_query = Vec::with_capacity(queries.len());
     let mut latencies = Vec::with_capacity(queries.len());
     let mut handed_tokens = 0usize;
+    let mut retrieved = Vec::with_capacity(queries.len());
     let leaves = retriever.leaves();
     for q in queries {
         let start = Instant::now();
@@ -64,12 +66,19 @@ pub fn evaluate(
         }
         latencies.push(start.elapsed().as_secs_f64() * 1e3);
         let gold_leaves: Vec<DocSpan> = leaves.overlapping(&q.gold).into_iter().map(|c| leaves.spans[c]).collect();
-        per_query.push(score_query(corpus, &q.gold, &gold_leaves, &items));
+        let scored = score_query(corpus, &q.gold, &gold_leaves, &items);
+        retrieved.push(Retrieval {
+            method: retriever.name().to_owned(),
+            query: q.id.clone(),
+            ie: ie_percent(&scored),
+            items: items.iter().map(|i| Handed::of(i, retriever, &q.input, corpus)).collect(),
+        });
+        per_query.push(scored);
         let handed: Vec<DocSpan> = items.iter().take(CONTEXT_K).flat_map(|i| i.spans.iter().copied()).collect();
         handed_tokens += tokens.of(&handed);
         progress();
     }
-    MethodResult {
+    let row = MethodResult {
         name: retriever.name().to_owned(),
         metrics: Metrics::mean(&per_query),
         latency_ms: Latency::of(&mut latencies),
@@ -77,8 +86,14 @@ pub fn evaluate(
         index_ms_per_doc: None,
         details: String::new(),
         role: Default::default(),
-        per_query: per_query.iter().map(|m| 100.0 * m.ie.iter().sum::<f64>() / m.ie.len() as f64).collect(),
-    }
+        per_query: per_query.iter().map(ie_percent).collect(),
+    };
+    (row, retrieved)
+}
+
+/// A query's IE in percent, the mean of its readings.
+fn ie_percent(m: &QueryMetrics) -> f64 {
+    100.0 * m.ie.iter().sum::<f64>() / m.ie.len() as f64
 }
 
 /// Whether `items` hold every one of the leaf chunks `in_scope` (methods whose items are runs of chunks).

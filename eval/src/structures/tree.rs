@@ -68,7 +68,14 @@ impl Tree {
         assert!(n > 0, "a tree needs at least one leaf");
         assert_eq!(m.n(), n, "one similarity row per leaf");
         assert_eq!(leaf_embeddings.len(), n * dim, "one embedding per leaf");
-        let merges = merge_order(m);
+        Self::from_merges(leaves, leaf_embeddings, dim, merge_order(m))
+    }
+
+    /// The tree of stored `merges` over leaves with these embeddings: parents get progressive embeddings
+    /// (the mean of their children), as [`Tree::build`] gives them.
+    pub fn from_merges(leaves: Vec<DocSpan>, leaf_embeddings: &[f32], dim: usize, merges: Vec<(u32, u32)>) -> Tree {
+        let n = leaves.len();
+        assert_eq!(merges.len() + 1, n.max(1), "n - 1 merges for n leaves");
         let mut embeddings = Vec::with_capacity((2 * n - 1) * dim);
         embeddings.extend_from_slice(leaf_embeddings);
         for &(a, b) in &merges {
@@ -144,6 +151,23 @@ impl Tree {
     /// The text a node hands on: its leaves' spans, sorted and merged.
     pub fn spans(&self, node: usize) -> Vec<DocSpan> {
         merge(self.leaves_under(node).map(|l| self.leaves[l]).collect())
+    }
+
+    /// The nodes from the root down to `node`, both included. Beam search reaches a node only through its
+    /// parent's place in the beam, so this is the path the search took to it.
+    pub fn path(&self, node: usize) -> Vec<usize> {
+        let mut parent = vec![usize::MAX; self.num_nodes()];
+        for p in self.leaves.len()..self.num_nodes() {
+            let (a, b) = self.children(p).expect("parents have children");
+            parent[a] = p;
+            parent[b] = p;
+        }
+        let mut path = vec![node];
+        while let Some(&p) = path.last().map(|&v| &parent[v]).filter(|&&p| p != usize::MAX) {
+            path.push(p);
+        }
+        path.reverse();
+        path
     }
 
     /// The depth of every node (the root is 0).
@@ -312,6 +336,12 @@ mod tests {
         assert_eq!(spans, vec![(0, 9), (10, 19), (30, 39)]);
         assert_eq!(tree.depths()[8], 0);
         assert_eq!(tree.depths()[1], 3);
+        // Root 8 = {6, 7}; 6 = {0, 5}; 5 = {1, 3}: the way down to unit 3, and to the root itself.
+        assert_eq!(tree.path(3), vec![8, 6, 5, 3]);
+        assert_eq!(tree.path(8), vec![8]);
+        assert_eq!(tree.path(4), vec![8, 7, 4]);
+        let emb: Vec<f32> = (0..5).flat_map(|i| [i as f32, 1.0]).collect();
+        assert_eq!(Tree::from_merges(leaves(5), &emb, 2, tree.merges.clone()), tree, "stored merges give the same tree");
     }
 
     #[test]

@@ -1,8 +1,12 @@
-//! `arbor`: the umbrella command (`arbor embed`, `arbor evaluate`, `arbor train`, `arbor compare`).
+//! `arbor`: the umbrella command (`arbor embed`, `arbor evaluate`, `arbor train`, `arbor compare`, `arbor inspect`,
+//! `arbor index`, `arbor query`).
 
 use arbor_experiments::cli::{EvaluateArgs, TrainArgs, evaluate, train};
 use arbor_experiments::compare::{CompareArgs, compare};
 use arbor_experiments::embed::{EmbedArgs, embed};
+use arbor_experiments::inspect::{InspectArgs, inspect};
+use arbor_experiments::library::index::{IndexArgs, index};
+use arbor_experiments::library::query::{QueryArgs, query};
 use clap::{Parser, Subcommand};
 
 // mimalloc reuses the large tensor buffers that glibc's malloc maps and unmaps on every op (about 20 %
@@ -27,6 +31,12 @@ enum Command {
     Train(TrainArgs),
     /// The rows two runs share, paired over their queries: differences, intervals, p-values
     Compare(CompareArgs),
+    /// Write RUN_DIR/inspect.html: per query, the gold and each method's items highlighted, IE, beam paths
+    Inspect(InspectArgs),
+    /// Index a folder of one's own documents into an SQLite file (incremental: new, changed, removed files)
+    Index(IndexArgs),
+    /// Rank an index's units for a question: documents, character and byte offsets, scores, text
+    Query(QueryArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -35,5 +45,8 @@ fn main() -> anyhow::Result<()> {
         Command::Evaluate(args) => evaluate(&args),
         Command::Train(args) => train(&args),
         Command::Compare(args) => compare(&args),
+        Command::Inspect(args) => inspect(&args),
+        Command::Index(args) => index(&args),
+        Command::Query(args) => query(&args),
     }
 }

@@ -23,7 +23,7 @@ use arbor_datasets::merge_pairs::MergePairs;
 use arbor_eval::retrievers::beam::BeamConfig;
 use arbor_eval::retrievers::tree_retrieval::{TreeRetriever, TreeSearch};
 use arbor_eval::structures::tree::{Similarity, Tree};
-use arbor_models::DefaultBackend;
+use arbor_models::{DefaultBackend, SentenceEncoder};
 use arbor_models::aggregator::{AggregationInit, HeadAggregator};
 use arbor_models::sproutrag::SproutRagModelConfig;
 use arbor_trainers::config::TrainConfig;
@@ -340,6 +340,19 @@ impl MethodSpec for SproutRagConfig {
             (AttentionSource::Sllm, None) => bail!("attention: Sllm needs training (the experiment check rejects this)"),
         }
     }
+}
+
+/// The tree the default `SproutRag(())` row builds over one document's units (token attention in windows
+/// of 256 tokens, the head weights at their uniform start, leaves the units' own vectors `leaves`,
+/// `n x dim` row-major): what `arbor index --trees` stores.
+pub fn default_tree(encoder: &SentenceEncoder<DefaultBackend>, texts: &[&str], spans: Vec<DocSpan>, leaves: &[f32], batch: usize) -> Tree {
+    let config = SproutRagConfig::default();
+    let AttentionSource::TokenBlocks { window_tokens, .. } = config.attention else { unreachable!("the default reads token attention") };
+    let (layers, heads) = (encoder.config.num_hidden_layers, encoder.config.num_attention_heads);
+    let head_weights = to_vec(HeadAggregator::<DefaultBackend>::new(layers, heads, config.aggregation, encoder.device()).head_weights());
+    let links = encoder.unit_similarity(texts, window_tokens, batch, &head_weights, false);
+    let n = spans.len();
+    Tree::build(spans, leaves, encoder.dim(), &Similarity::Sparse { n, edges: &links.edges })
 }
 
 /// How a label names the leaf embeddings (nothing for the default).

@@ -1,0 +1,213 @@
+//! `arbor index DIR --into INDEX`: brings the index in line with the folder. New files are added, files
+//! whose text changed (by SHA-256 of title and text) are indexed again, files gone from the folder are
+//! removed; nothing else is touched. Each document is cut into leaf units (the experiments' rule: at
+//! most N sentences of a paragraph, cut to the encoder's limit), encoded, and written in one transaction,
+//! so a kill loses at most the document in flight. With `--trees` each document's SproutRAG tree (the
+//! default row's: token attention, uniform head weights) is built and stored with it. `--remove KEY` removes one document (or every
+//! document of a JSONL file). Unreadable, empty and unknown files are listed by path and counted.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use arbor_datasets::loaders::folder::{FileDocument, read_folder};
+use arbor_datasets::{Corpus, Document, TokenStarts, UnitConfig};
+use arbor_eval::LeafIndex;
+use arbor_models::{DefaultBackend, SentenceEncoder};
+use arbor_store::{Meta, NewDocument, NewUnit, Store};
+use clap::Parser;
+use sha2::{Digest, Sha256};
+
+use super::{EncoderArgs, unit_rule};
+use crate::methods::sproutrag::default_tree;
+use crate::run::utc_stamp;
+
+#[derive(Debug, Parser)]
+pub struct IndexArgs {
+    /// The folder of documents (.txt, .md, .html, .jsonl), read recursively
+    pub dir: Option<PathBuf>,
+    /// The index file (SQLite), created if missing
+    #[arg(long)]
+    pub into: PathBuf,
+    /// Remove this document (its key as `arbor query` prints it: the path below the folder) and stop
+    #[arg(long)]
+    pub remove: Vec<String>,
+    /// At most this many sentences of one paragraph per unit
+    #[arg(long, default_value_t = UnitConfig::default().max_sentences)]
+    pub max_sentences: usize,
+    /// Also build SproutRAG's attention-guided tree of every document (the untrained default row:
+    /// token attention, uniform head weights), for `arbor query --method sproutrag`; about doubles the
+    /// indexing time. Fixed when the index is created.
+    #[arg(long)]
+    pub trees: bool,
+    #[command(flatten)]
+    pub encoder: EncoderArgs,
+}
+
+/// What one `arbor index` did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub added: usize,
+    pub changed: usize,
+    pub removed: usize,
+    pub unchanged: usize,
+    pub skipped: usize,
+    /// Units and words encoded.
+    pub units: usize,
+    pub words: usize,
+}
+
+pub fn index(args: &IndexArgs) -> anyhow::Result<()> {
+    let start = Instant::now();
+    let mut store = Store::open(&args.into)?;
+    if !args.remove.is_empty() {
+        for key in &args.remove {
+            let n = remove(&mut store, key)?;
+            println!("removed {key} ({n} document{}) from {}", if n == 1 { "" } else { "s" }, args.into.display());
+        }
+        return Ok(());
+    }
+    let dir = args.dir.as_deref().context("name the folder to index (arbor index DIR --into INDEX), or --remove KEY")?;
+    let out = update(&mut store, dir, args)?;
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "{} added, {} changed, {} removed, {} unchanged, {} skipped: {} ({} documents); {} units, {} words encoded in {secs:.1} s ({:.0} words/s)",
+        out.added,
+        out.changed,
+        out.removed,
+        out.unchanged,
+        out.skipped,
+        args.into.display(),
+        store.list()?.len(),
+        out.units,
+        out.words,
+        out.words as f64 / secs.max(1e-9)
+    );
+    Ok(())
+}
+
+/// Removes `key`, or every `key#id` of a JSONL file; none is an error naming the index's documents.
+fn remove(store: &mut Store, key: &str) -> anyhow::Result<usize> {
+    let keys: Vec<String> = store.list()?.into_iter().map(|l| l.key).filter(|k| k == key || k.starts_with(&format!("{key}#"))).collect();
+    if keys.is_empty() {
+        let held: Vec<String> = store.list()?.into_iter().take(5).map(|l| l.key).collect();
+        anyhow::bail!("the index holds no document {key:?} (keys are paths below the indexed folder, e.g. {})", held.join(", "));
+    }
+    for k in &keys {
+        store.remove(k)?;
+    }
+    Ok(keys.len())
+}
+
+/// Brings `store` in line with the folder `dir`.
+pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result<Outcome> {
+    let (docs, skipped) = read_folder(dir).with_context(|| format!("cannot read the folder {}", dir.display()))?;
+    for s in &skipped {
+        eprintln!("skipped {}: {}", s.file.display(), s.reason);
+    }
+    let held: HashMap<String, String> = store.list()?.into_iter().map(|l| (l.key, l.digest)).collect();
+    let mut out = Outcome { skipped: skipped.len(), ..Outcome::default() };
+    let gone: Vec<&String> = held.keys().filter(|k| !docs.iter().any(|d| &d.key == *k)).collect();
+    for key in gone {
+        store.remove(key)?;
+        out.removed += 1;
+    }
+    let todo: Vec<(&FileDocument, String)> = docs.iter().map(|d| (d, digest(d))).filter(|(d, dg)| held.get(&d.key) != Some(dg)).collect();
+    out.unchanged = docs.len() - todo.len();
+    if todo.is_empty() {
+        return Ok(out);
+    }
+    let encoder = args.encoder.load()?;
+    let rule = unit_rule(args.max_sentences, &encoder);
+    let trees = check_meta(store, &encoder, &rule, args.trees)?;
+    let pb = crate::progress::bar(todo.len(), "indexing");
+    for (doc, digest) in todo {
+        let new = encode(doc, digest, &encoder, &rule, args.encoder.batch_size.max(1), dir, trees)?;
+        out.units += new.units.len();
+        out.words += doc.text.split_whitespace().count();
+        store.put(&new, &utc_stamp(std::time::SystemTime::now()))?;
+        if held.contains_key(&doc.key) {
+            out.changed += 1
+        } else {
+            out.added += 1
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    Ok(out)
+}
+
+/// SHA-256 of a document's title and text.
+fn digest(doc: &FileDocument) -> String {
+    let mut h = Sha256::new();
+    h.update((doc.title.len() as u64).to_le_bytes());
+    h.update(doc.title.as_bytes());
+    h.update(doc.text.as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The `meta.trees` of an index that keeps SproutRAG trees.
+pub const TREES: &str = "SproutRag(()): token attention w=256, uniform head weights";
+
+/// Records the encoder, unit rule and trees in a new index; an index built with other ones is an error.
+/// Whether the index keeps trees.
+fn check_meta(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, rule: &UnitConfig, trees: bool) -> anyhow::Result<bool> {
+    let units = serde_json::to_string(rule)?;
+    let trees = if trees { TREES.to_owned() } else { String::new() };
+    let here = Meta { arbor_version: env!("CARGO_PKG_VERSION").into(), encoder: encoder.fingerprint.clone(), units, dim: encoder.dim(), trees };
+    match store.meta()? {
+        None => {
+            store.set_meta(&here)?;
+            Ok(!here.trees.is_empty())
+        }
+        Some(m) if m.encoder != here.encoder => {
+            anyhow::bail!("this index was built by encoder {}, not the one loaded now ({}): index into a new file", m.encoder, here.encoder)
+        }
+        Some(m) if m.units != here.units => anyhow::bail!("this index cuts units by {}, not {}: index into a new file", m.units, here.units),
+        Some(m) if m.trees.is_empty() && !here.trees.is_empty() => {
+            anyhow::bail!("this index was created without trees: index into a new file with --trees")
+        }
+        Some(m) => Ok(!m.trees.is_empty()),
+    }
+}
+
+/// One document cut into units and encoded, ready to store.
+fn encode(
+    doc: &FileDocument,
+    digest: String,
+    encoder: &SentenceEncoder<DefaultBackend>,
+    rule: &UnitConfig,
+    batch: usize,
+    dir: &Path,
+    trees: bool,
+) -> anyhow::Result<NewDocument> {
+    let one = Document { id: doc.key.clone(), title: doc.title.clone(), text: doc.text.clone(), sections: Vec::new(), split: None };
+    let corpus = Corpus::new(vec![one], Vec::new(), dir)?;
+    let mut tokens = encoder.token_starts(&[&doc.text]).remove(0);
+    tokens.sort_unstable();
+    let leaves = LeafIndex::build(&corpus, rule, vec![TokenStarts::new(tokens.clone())])
+        .with_context(|| format!("cannot cut {} into units", doc.file.display()))?;
+    let inputs: Vec<String> = (0..leaves.units.len()).map(|c| leaves.units.input(&corpus, c).into_owned()).collect();
+    let texts: Vec<&str> = inputs.iter().map(String::as_str).collect();
+    let vectors = encoder.embed(&texts, batch, &mut |_| {});
+    let merges = trees.then(|| {
+        let texts: Vec<&str> = (0..leaves.units.len()).map(|c| leaves.units.text(&corpus, c)).collect();
+        let spans = leaves.units.spans.clone();
+        default_tree(encoder, &texts, spans, &vectors.concat(), batch).merges
+    });
+    let units = (0..leaves.units.len())
+        .zip(vectors)
+        .map(|(c, vector)| NewUnit { span: leaves.units.spans[c].span, header: leaves.units.headers.get(c).cloned().unwrap_or_default(), vector })
+        .collect();
+    Ok(NewDocument {
+        key: doc.key.clone(),
+        file: doc.file.display().to_string(),
+        digest,
+        title: doc.title.clone(),
+        text: doc.text.clone(),
+        tokens,
+        units,
+        merges,
+    })
+}

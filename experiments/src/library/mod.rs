@@ -1,0 +1,44 @@
+//! One's own documents, outside any benchmark: `arbor index DIR --into INDEX` ([`index`]) cuts a folder's
+//! files into leaf units as experiments do, encodes them and stores documents, units (byte and character
+//! offsets) and vectors in an SQLite file (`arbor_store`), one transaction per document, incrementally by
+//! content digest; `arbor query INDEX "question"` ([`query`]) ranks the stored units with the same
+//! retrievers and token budget the experiment runner uses (flat dense, BM25, hybrid), in corpus scope.
+
+pub mod index;
+pub mod query;
+
+use std::path::PathBuf;
+
+use arbor_datasets::UnitConfig;
+use arbor_models::{DefaultBackend, EncoderConfig, ModelSource, SentenceEncoder, default_device};
+use clap::Args;
+
+/// The encoder options `index` and `query` share.
+#[derive(Debug, Clone, Args)]
+pub struct EncoderArgs {
+    /// A Hugging Face model directory (default: all-MiniLM-L6-v2, fetched into $ARBOR_HOME)
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    #[arg(long, default_value_t = 32)]
+    pub batch_size: usize,
+}
+
+impl EncoderArgs {
+    pub fn config(&self) -> EncoderConfig {
+        EncoderConfig {
+            model: self.model.clone().map_or(ModelSource::AllMiniLmL6V2, ModelSource::Dir),
+            batch_size: self.batch_size.max(1),
+            ..EncoderConfig::default()
+        }
+    }
+
+    pub fn load(&self) -> anyhow::Result<SentenceEncoder<DefaultBackend>> {
+        Ok(SentenceEncoder::<DefaultBackend>::load(&self.config(), &default_device())?)
+    }
+}
+
+/// The unit rule of an index: at most `max_sentences` sentences of one paragraph, cut to what the
+/// encoder reads; stored as JSON in the index, which every later run must match.
+pub fn unit_rule(max_sentences: usize, encoder: &SentenceEncoder<DefaultBackend>) -> UnitConfig {
+    UnitConfig { max_sentences, max_tokens: Some(encoder.max_content_tokens()), context: None }
+}

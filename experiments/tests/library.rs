@@ -1,0 +1,216 @@
+//! `arbor index` / `arbor query` end to end through the binary, on the fixture's articles saved as text
+//! files: the query's JSON ranking equals the experiment runner's for the same documents, method and k;
+//! adding, changing and removing files touches only them; a kill during indexing loses at most the
+//! document in flight and a rerun completes the index; errors name what is wrong.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use arbor_eval::scoring::retrievals;
+use arbor_experiments::experiment::Experiment;
+use arbor_experiments::run::evaluate_only;
+use arbor_store::{Meta, Store};
+use serde_json::Value;
+
+fn workspace() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+fn arbor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arbor")).args(args).current_dir(workspace()).output().unwrap()
+}
+
+/// Runs `arbor` and returns its standard output; a failure shows its standard error.
+fn ok(args: &[&str]) -> String {
+    let out = arbor(args);
+    assert!(out.status.success(), "arbor {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The fixture's articles: (file name, text), named so that file order is the fixture's order.
+fn articles() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(workspace().join("experiments/fixtures/squad-mini/documents.jsonl")).unwrap();
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let d: Value = serde_json::from_str(l).unwrap();
+            let id: String = d["id"].as_str().unwrap().chars().filter(|c| c.is_alphanumeric()).take(12).collect();
+            (format!("{i:02}-{id}.txt"), d["text"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+/// The same articles as an arbor JSONL corpus whose document ids are the file names, with the fixture's
+/// questions, and an experiment ranking every unit of every article (corpus scope) by flat, BM25,
+/// hybrid and the untrained SproutRAG, k = 10, no token budget.
+fn experiment(dir: &Path, files: &[(String, String)]) -> Experiment {
+    let corpus = dir.join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    let fixture = workspace().join("experiments/fixtures/squad-mini");
+    let old: Vec<String> = std::fs::read_to_string(fixture.join("documents.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_str().unwrap().to_owned())
+        .collect();
+    let rename = |id: &str| files[old.iter().position(|o| o == id).unwrap()].0.clone();
+    let docs: Vec<String> = files.iter().map(|(name, text)| serde_json::json!({"id": name, "text": text}).to_string()).collect();
+    std::fs::write(corpus.join("documents.jsonl"), docs.join("\n")).unwrap();
+    let queries: Vec<String> = std::fs::read_to_string(fixture.join("queries.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut q: Value = serde_json::from_str(l).unwrap();
+            q["doc_ids"] = q["doc_ids"].as_array().unwrap().iter().map(|d| Value::from(rename(d.as_str().unwrap()))).collect();
+            for e in q["evidence"].as_array_mut().unwrap() {
+                e["doc_id"] = Value::from(rename(e["doc_id"].as_str().unwrap()));
+            }
+            q.to_string()
+        })
+        .collect();
+    std::fs::write(corpus.join("queries.jsonl"), queries.join("\n")).unwrap();
+    let ron = format!(
+        "(name: \"library\", data: (format: Jsonl, path: {:?}, max_queries: Some(12), validation: None),
+          retrieval: (scope: Corpus, top_k: 10, max_tokens: None), methods: [Flat, Bm25, Hybrid(()), SproutRag(())])",
+        corpus.display().to_string()
+    );
+    Experiment::parse(&ron, Path::new("library.ron")).unwrap()
+}
+
+#[test]
+fn index_query_add_change_remove_and_a_kill_mid_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files = articles();
+    let folder = tmp.path().join("docs");
+    std::fs::create_dir(&folder).unwrap();
+    for (name, text) in &files {
+        std::fs::write(folder.join(name), text).unwrap();
+    }
+    std::fs::write(folder.join("empty.txt"), "\n").unwrap();
+    let index = tmp.path().join("docs.arbor");
+    let (folder_s, index_s) = (folder.to_str().unwrap(), index.to_str().unwrap());
+    let first = arbor(&["index", folder_s, "--into", index_s, "--trees"]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let said = String::from_utf8_lossy(&first.stdout);
+    assert!(said.starts_with("6 added, 0 changed, 0 removed, 0 unchanged, 1 skipped"), "{said}");
+    assert!(String::from_utf8_lossy(&first.stderr).contains("empty.txt: holds no text"));
+
+    // The runner's ranking for the same documents, method and k, query by query.
+    let exp = experiment(tmp.path(), &files);
+    let (run, report) = evaluate_only(&exp, &tmp.path().join("runs"), None, None).unwrap();
+    let handed = retrievals::read(&run).unwrap();
+    let corpus = arbor_experiments::run::load_corpus(&exp).unwrap().0;
+    let questions: Vec<&str> = report.queries.iter().map(|id| corpus.queries.iter().find(|q| &q.id == id).unwrap().text.as_str()).collect();
+    let qfile = tmp.path().join("questions.txt");
+    std::fs::write(&qfile, questions.join("\n")).unwrap();
+    for (method, row) in ["flat", "bm25", "hybrid", "sproutrag"].iter().zip(&report.methods) {
+        let answers = ok(&["query", index_s, "--queries", qfile.to_str().unwrap(), "-k", "10", "--method", method, "--json"]);
+        let answers: Vec<Value> = answers.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(answers.len(), questions.len());
+        for (answer, id) in answers.iter().zip(&report.queries) {
+            let expected = handed.iter().find(|r| &r.query == id && r.method == row.name).unwrap();
+            let bytes = |h: &Value| -> Vec<[usize; 2]> {
+                h["spans"].as_array().unwrap().iter().map(|s| [0, 1].map(|i| s["bytes"][i].as_u64().unwrap() as usize)).collect()
+            };
+            let got: Vec<(String, Vec<[usize; 2]>, f32)> = answer["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| (h["document"].as_str().unwrap().to_owned(), bytes(h), h["score"].as_f64().unwrap() as f32))
+                .collect();
+            let want: Vec<(String, Vec<[usize; 2]>, f32)> = expected.items.iter().map(|i| (i.doc.clone(), i.spans.clone(), i.score)).collect();
+            assert_eq!(got.len(), want.len(), "{method} {id}");
+            // A tree's items say where they sit: depth and leaves as the beam path of the run has them.
+            for (h, i) in answer["results"].as_array().unwrap().iter().zip(&expected.items) {
+                match i.path.last() {
+                    Some(last) => assert_eq!(
+                        (h["node"]["depth"].as_u64(), h["node"]["leaves"].as_u64()),
+                        (Some(i.path.len() as u64 - 1), Some(last.leaves as u64))
+                    ),
+                    None => assert!(h.get("node").is_none()),
+                }
+            }
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!((&g.0, &g.1), (&w.0, &w.1), "{method} query {id}: {got:?} vs {want:?}");
+                assert!((g.2 - w.2).abs() < 1e-4, "{method} query {id}: score {} vs {}", g.2, w.2);
+            }
+        }
+    }
+    // Character offsets count code points: the text at them is the text at the byte offsets.
+    let one: Value = serde_json::from_str(&ok(&["query", index_s, questions[0], "--json", "-k", "1"])).unwrap();
+    let hit = &one["results"][0];
+    let text = &files.iter().find(|f| f.0 == hit["document"].as_str().unwrap()).unwrap().1;
+    let [cs, ce] = [0, 1].map(|i| hit["spans"][0]["chars"][i].as_u64().unwrap() as usize);
+    let by_chars: String = text.chars().skip(cs).take(ce - cs).collect();
+    assert_eq!(by_chars, hit["text"].as_str().unwrap());
+
+    // Incremental: one new file, one changed, one deleted, one removed by key; the rest untouched.
+    let before = Store::open(&index).unwrap().list().unwrap();
+    std::fs::write(folder.join("07-new.md"), "# Notes\n\nA new file about tidal power stations.").unwrap();
+    std::fs::write(folder.join(&files[0].0), format!("{} An added sentence.", files[0].1)).unwrap();
+    std::fs::remove_file(folder.join(&files[1].0)).unwrap();
+    let said = ok(&["index", folder_s, "--into", index_s]);
+    assert!(said.starts_with("1 added, 1 changed, 1 removed, 4 unchanged, 1 skipped"), "{said}");
+    let after = Store::open(&index).unwrap().list().unwrap();
+    for (name, _) in &files[2..] {
+        let at = |list: &[arbor_store::Listed]| list.iter().find(|l| &l.key == name).unwrap().clone();
+        assert_eq!(at(&before), at(&after), "{name} was not touched");
+    }
+    assert!(ok(&["index", folder_s, "--into", index_s]).starts_with("0 added, 0 changed, 0 removed, 6 unchanged"));
+    assert!(ok(&["index", "--into", index_s, "--remove", &files[2].0]).starts_with("removed"));
+    let keys: Vec<String> = Store::open(&index).unwrap().list().unwrap().into_iter().map(|l| l.key).collect();
+    assert_eq!(keys, [files[0].0.as_str(), &files[3].0, &files[4].0, &files[5].0, "07-new.md"]);
+
+    // Errors: an unknown document, an unknown key to remove, an index built by another encoder.
+    let err = |args: &[&str]| {
+        let out = arbor(args);
+        assert!(!out.status.success(), "arbor {args:?} should fail");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(err(&["query", index_s, "x", "--doc", "nope.txt"]).contains("no document \"nope.txt\""));
+    assert!(err(&["index", "--into", index_s, "--remove", "nope.txt"]).contains("no document \"nope.txt\""));
+    let mut store = Store::open(&index).unwrap();
+    let meta = store.meta().unwrap().unwrap();
+    store.set_meta(&Meta { encoder: "another".into(), ..meta }).unwrap();
+    drop(store);
+    assert!(err(&["query", index_s, "x"]).contains("was built by encoder another"));
+
+    // A kill while indexing 24 files: every document the index holds is whole, and a rerun finishes.
+    let big = tmp.path().join("big");
+    std::fs::create_dir(&big).unwrap();
+    for copy in 0..4 {
+        for (name, text) in &files {
+            std::fs::write(big.join(format!("{copy}-{name}")), format!("Copy {copy}.\n\n{text}")).unwrap();
+        }
+    }
+    let killed = tmp.path().join("killed.arbor");
+    let mut child =
+        Command::new(env!("CARGO_BIN_EXE_arbor")).args(["index", big.to_str().unwrap(), "--into", killed.to_str().unwrap()]).spawn().unwrap();
+    let held = loop {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if let Ok(list) = Store::open(&killed).and_then(|s| s.list()) {
+            if !list.is_empty() {
+                break list.len();
+            }
+        }
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let store = Store::open(&killed).unwrap();
+    assert_eq!(store.integrity().unwrap(), "ok");
+    let counts = store.unit_counts().unwrap();
+    assert!(counts.len() >= held && counts.len() < 24, "killed after {} of 24 documents", counts.len());
+    let whole = Store::open(&index).unwrap().unit_counts().unwrap();
+    let units_of = |name: &str| whole.iter().find(|(k, _)| k == name).map(|c| c.1);
+    for (key, n) in &counts {
+        assert!(*n > 0, "{key} was stored without its units");
+        // Copies of the articles left as they were have the article's units and the "Copy" line's.
+        if let Some(orig) = files[3..].iter().find(|f| f.0 == key[2..]).and_then(|f| units_of(&f.0)) {
+            assert_eq!(*n, orig + 1, "{key}");
+        }
+    }
+    drop(store);
+    let said = ok(&["index", big.to_str().unwrap(), "--into", killed.to_str().unwrap()]);
+    assert!(said.starts_with(&format!("{} added, 0 changed, 0 removed, {} unchanged", 24 - counts.len(), counts.len())), "{said}");
+    assert_eq!(Store::open(&killed).unwrap().list().unwrap().len(), 24);
+    assert!(err(&["query", killed.to_str().unwrap(), "x", "--method", "sproutrag"]).contains("keeps no trees"));
+}

@@ -1,0 +1,357 @@
+//! arbor-store: the index `arbor index` builds over one's own documents, in one SQLite file.
+//!
+//! SQLite because the index must survive a kill mid-write and be read by anything: each document is
+//! written in one transaction (write-ahead log, synchronous commits), so a crash loses at most the document
+//! in flight; the file opens with any SQLite client; it needs no server, and the library is compiled in.
+//!
+//! ```text
+//! meta(key, value)                      arbor's version, the encoder's fingerprint, the unit rule, dim, trees
+//! documents(id, key, file, digest, title, text, tokens, indexed_at)
+//!     key: path relative to the indexed folder (`path#id` for a JSONL line); digest: of title and text;
+//!     tokens: the encoder tokenizer's token starts (u32 LE), for token budgets at query time
+//! units(id, doc, ord, byte_start, byte_end, char_start, char_end, header, vector)
+//!     the leaf units in text order; offsets in UTF-8 bytes and in Unicode code points; header: the
+//!     contextual header's byte spans (JSON, or NULL); vector: the encoder's unit vector (f32 LE)
+//! trees(doc, merges)                    SproutRAG's tree over the document's units, when the index keeps
+//!     trees: `merges[i] = (a, b)` (u32 LE pairs), node n + i the parent of nodes a and b
+//! ```
+//!
+//! Invariants: a document's row and all its units are written and removed together; a unit's offsets are
+//! on character boundaries of its document's text; every vector has `meta.dim` components.
+
+use std::path::Path;
+
+use anyhow::Context;
+use arbor_datasets::Span;
+use rusqlite::{Connection, OptionalExtension, params};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, file TEXT NOT NULL, digest TEXT NOT NULL,
+    title TEXT NOT NULL, text TEXT NOT NULL, tokens BLOB NOT NULL, indexed_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS units (
+    id INTEGER PRIMARY KEY, doc INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE, ord INTEGER NOT NULL,
+    byte_start INTEGER NOT NULL, byte_end INTEGER NOT NULL, char_start INTEGER NOT NULL, char_end INTEGER NOT NULL,
+    header TEXT, vector BLOB NOT NULL, UNIQUE (doc, ord));
+CREATE TABLE IF NOT EXISTS trees (doc INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE, merges BLOB NOT NULL);
+";
+
+/// What every document of an index was built with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Meta {
+    /// The arbor version that created the index.
+    pub arbor_version: String,
+    /// The encoder's fingerprint (a digest of its weights and tokenizer).
+    pub encoder: String,
+    /// The unit rule, as JSON.
+    pub units: String,
+    pub dim: usize,
+    /// How the documents' trees are built (empty: the index keeps no trees).
+    pub trees: String,
+}
+
+/// A document as the index lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub key: String,
+    pub digest: String,
+    pub indexed_at: String,
+}
+
+/// One leaf unit to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewUnit {
+    pub span: Span,
+    pub header: Vec<Span>,
+    pub vector: Vec<f32>,
+}
+
+/// One document to store, with its units.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewDocument {
+    pub key: String,
+    pub file: String,
+    pub digest: String,
+    pub title: String,
+    pub text: String,
+    pub tokens: Vec<u32>,
+    pub units: Vec<NewUnit>,
+    /// The tree's merges, when the index keeps trees.
+    pub merges: Option<Vec<(u32, u32)>>,
+}
+
+/// A stored document, read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredDocument {
+    pub key: String,
+    pub title: String,
+    pub text: String,
+    pub tokens: Vec<u32>,
+    pub units: Vec<NewUnit>,
+    pub merges: Option<Vec<(u32, u32)>>,
+}
+
+pub struct Store {
+    conn: Connection,
+}
+
+impl Store {
+    /// Opens (creating if need be) the index at `path`.
+    pub fn open(path: &Path) -> anyhow::Result<Self> {
+        let conn = Connection::open(path).with_context(|| format!("cannot open the index {}", path.display()))?;
+        // A reader waits out a writer's commit instead of failing.
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+            .and_then(|_| conn.execute_batch(SCHEMA))
+            .with_context(|| format!("{} is not an arbor index (an SQLite file)", path.display()))?;
+        Ok(Store { conn })
+    }
+
+    /// Opens an existing index for reading; a missing file is an error naming it.
+    pub fn open_existing(path: &Path) -> anyhow::Result<Self> {
+        anyhow::ensure!(path.is_file(), "no index at {}: build one with `arbor index DIR --into {}`", path.display(), path.display());
+        Self::open(path)
+    }
+
+    pub fn meta(&self) -> anyhow::Result<Option<Meta>> {
+        let get = |k: &str| -> anyhow::Result<Option<String>> {
+            Ok(self.conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0)).optional()?)
+        };
+        let (Some(arbor_version), Some(encoder), Some(units), Some(dim)) = (get("arbor_version")?, get("encoder")?, get("units")?, get("dim")?)
+        else {
+            return Ok(None);
+        };
+        let trees = get("trees")?.unwrap_or_default();
+        Ok(Some(Meta { arbor_version, encoder, units, dim: dim.parse().context("meta.dim is not a number")?, trees }))
+    }
+
+    pub fn set_meta(&mut self, meta: &Meta) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        let dim = meta.dim.to_string();
+        for (k, v) in [
+            ("arbor_version", meta.arbor_version.as_str()),
+            ("encoder", &meta.encoder),
+            ("units", &meta.units),
+            ("dim", &dim),
+            ("trees", &meta.trees),
+        ] {
+            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", params![k, v])?;
+        }
+        Ok(tx.commit()?)
+    }
+
+    /// Every stored document's key, digest and time of indexing, by key.
+    pub fn list(&self) -> anyhow::Result<Vec<Listed>> {
+        let mut stmt = self.conn.prepare("SELECT key, digest, indexed_at FROM documents ORDER BY key")?;
+        let rows = stmt.query_map([], |r| Ok(Listed { key: r.get(0)?, digest: r.get(1)?, indexed_at: r.get(2)? }))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Stores `doc` in one transaction, replacing the document of the same key; `at` is the time recorded.
+    pub fn put(&mut self, doc: &NewDocument, at: &str) -> anyhow::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM documents WHERE key = ?1", [&doc.key])?;
+        tx.execute(
+            "INSERT INTO documents (key, file, digest, title, text, tokens, indexed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![doc.key, doc.file, doc.digest, doc.title, doc.text, le_bytes(&doc.tokens), at],
+        )?;
+        let id = tx.last_insert_rowid();
+        {
+            let mut insert = tx.prepare(
+                "INSERT INTO units (doc, ord, byte_start, byte_end, char_start, char_end, header, vector) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            let chars = CharOffsets::new(&doc.text);
+            for (ord, u) in doc.units.iter().enumerate() {
+                let header = (!u.header.is_empty()).then(|| serde_json::to_string(&u.header)).transpose()?;
+                insert.execute(params![
+                    id,
+                    ord as i64,
+                    u.span.start as i64,
+                    u.span.end as i64,
+                    chars.at(u.span.start) as i64,
+                    chars.at(u.span.end) as i64,
+                    header,
+                    le_bytes(&u.vector)
+                ])?;
+            }
+        }
+        if let Some(merges) = &doc.merges {
+            let flat: Vec<u32> = merges.iter().flat_map(|&(a, b)| [a, b]).collect();
+            tx.execute("INSERT INTO trees (doc, merges) VALUES (?1, ?2)", params![id, le_bytes(&flat)])?;
+        }
+        Ok(tx.commit()?)
+    }
+
+    /// Removes the document `key` and its units; whether it was there.
+    pub fn remove(&mut self, key: &str) -> anyhow::Result<bool> {
+        Ok(self.conn.execute("DELETE FROM documents WHERE key = ?1", [key])? > 0)
+    }
+
+    /// Every stored document with its units and vectors, by key.
+    pub fn load(&self) -> anyhow::Result<Vec<StoredDocument>> {
+        let mut docs: Vec<(i64, StoredDocument)> = {
+            let mut stmt = self.conn.prepare("SELECT id, key, title, text, tokens FROM documents ORDER BY key")?;
+            let rows = stmt.query_map([], |r| {
+                let tokens: Vec<u8> = r.get(4)?;
+                let doc =
+                    StoredDocument { key: r.get(1)?, title: r.get(2)?, text: r.get(3)?, tokens: from_le(&tokens), units: Vec::new(), merges: None };
+                Ok((r.get(0)?, doc))
+            })?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let at: std::collections::HashMap<i64, usize> = docs.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
+        let mut stmt = self.conn.prepare("SELECT doc, byte_start, byte_end, header, vector FROM units ORDER BY doc, ord")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let doc: i64 = r.get(0)?;
+            let span = Span::new(r.get::<_, i64>(1)? as usize, r.get::<_, i64>(2)? as usize);
+            let header: Option<String> = r.get(3)?;
+            let header = header.map(|h| serde_json::from_str(&h)).transpose().context("a unit's header is damaged")?.unwrap_or_default();
+            let vector: Vec<u8> = r.get(4)?;
+            let unit = NewUnit { span, header, vector: from_le(&vector) };
+            docs[*at.get(&doc).context("a unit of no document")?].1.units.push(unit);
+        }
+        let mut stmt = self.conn.prepare("SELECT doc, merges FROM trees")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let doc: i64 = r.get(0)?;
+            let flat: Vec<u32> = from_le(&r.get::<_, Vec<u8>>(1)?);
+            docs[*at.get(&doc).context("a tree of no document")?].1.merges = Some(flat.chunks_exact(2).map(|p| (p[0], p[1])).collect());
+        }
+        Ok(docs.into_iter().map(|(_, d)| d).collect())
+    }
+
+    /// SQLite's own integrity check: `ok`, or what is wrong.
+    pub fn integrity(&self) -> anyhow::Result<String> {
+        Ok(self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
+    }
+
+    /// The number of stored units of every document, by key.
+    pub fn unit_counts(&self) -> anyhow::Result<Vec<(String, usize)>> {
+        let mut stmt =
+            self.conn.prepare("SELECT d.key, COUNT(u.id) FROM documents d LEFT JOIN units u ON u.doc = d.id GROUP BY d.id ORDER BY d.key")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+/// Byte offsets to code point offsets in one text, for offsets given in increasing or any order.
+pub struct CharOffsets {
+    /// The byte offset of every character, then the text's length.
+    starts: Vec<usize>,
+}
+
+impl CharOffsets {
+    pub fn new(text: &str) -> Self {
+        CharOffsets { starts: text.char_indices().map(|(b, _)| b).chain([text.len()]).collect() }
+    }
+
+    /// The code point offset of byte offset `byte` (a character boundary).
+    pub fn at(&self, byte: usize) -> usize {
+        self.starts.partition_point(|&b| b < byte)
+    }
+}
+
+/// Values as little-endian bytes.
+pub fn le_bytes<T: Copy + ToLe>(values: &[T]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le()).collect()
+}
+
+/// Little-endian bytes back to values (a trailing partial value is dropped).
+pub fn from_le<T: ToLe>(bytes: &[u8]) -> Vec<T> {
+    bytes.chunks_exact(4).map(|c| T::from_le([c[0], c[1], c[2], c[3]])).collect()
+}
+
+/// 4-byte values stored little-endian.
+pub trait ToLe: Sized {
+    fn to_le(self) -> [u8; 4];
+    fn from_le(bytes: [u8; 4]) -> Self;
+}
+
+impl ToLe for f32 {
+    fn to_le(self) -> [u8; 4] {
+        self.to_le_bytes()
+    }
+    fn from_le(bytes: [u8; 4]) -> Self {
+        f32::from_le_bytes(bytes)
+    }
+}
+
+impl ToLe for u32 {
+    fn to_le(self) -> [u8; 4] {
+        self.to_le_bytes()
+    }
+    fn from_le(bytes: [u8; 4]) -> Self {
+        u32::from_le_bytes(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(key: &str, text: &str) -> NewDocument {
+        let units = vec![
+            NewUnit { span: Span::new(0, 7), header: vec![], vector: vec![1.0, 0.0] },
+            NewUnit { span: Span::new(8, text.len()), header: vec![Span::new(0, 3)], vector: vec![0.6, 0.8] },
+        ];
+        NewDocument {
+            key: key.into(),
+            file: key.into(),
+            digest: format!("d-{text}"),
+            title: String::new(),
+            text: text.into(),
+            tokens: vec![0, 3, 8],
+            units,
+            merges: Some(vec![(0, 1)]),
+        }
+    }
+
+    #[test]
+    fn documents_round_trip_with_both_offsets_and_replace_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("i.arbor");
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(store.meta().unwrap(), None);
+        let meta = Meta { arbor_version: "0.1.0".into(), encoder: "abc".into(), units: "{}".into(), dim: 2, trees: "sproutrag".into() };
+        store.set_meta(&meta).unwrap();
+        // "Café au lait" then "x": "é" is 2 bytes, so byte 8 is character 7.
+        store.put(&doc("b.txt", "Café au lait"), "t0").unwrap();
+        store.put(&doc("a.txt", "Plain.. second"), "t0").unwrap();
+        drop(store);
+        let mut store = Store::open_existing(&path).unwrap();
+        assert_eq!(store.meta().unwrap(), Some(meta));
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(), ["a.txt", "b.txt"]);
+        assert_eq!(loaded[1].units, doc("b.txt", "Café au lait").units);
+        assert_eq!((loaded[1].tokens.clone(), loaded[1].merges.clone()), (vec![0, 3, 8], Some(vec![(0, 1)])));
+        let chars: (i64, i64) = store
+            .conn
+            .query_row("SELECT char_start, char_end FROM units u JOIN documents d ON u.doc = d.id WHERE d.key = 'b.txt' AND ord = 1", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(chars, (7, 12));
+        // Putting a key again replaces it whole; removing takes its units with it.
+        store.put(&doc("b.txt", "Changed text here"), "t1").unwrap();
+        assert_eq!(store.list().unwrap()[1], Listed { key: "b.txt".into(), digest: "d-Changed text here".into(), indexed_at: "t1".into() });
+        assert_eq!(store.unit_counts().unwrap(), vec![("a.txt".into(), 2), ("b.txt".into(), 2)]);
+        assert!(store.remove("a.txt").unwrap() && !store.remove("a.txt").unwrap());
+        let count = |table: &str| -> i64 { store.conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap() };
+        assert_eq!((count("units"), count("trees")), (2, 1));
+        assert_eq!(store.integrity().unwrap(), "ok");
+    }
+
+    #[test]
+    fn a_missing_index_is_named() {
+        let err = Store::open_existing(Path::new("/nonexistent/x.arbor")).err().unwrap().to_string();
+        assert!(err.contains("/nonexistent/x.arbor") && err.contains("arbor index"), "{err}");
+    }
+
+    #[test]
+    fn char_offsets_count_code_points() {
+        let c = CharOffsets::new("aé€b");
+        assert_eq!([c.at(0), c.at(1), c.at(3), c.at(6), c.at(7)], [0, 1, 2, 3, 4]);
+    }
+}
