@@ -187,10 +187,10 @@ fn index_query_add_change_remove_and_a_kill_mid_index() {
         Command::new(env!("CARGO_BIN_EXE_arbor")).args(["index", big.to_str().unwrap(), "--into", killed.to_str().unwrap()]).spawn().unwrap();
     let held = loop {
         std::thread::sleep(std::time::Duration::from_millis(20));
-        if let Ok(list) = Store::open(&killed).and_then(|s| s.list()) {
-            if !list.is_empty() {
-                break list.len();
-            }
+        if let Ok(list) = Store::open(&killed).and_then(|s| s.list())
+            && !list.is_empty()
+        {
+            break list.len();
         }
     };
     child.kill().unwrap();
@@ -213,4 +213,9 @@ fn index_query_add_change_remove_and_a_kill_mid_index() {
     assert!(said.starts_with(&format!("{} added, 0 changed, 0 removed, {} unchanged", 24 - counts.len(), counts.len())), "{said}");
     assert_eq!(Store::open(&killed).unwrap().list().unwrap().len(), 24);
     assert!(err(&["query", killed.to_str().unwrap(), "x", "--method", "sproutrag"]).contains("keeps no trees"));
+    // Trees asked later are built for the stored documents, from their stored units and vectors.
+    let said = ok(&["index", big.to_str().unwrap(), "--into", killed.to_str().unwrap(), "--trees"]);
+    assert!(said.starts_with("0 added, 0 changed, 0 removed, 24 unchanged") && said.contains("24 trees added"), "{said}");
+    let found: Value = serde_json::from_str(&ok(&["query", killed.to_str().unwrap(), questions[0], "--method", "sproutrag", "--json"])).unwrap();
+    assert_eq!(found["results"].as_array().unwrap().len(), 5);
 }

@@ -188,11 +188,39 @@ impl Store {
         Ok(self.conn.execute("DELETE FROM documents WHERE key = ?1", [key])? > 0)
     }
 
-    /// Every stored document with its units and vectors, by key.
+    /// Every stored document with its units, vectors and tree, by key.
     pub fn load(&self) -> anyhow::Result<Vec<StoredDocument>> {
+        self.load_where(None)
+    }
+
+    /// The stored document `key`, if there is one.
+    pub fn load_one(&self, key: &str) -> anyhow::Result<Option<StoredDocument>> {
+        Ok(self.load_where(Some(key))?.pop())
+    }
+
+    /// The keys of the documents stored without a tree.
+    pub fn without_trees(&self) -> anyhow::Result<Vec<String>> {
+        let mut stmt = self.conn.prepare("SELECT key FROM documents WHERE id NOT IN (SELECT doc FROM trees) ORDER BY key")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Stores the tree of the stored document `key` (replacing any), in one statement.
+    pub fn put_tree(&mut self, key: &str, merges: &[(u32, u32)]) -> anyhow::Result<()> {
+        let flat: Vec<u32> = merges.iter().flat_map(|&(a, b)| [a, b]).collect();
+        let n = self
+            .conn
+            .execute("INSERT OR REPLACE INTO trees (doc, merges) SELECT id, ?2 FROM documents WHERE key = ?1", params![key, le_bytes(&flat)])?;
+        anyhow::ensure!(n == 1, "the index holds no document {key:?}");
+        Ok(())
+    }
+
+    /// The documents (all, or the one of key `only`) with their units, by key.
+    fn load_where(&self, only: Option<&str>) -> anyhow::Result<Vec<StoredDocument>> {
+        let filter = |sql: &str| sql.replace("{only}", if only.is_some() { "WHERE key = ?1" } else { "WHERE ?1 IS NULL" });
         let mut docs: Vec<(i64, StoredDocument)> = {
-            let mut stmt = self.conn.prepare("SELECT id, key, title, text, tokens FROM documents ORDER BY key")?;
-            let rows = stmt.query_map([], |r| {
+            let mut stmt = self.conn.prepare(&filter("SELECT id, key, title, text, tokens FROM documents {only} ORDER BY key"))?;
+            let rows = stmt.query_map([only], |r| {
                 let tokens: Vec<u8> = r.get(4)?;
                 let doc =
                     StoredDocument { key: r.get(1)?, title: r.get(2)?, text: r.get(3)?, tokens: from_le(&tokens), units: Vec::new(), merges: None };
@@ -201,8 +229,10 @@ impl Store {
             rows.collect::<Result<_, _>>()?
         };
         let at: std::collections::HashMap<i64, usize> = docs.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
-        let mut stmt = self.conn.prepare("SELECT doc, byte_start, byte_end, header, vector FROM units ORDER BY doc, ord")?;
-        let mut rows = stmt.query([])?;
+        let mut stmt = self.conn.prepare(&filter(
+            "SELECT doc, byte_start, byte_end, header, vector FROM units WHERE doc IN (SELECT id FROM documents {only}) ORDER BY doc, ord",
+        ))?;
+        let mut rows = stmt.query([only])?;
         while let Some(r) = rows.next()? {
             let doc: i64 = r.get(0)?;
             let span = Span::new(r.get::<_, i64>(1)? as usize, r.get::<_, i64>(2)? as usize);
@@ -212,8 +242,8 @@ impl Store {
             let unit = NewUnit { span, header, vector: from_le(&vector) };
             docs[*at.get(&doc).context("a unit of no document")?].1.units.push(unit);
         }
-        let mut stmt = self.conn.prepare("SELECT doc, merges FROM trees")?;
-        let mut rows = stmt.query([])?;
+        let mut stmt = self.conn.prepare(&filter("SELECT doc, merges FROM trees WHERE doc IN (SELECT id FROM documents {only})"))?;
+        let mut rows = stmt.query([only])?;
         while let Some(r) = rows.next()? {
             let doc: i64 = r.get(0)?;
             let flat: Vec<u32> = from_le(&r.get::<_, Vec<u8>>(1)?);
@@ -337,6 +367,15 @@ mod tests {
         store.put(&doc("b.txt", "Changed text here"), "t1").unwrap();
         assert_eq!(store.list().unwrap()[1], Listed { key: "b.txt".into(), digest: "d-Changed text here".into(), indexed_at: "t1".into() });
         assert_eq!(store.unit_counts().unwrap(), vec![("a.txt".into(), 2), ("b.txt".into(), 2)]);
+        // A tree added to a document stored without one.
+        let mut bare = doc("c.txt", "Third doc here");
+        bare.merges = None;
+        store.put(&bare, "t2").unwrap();
+        assert_eq!(store.without_trees().unwrap(), vec!["c.txt".to_owned()]);
+        store.put_tree("c.txt", &[(1, 0)]).unwrap();
+        assert_eq!(store.load_one("c.txt").unwrap().unwrap().merges, Some(vec![(1, 0)]));
+        assert!(store.without_trees().unwrap().is_empty() && store.put_tree("nope", &[]).is_err());
+        assert!(store.remove("c.txt").unwrap());
         assert!(store.remove("a.txt").unwrap() && !store.remove("a.txt").unwrap());
         let count = |table: &str| -> i64 { store.conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap() };
         assert_eq!((count("units"), count("trees")), (2, 1));

@@ -102,7 +102,7 @@ mod tests {
     #[test]
     fn equal_scores_at_the_cut_go_to_the_earlier_unit() {
         // Twelve paragraphs with the same words score the same; k = 1 keeps the first, in every process.
-        let text = vec!["Tidal power turns the sea's motion into electricity."; 12].join("\n\n");
+        let text = ["Tidal power turns the sea's motion into electricity."; 12].join("\n\n");
         let doc = Doc { id: "a".into(), title: String::new(), text, sections: vec![], split: None };
         let corpus = Corpus::new(vec![doc], Vec::<Query>::new(), Path::new("test")).unwrap();
         let index = crate::LeafIndex::build(&corpus, &Default::default(), crate::index::word_tokens(&corpus)).unwrap();

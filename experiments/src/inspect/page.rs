@@ -74,7 +74,7 @@ pub fn render(inp: &Inputs) -> String {
         let shown: Vec<Option<&Retrieval>> = by_row.iter().map(|m| m.get(id.as_str()).copied()).collect();
         query_block(&mut html, inp, i, query, &shown);
     }
-    let _ = write!(html, "</section><script>{SCRIPT}</script></body></html>\n");
+    let _ = writeln!(html, "</section><script>{SCRIPT}</script></body></html>");
     html
 }
 

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use arbor_datasets::loaders::folder::{FileDocument, read_folder};
-use arbor_datasets::{Corpus, Document, TokenStarts, UnitConfig};
+use arbor_datasets::{Corpus, DocSpan, Document, TokenStarts, UnitConfig};
 use arbor_eval::LeafIndex;
 use arbor_models::{DefaultBackend, SentenceEncoder};
 use arbor_store::{Meta, NewDocument, NewUnit, Store};
@@ -38,7 +38,8 @@ pub struct IndexArgs {
     pub max_sentences: usize,
     /// Also build SproutRAG's attention-guided tree of every document (the untrained default row:
     /// token attention, uniform head weights), for `arbor query --method sproutrag`; about doubles the
-    /// indexing time. Fixed when the index is created.
+    /// indexing time. Given to an index without trees, it builds the trees of the documents it holds
+    /// (from their stored units and vectors); from then on the index keeps trees.
     #[arg(long)]
     pub trees: bool,
     #[command(flatten)]
@@ -56,6 +57,8 @@ pub struct Outcome {
     /// Units and words encoded.
     pub units: usize,
     pub words: usize,
+    /// Trees built for documents already stored without one.
+    pub trees: usize,
 }
 
 pub fn index(args: &IndexArgs) -> anyhow::Result<()> {
@@ -72,7 +75,7 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<()> {
     let out = update(&mut store, dir, args)?;
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "{} added, {} changed, {} removed, {} unchanged, {} skipped: {} ({} documents); {} units, {} words encoded in {secs:.1} s ({:.0} words/s)",
+        "{} added, {} changed, {} removed, {} unchanged, {} skipped: {} ({} documents); {} units, {} words encoded, {} trees added to stored documents, in {secs:.1} s ({:.0} words/s)",
         out.added,
         out.changed,
         out.removed,
@@ -82,6 +85,7 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<()> {
         store.list()?.len(),
         out.units,
         out.words,
+        out.trees,
         out.words as f64 / secs.max(1e-9)
     );
     Ok(())
@@ -115,7 +119,8 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
     }
     let todo: Vec<(&FileDocument, String)> = docs.iter().map(|d| (d, digest(d))).filter(|(d, dg)| held.get(&d.key) != Some(dg)).collect();
     out.unchanged = docs.len() - todo.len();
-    if todo.is_empty() {
+    let keeps_trees = args.trees || store.meta()?.is_some_and(|m| !m.trees.is_empty());
+    if todo.is_empty() && !(keeps_trees && !store.without_trees()?.is_empty()) {
         return Ok(out);
     }
     let encoder = args.encoder.load()?;
@@ -135,7 +140,27 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
         pb.inc(1);
     }
     pb.finish_and_clear();
+    if trees {
+        out.trees = add_trees(store, &encoder, args.encoder.batch_size.max(1))?;
+    }
     Ok(out)
+}
+
+/// Builds the tree of every stored document that has none (an index given `--trees` after it was
+/// created, or a run killed before), from its stored units and vectors, one document at a time.
+fn add_trees(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, batch: usize) -> anyhow::Result<usize> {
+    let keys = store.without_trees()?;
+    let pb = crate::progress::bar(keys.len(), "trees");
+    for key in &keys {
+        let doc = store.load_one(key)?.with_context(|| format!("{key} left the index while its tree was built"))?;
+        let texts: Vec<&str> = doc.units.iter().map(|u| &doc.text[u.span.start..u.span.end]).collect();
+        let spans: Vec<DocSpan> = doc.units.iter().map(|u| DocSpan { doc: 0, span: u.span }).collect();
+        let leaves: Vec<f32> = doc.units.iter().flat_map(|u| u.vector.iter().copied()).collect();
+        store.put_tree(key, &default_tree(encoder, &texts, spans, &leaves, batch).merges)?;
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    Ok(keys.len())
 }
 
 /// SHA-256 of a document's title and text.
@@ -165,8 +190,10 @@ fn check_meta(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, rule
             anyhow::bail!("this index was built by encoder {}, not the one loaded now ({}): index into a new file", m.encoder, here.encoder)
         }
         Some(m) if m.units != here.units => anyhow::bail!("this index cuts units by {}, not {}: index into a new file", m.units, here.units),
+        // Trees asked of an index without them: from now on it keeps them (`add_trees` builds the missing).
         Some(m) if m.trees.is_empty() && !here.trees.is_empty() => {
-            anyhow::bail!("this index was created without trees: index into a new file with --trees")
+            store.set_meta(&Meta { trees: here.trees, ..m })?;
+            Ok(true)
         }
         Some(m) => Ok(!m.trees.is_empty()),
     }

@@ -165,7 +165,9 @@ impl Opened {
                 })
             }
             QueryMethod::Sproutrag => {
-                let trees = self.trees.clone().context("this index keeps no trees: index the folder into a new file with --trees")?;
+                let trees = self.trees.clone().context("this index keeps no trees: build them with `arbor index DIR --into INDEX --trees`")?;
+                let bare = trees.iter().filter(|t| t.is_none()).count();
+                anyhow::ensure!(bare == 0, "{bare} documents of the index have no tree yet (an interrupted `arbor index`): run it again");
                 anyhow::ensure!(beam_width > 0, "--beam-width must be at least 1");
                 let search = TreeSearch::Beam(BeamConfig { beam_width, ..BeamConfig::default() });
                 Box::new(TreeRetriever { name: "SproutRAG".into(), trees, leaves: &self.units, search })
