@@ -12,6 +12,9 @@ use arbor_experiments::run::evaluate_only;
 use arbor_store::{Meta, Store};
 use serde_json::Value;
 
+mod common;
+use common::{Ranked, same_ranking};
+
 fn workspace() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
@@ -111,13 +114,13 @@ fn index_query_add_change_remove_and_a_kill_mid_index() {
             let bytes = |h: &Value| -> Vec<[usize; 2]> {
                 h["spans"].as_array().unwrap().iter().map(|s| [0, 1].map(|i| s["bytes"][i].as_u64().unwrap() as usize)).collect()
             };
-            let got: Vec<(String, Vec<[usize; 2]>, f32)> = answer["results"]
+            let got: Vec<Ranked> = answer["results"]
                 .as_array()
                 .unwrap()
                 .iter()
                 .map(|h| (h["document"].as_str().unwrap().to_owned(), bytes(h), h["score"].as_f64().unwrap() as f32))
                 .collect();
-            let want: Vec<(String, Vec<[usize; 2]>, f32)> = expected.items.iter().map(|i| (i.doc.clone(), i.spans.clone(), i.score)).collect();
+            let want: Vec<Ranked> = expected.items.iter().map(|i| (i.doc.clone(), i.spans.clone(), i.score)).collect();
             assert_eq!(got.len(), want.len(), "{method} {id}");
             // A tree's items say where they sit: depth and leaves as the beam path of the run has them.
             for (h, i) in answer["results"].as_array().unwrap().iter().zip(&expected.items) {
@@ -129,10 +132,7 @@ fn index_query_add_change_remove_and_a_kill_mid_index() {
                     None => assert!(h.get("node").is_none()),
                 }
             }
-            for (g, w) in got.iter().zip(&want) {
-                assert_eq!((&g.0, &g.1), (&w.0, &w.1), "{method} query {id}: {got:?} vs {want:?}");
-                assert!((g.2 - w.2).abs() < 1e-4, "{method} query {id}: score {} vs {}", g.2, w.2);
-            }
+            same_ranking(&got, &want).unwrap_or_else(|e| panic!("{method} query {id}: {e}"));
         }
     }
     // Character offsets count code points: the text at them is the text at the byte offsets.

@@ -5,7 +5,8 @@
 //! in flight; the file opens with any SQLite client; it needs no server, and the library is compiled in.
 //!
 //! ```text
-//! meta(key, value)                      arbor's version, the encoder's fingerprint, the unit rule, dim, trees
+//! meta(key, value)                      arbor's version, the encoder's fingerprint, the unit rule, dim, trees,
+//!                                       the trained model embedding units and queries
 //! documents(id, key, file, digest, title, text, tokens, indexed_at)
 //!     key: path relative to the indexed folder (`path#id` for a JSONL line); digest: of title and text;
 //!     tokens: the encoder tokenizer's token starts (u32 LE), for token budgets at query time
@@ -49,6 +50,8 @@ pub struct Meta {
     pub dim: usize,
     /// How the documents' trees are built (empty: the index keeps no trees).
     pub trees: String,
+    /// The trained model units and queries are embedded with, as JSON (empty: the encoder itself).
+    pub model: String,
 }
 
 /// A document as the index lists it.
@@ -122,8 +125,8 @@ impl Store {
         else {
             return Ok(None);
         };
-        let trees = get("trees")?.unwrap_or_default();
-        Ok(Some(Meta { arbor_version, encoder, units, dim: dim.parse().context("meta.dim is not a number")?, trees }))
+        let (trees, model) = (get("trees")?.unwrap_or_default(), get("model")?.unwrap_or_default());
+        Ok(Some(Meta { arbor_version, encoder, units, dim: dim.parse().context("meta.dim is not a number")?, trees, model }))
     }
 
     pub fn set_meta(&mut self, meta: &Meta) -> anyhow::Result<()> {
@@ -135,6 +138,7 @@ impl Store {
             ("units", &meta.units),
             ("dim", &dim),
             ("trees", &meta.trees),
+            ("model", &meta.model),
         ] {
             tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", params![k, v])?;
         }
@@ -344,7 +348,8 @@ mod tests {
         let path = dir.path().join("i.arbor");
         let mut store = Store::open(&path).unwrap();
         assert_eq!(store.meta().unwrap(), None);
-        let meta = Meta { arbor_version: "0.1.0".into(), encoder: "abc".into(), units: "{}".into(), dim: 2, trees: "sproutrag".into() };
+        let meta =
+            Meta { arbor_version: "0.1.0".into(), encoder: "abc".into(), units: "{}".into(), dim: 2, trees: "sproutrag".into(), model: "{}".into() };
         store.set_meta(&meta).unwrap();
         // "Café au lait" then "x": "é" is 2 bytes, so byte 8 is character 7.
         store.put(&doc("b.txt", "Café au lait"), "t0").unwrap();

@@ -24,6 +24,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::index::top_k;
+use crate::retrievers::flat::dot;
 use crate::structures::tree::Tree;
 
 /// Which visited nodes are candidates.
@@ -53,15 +54,11 @@ impl Default for BeamConfig {
     }
 }
 
-/// Cosine similarity; 0 when either vector is zero.
+/// Cosine similarity; 0 when either vector is zero. Three SIMD-friendly dot products ([`dot`]) rather
+/// than one loop of three dependent sums: beam search in every document of a corpus scores many nodes.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
-    for (x, y) in a.iter().zip(b) {
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 { 0.0 } else { dot / (na.sqrt() * nb.sqrt()) }
+    let (na, nb) = (dot(a, a), dot(b, b));
+    if na == 0.0 || nb == 0.0 { 0.0 } else { dot(a, b) / (na.sqrt() * nb.sqrt()) }
 }
 
 /// The top `k` nodes found by beam search, best first, as (node, cosine).

@@ -8,7 +8,7 @@
 //! score 0, in document order.
 
 use arbor_datasets::Corpus;
-use bm25::{Document, Language, SearchEngine, SearchEngineBuilder};
+use bm25::{Embedder, EmbedderBuilder, Language, Scorer};
 
 use crate::index::{Chunks, Item, QueryInput, Retriever, Scope};
 
@@ -17,19 +17,41 @@ pub struct Bm25<'a> {
     scope: Scope,
     /// One engine per indexed document (by corpus index), or a single one over them all; keys are unit
     /// indices.
-    engines: Vec<Option<SearchEngine<usize>>>,
+    engines: Vec<Option<Engine>>,
+}
+
+/// The `bm25` crate's search engine without its copy of the texts: the embedder fitted to the units
+/// (average length, the English tokenizer) and the scorer holding their term vectors. Scores are the
+/// crate's `SearchEngine`'s, which is built the same way.
+struct Engine {
+    embedder: Embedder,
+    scorer: Scorer<usize>,
+}
+
+impl Engine {
+    fn new(units: Vec<(usize, String)>) -> Self {
+        let texts: Vec<&str> = units.iter().map(|(_, t)| t.as_str()).collect();
+        let embedder: Embedder = EmbedderBuilder::with_fit_to_corpus(Language::English, &texts).build();
+        let mut scorer = Scorer::new();
+        for (u, text) in &units {
+            scorer.upsert(u, embedder.embed(text));
+        }
+        Engine { embedder, scorer }
+    }
+
+    /// Every unit sharing a term with `query`, scored (in no particular order among equal scores).
+    fn matches(&self, query: &str) -> Vec<(usize, f32)> {
+        self.scorer.matches(&self.embedder.embed(query)).into_iter().map(|m| (m.id, m.score)).collect()
+    }
 }
 
 impl<'a> Bm25<'a> {
     /// BM25 over the units of `docs` (the documents queries may rank).
     pub fn build(corpus: &Corpus, chunks: &'a Chunks, scope: Scope, docs: &[usize]) -> Self {
-        let engine = |units: &mut dyn Iterator<Item = usize>| {
-            let docs: Vec<Document<usize>> = units.map(|u| Document::new(u, chunks.input(corpus, u))).collect();
-            Some(SearchEngineBuilder::<usize>::with_documents(Language::English, docs).build())
-        };
+        let engine = |units: &mut dyn Iterator<Item = usize>| Some(Engine::new(units.map(|u| (u, chunks.input(corpus, u).into_owned())).collect()));
         let engines = match scope {
             Scope::QueryDocuments => {
-                let mut engines: Vec<Option<SearchEngine<usize>>> = (0..chunks.by_doc.len()).map(|_| None).collect();
+                let mut engines: Vec<Option<Engine>> = (0..chunks.by_doc.len()).map(|_| None).collect();
                 for &d in docs {
                     engines[d] = engine(&mut chunks.by_doc[d].clone());
                 }
@@ -51,14 +73,14 @@ impl Retriever for Bm25<'_> {
     }
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
-        let engines: Vec<&SearchEngine<usize>> = match self.scope {
+        let engines: Vec<&Engine> = match self.scope {
             Scope::Corpus => self.engines.iter().flatten().collect(),
             Scope::QueryDocuments => query.docs.iter().map(|&d| self.engines[d].as_ref().expect("every document a query names is indexed")).collect(),
         };
         // Every match, not the engine's first k: it orders equal scores by a hash, different in every
         // process, so a tie at the k-th place would change the ranking from run to run; `top_k` breaks ties
         // by unit order.
-        let scored = engines.into_iter().flat_map(|e| e.search(&query.text, None)).map(|r| (r.document.id, r.score));
+        let scored = engines.into_iter().flat_map(|e| e.matches(&query.text));
         let mut ranked = crate::index::top_k(scored, k);
         if ranked.len() < k {
             let matched: std::collections::HashSet<usize> = ranked.iter().map(|&(u, _)| u).collect();

@@ -12,8 +12,20 @@ pub struct FlatDense<'a> {
     pub embeddings: Cow<'a, [Vec<f32>]>,
 }
 
+/// The dot product, over 8 running sums (independent lanes the compiler turns into SIMD: about 8x the
+/// one-sum loop, which waits on every addition), added pairwise, then the tail.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
 }
 
 impl Retriever for FlatDense<'_> {
@@ -36,6 +48,17 @@ impl Retriever for FlatDense<'_> {
 mod tests {
     use super::*;
     use arbor_datasets::{DocSpan, Span};
+
+    #[test]
+    fn dot_matches_the_plain_sum_on_any_length() {
+        for n in [0, 1, 7, 8, 9, 384, 385] {
+            let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+            let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
+            let plain: f64 = a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
+            assert!((dot(&a, &b) as f64 - plain).abs() < 1e-4, "n = {n}");
+        }
+        assert_eq!(dot(&[1.0, 2.0, 3.0], &[4.0, 5.0]), 14.0, "the shorter length");
+    }
 
     #[test]
     fn ranks_units_of_the_query_documents_by_cosine() {

@@ -19,6 +19,7 @@ use arbor_store::{Meta, NewDocument, NewUnit, Store};
 use clap::Parser;
 use sha2::{Digest, Sha256};
 
+use super::trained::Tuned;
 use super::{EncoderArgs, unit_rule};
 use crate::methods::sproutrag::default_tree;
 use crate::run::utc_stamp;
@@ -42,6 +43,13 @@ pub struct IndexArgs {
     /// (from their stored units and vectors); from then on the index keeps trees.
     #[arg(long)]
     pub trees: bool,
+    /// Embed with a trained model of this run folder (a `train` run): its dense control's fine-tuned
+    /// encoder, or map over the frozen one, as the run's row embeds. Fixed when the index is created.
+    #[arg(long)]
+    pub from: Option<PathBuf>,
+    /// With --from: the row whose model to use (a part of its name)
+    #[arg(long, default_value = "Dense")]
+    pub row: String,
     #[command(flatten)]
     pub encoder: EncoderArgs,
 }
@@ -125,10 +133,18 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
     }
     let encoder = args.encoder.load()?;
     let rule = unit_rule(args.max_sentences, &encoder);
-    let trees = check_meta(store, &encoder, &rule, args.trees)?;
+    let tuned = args.from.as_deref().map(|run| Tuned::from_run(run, &args.row, &encoder)).transpose()?;
+    anyhow::ensure!(!(args.trees && tuned.is_some()), "--trees reads the pretrained encoder's attention: not with --from");
+    let model = tuned.as_ref().map(|t| serde_json::to_string(&t.record)).transpose()?.unwrap_or_default();
+    let trees = check_meta(store, &encoder, &rule, args.trees, model)?;
+    let batch = args.encoder.batch_size.max(1);
+    let embed = |texts: &[&str]| match &tuned {
+        Some(t) => t.embed(&encoder, texts, batch),
+        None => encoder.embed(texts, batch, &mut |_| {}),
+    };
     let pb = crate::progress::bar(todo.len(), "indexing");
     for (doc, digest) in todo {
-        let new = encode(doc, digest, &encoder, &rule, args.encoder.batch_size.max(1), dir, trees)?;
+        let new = encode(doc, digest, &encoder, &embed, batch, &rule, dir, trees)?;
         out.units += new.units.len();
         out.words += doc.text.split_whitespace().count();
         store.put(&new, &utc_stamp(std::time::SystemTime::now()))?;
@@ -141,7 +157,7 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
     }
     pb.finish_and_clear();
     if trees {
-        out.trees = add_trees(store, &encoder, args.encoder.batch_size.max(1))?;
+        out.trees = add_trees(store, &encoder, batch)?;
     }
     Ok(out)
 }
@@ -177,10 +193,11 @@ pub const TREES: &str = "SproutRag(()): token attention w=256, uniform head weig
 
 /// Records the encoder, unit rule and trees in a new index; an index built with other ones is an error.
 /// Whether the index keeps trees.
-fn check_meta(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, rule: &UnitConfig, trees: bool) -> anyhow::Result<bool> {
+fn check_meta(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, rule: &UnitConfig, trees: bool, model: String) -> anyhow::Result<bool> {
     let units = serde_json::to_string(rule)?;
     let trees = if trees { TREES.to_owned() } else { String::new() };
-    let here = Meta { arbor_version: env!("CARGO_PKG_VERSION").into(), encoder: encoder.fingerprint.clone(), units, dim: encoder.dim(), trees };
+    let here =
+        Meta { arbor_version: env!("CARGO_PKG_VERSION").into(), encoder: encoder.fingerprint.clone(), units, dim: encoder.dim(), trees, model };
     match store.meta()? {
         None => {
             store.set_meta(&here)?;
@@ -190,6 +207,10 @@ fn check_meta(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, rule
             anyhow::bail!("this index was built by encoder {}, not the one loaded now ({}): index into a new file", m.encoder, here.encoder)
         }
         Some(m) if m.units != here.units => anyhow::bail!("this index cuts units by {}, not {}: index into a new file", m.units, here.units),
+        Some(m) if m.model != here.model => {
+            let name = |m: &str| if m.is_empty() { "the encoder itself".to_owned() } else { m.to_owned() };
+            anyhow::bail!("this index embeds with {}, not {}: index into a new file", name(&m.model), name(&here.model))
+        }
         // Trees asked of an index without them: from now on it keeps them (`add_trees` builds the missing).
         Some(m) if m.trees.is_empty() && !here.trees.is_empty() => {
             store.set_meta(&Meta { trees: here.trees, ..m })?;
@@ -204,8 +225,9 @@ fn encode(
     doc: &FileDocument,
     digest: String,
     encoder: &SentenceEncoder<DefaultBackend>,
-    rule: &UnitConfig,
+    embed: &dyn Fn(&[&str]) -> Vec<Vec<f32>>,
     batch: usize,
+    rule: &UnitConfig,
     dir: &Path,
     trees: bool,
 ) -> anyhow::Result<NewDocument> {
@@ -217,7 +239,7 @@ fn encode(
         .with_context(|| format!("cannot cut {} into units", doc.file.display()))?;
     let inputs: Vec<String> = (0..leaves.units.len()).map(|c| leaves.units.input(&corpus, c).into_owned()).collect();
     let texts: Vec<&str> = inputs.iter().map(String::as_str).collect();
-    let vectors = encoder.embed(&texts, batch, &mut |_| {});
+    let vectors = embed(&texts);
     let merges = trees.then(|| {
         let texts: Vec<&str> = (0..leaves.units.len()).map(|c| leaves.units.text(&corpus, c)).collect();
         let spans = leaves.units.spans.clone();

@@ -2,10 +2,12 @@
 //! files into leaf units as experiments do, encodes them and stores documents, units (byte and character
 //! offsets) and vectors in an SQLite file (`arbor_store`), one transaction per document, incrementally by
 //! content digest; `arbor query INDEX "question"` ([`query`]) ranks the stored units with the same
-//! retrievers and token budget the experiment runner uses (flat dense, BM25, hybrid), in corpus scope.
+//! retrievers and token budget the experiment runner uses (flat dense, BM25, hybrid, SproutRAG's beam
+//! search), in corpus scope. [`trained`]: a run's dense control as the index's encoder.
 
 pub mod index;
 pub mod query;
+pub mod trained;
 
 use std::path::PathBuf;
 

@@ -26,6 +26,8 @@ use clap::{Parser, ValueEnum};
 use serde::Serialize;
 
 use super::EncoderArgs;
+use super::trained::{ModelRecord, Tuned};
+use crate::methods::MethodSpec;
 use crate::methods::hybrid::HybridConfig;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -57,6 +59,10 @@ pub struct QueryArgs {
     /// Beam search's width for --method sproutrag
     #[arg(long, default_value_t = BeamConfig::default().beam_width)]
     pub beam_width: usize,
+    /// For --method hybrid: how deep each ranking is read (the experiments' `Hybrid((depth: Some(N)))`;
+    /// every unit by default, as `Hybrid(())`)
+    #[arg(long)]
+    pub depth: Option<usize>,
     /// Rank only the units of these documents (keys as printed); every document by default
     #[arg(long)]
     pub doc: Vec<String>,
@@ -119,6 +125,8 @@ pub struct Opened {
     /// Each document's SproutRAG tree, when the index keeps them.
     pub trees: Option<Vec<Option<Tree>>>,
     encoder: String,
+    /// The trained model it embeds with (`meta.model`), if any.
+    model: Option<ModelRecord>,
 }
 
 impl Opened {
@@ -143,11 +151,12 @@ impl Opened {
         }
         let corpus = Corpus::new(documents, Vec::new(), std::path::Path::new("index"))?;
         let trees = (!meta.trees.is_empty()).then_some(trees);
-        Ok(Opened { corpus, units, vectors, tokens: Tokens(tokens), trees, encoder: meta.encoder })
+        let model = (!meta.model.is_empty()).then(|| serde_json::from_str(&meta.model)).transpose().context("meta.model is damaged")?;
+        Ok(Opened { corpus, units, vectors, tokens: Tokens(tokens), trees, encoder: meta.encoder, model })
     }
 
-    /// The retriever of `method` over every stored unit; beam search reads `beam_width`.
-    pub fn retriever(&self, method: QueryMethod, beam_width: usize) -> anyhow::Result<Box<dyn Retriever + '_>> {
+    /// The retriever of `method` over every stored unit; beam search reads `beam_width`, fusion `depth`.
+    pub fn retriever(&self, method: QueryMethod, beam_width: usize, depth: Option<usize>) -> anyhow::Result<Box<dyn Retriever + '_>> {
         let all: Vec<usize> = (0..self.corpus.documents.len()).collect();
         let flat = || FlatDense { name: "Flat".into(), chunks: Cow::Borrowed(&self.units), embeddings: Cow::Borrowed(&self.vectors[..]) };
         let bm25 = || Bm25::build(&self.corpus, &self.units, Scope::Corpus, &all);
@@ -155,7 +164,8 @@ impl Opened {
             QueryMethod::Flat => Box::new(flat()),
             QueryMethod::Bm25 => Box::new(bm25()),
             QueryMethod::Hybrid => {
-                let config = HybridConfig::default();
+                let config = HybridConfig { depth, ..HybridConfig::default() };
+                config.check()?;
                 Box::new(Fusion {
                     name: "Hybrid".into(),
                     parts: vec![Box::new(bm25()), Box::new(flat())],
@@ -225,13 +235,17 @@ pub fn query(args: &QueryArgs) -> anyhow::Result<()> {
         opened.encoder,
         encoder.fingerprint
     );
+    let tuned = opened.model.clone().map(|record| Tuned::load(record, &encoder)).transpose()?;
     let docs = opened.scope(&args.doc)?;
-    let retriever = opened.retriever(args.method, args.beam_width)?;
+    let retriever = opened.retriever(args.method, args.beam_width, args.depth)?;
     let opening = start.elapsed().as_secs_f64() * 1e3;
     let mut latencies = Vec::with_capacity(questions.len());
     for question in &questions {
         let t = Instant::now();
-        let embedding = (args.method != QueryMethod::Bm25).then(|| encoder.embed(&[question], 1, &mut |_| {}).remove(0));
+        let embedding = (args.method != QueryMethod::Bm25).then(|| match &tuned {
+            Some(t) => t.embed(&encoder, &[question], 1).remove(0),
+            None => encoder.embed(&[question], 1, &mut |_| {}).remove(0),
+        });
         let input = QueryInput { text: question.clone(), docs: docs.clone(), embedding };
         let mut items = retriever.retrieve(&input, args.k);
         if let Some(budget) = args.max_tokens {

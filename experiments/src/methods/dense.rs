@@ -127,7 +127,7 @@ fn train(ctx: &Context, label: &str, config: &DenseConfig) -> anyhow::Result<(De
 }
 
 /// Vectors through the control's map (empty rows, of units outside the run's documents, stay empty).
-fn through(model: &DenseModel<DefaultBackend>, rows: &[Vec<f32>]) -> Vec<Vec<f32>> {
+pub(crate) fn through(model: &DenseModel<DefaultBackend>, rows: &[Vec<f32>]) -> Vec<Vec<f32>> {
     let filled: Vec<usize> = (0..rows.len()).filter(|&r| !rows[r].is_empty()).collect();
     let mut out = vec![Vec::new(); rows.len()];
     let Some(&first) = filled.first() else { return out };
