@@ -128,7 +128,8 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
     let todo: Vec<(&FileDocument, String)> = docs.iter().map(|d| (d, digest(d))).filter(|(d, dg)| held.get(&d.key) != Some(dg)).collect();
     out.unchanged = docs.len() - todo.len();
     let keeps_trees = args.trees || store.meta()?.is_some_and(|m| !m.trees.is_empty());
-    if todo.is_empty() && !(keeps_trees && !store.without_trees()?.is_empty()) {
+    let trees_missing = keeps_trees && !store.without_trees()?.is_empty();
+    if todo.is_empty() && !trees_missing {
         return Ok(out);
     }
     let encoder = args.encoder.load()?;
@@ -144,7 +145,7 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
     };
     let pb = crate::progress::bar(todo.len(), "indexing");
     for (doc, digest) in todo {
-        let new = encode(doc, digest, &encoder, &embed, batch, &rule, dir, trees)?;
+        let new = encode(doc, digest, &encoder, &embed, batch, &rule, trees)?;
         out.units += new.units.len();
         out.words += doc.text.split_whitespace().count();
         store.put(&new, &utc_stamp(std::time::SystemTime::now()))?;
@@ -228,11 +229,10 @@ fn encode(
     embed: &dyn Fn(&[&str]) -> Vec<Vec<f32>>,
     batch: usize,
     rule: &UnitConfig,
-    dir: &Path,
     trees: bool,
 ) -> anyhow::Result<NewDocument> {
     let one = Document { id: doc.key.clone(), title: doc.title.clone(), text: doc.text.clone(), sections: Vec::new(), split: None };
-    let corpus = Corpus::new(vec![one], Vec::new(), dir)?;
+    let corpus = Corpus::new(vec![one], Vec::new(), &doc.file)?;
     let mut tokens = encoder.token_starts(&[&doc.text]).remove(0);
     tokens.sort_unstable();
     let leaves = LeafIndex::build(&corpus, rule, vec![TokenStarts::new(tokens.clone())])
