@@ -37,6 +37,28 @@ impl Span {
     }
 }
 
+/// The code point offset of byte offset `byte` (a character boundary) of `text`: one lookup, counted.
+pub fn char_offset(text: &str, byte: usize) -> usize {
+    text[..byte].chars().count()
+}
+
+/// Byte offsets to code point offsets in one text, for many lookups (a document's every unit).
+pub struct CharOffsets {
+    /// The byte offset of every character, then the text's length.
+    starts: Vec<usize>,
+}
+
+impl CharOffsets {
+    pub fn new(text: &str) -> Self {
+        CharOffsets { starts: text.char_indices().map(|(b, _)| b).chain([text.len()]).collect() }
+    }
+
+    /// [`char_offset`] of `byte`, by binary search.
+    pub fn at(&self, byte: usize) -> usize {
+        self.starts.partition_point(|&b| b < byte)
+    }
+}
+
 /// A span inside a given document of a corpus (documents are numbered by their position in the corpus).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct DocSpan {
@@ -116,6 +138,14 @@ pub fn gold_units(units: &[DocSpan], gold: &[DocSpan]) -> Vec<usize> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn char_offsets_count_code_points() {
+        let text = "aé€b";
+        let c = CharOffsets::new(text);
+        assert_eq!([c.at(0), c.at(1), c.at(3), c.at(6), c.at(7)], [0, 1, 2, 3, 4]);
+        assert_eq!([0, 1, 3, 6, 7].map(|b| char_offset(text, b)), [0, 1, 2, 3, 4]);
+    }
 
     fn ds(doc: usize, start: usize, end: usize) -> DocSpan {
         DocSpan { doc, span: Span::new(start, end) }

@@ -4,7 +4,7 @@
 //! document in flight and a rerun completes the index; errors name what is wrong.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use arbor_eval::scoring::retrievals;
 use arbor_experiments::experiment::Experiment;
@@ -13,22 +13,7 @@ use arbor_store::{Meta, Store};
 use serde_json::Value;
 
 mod common;
-use common::{Ranked, same_ranking};
-
-fn workspace() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-}
-
-fn arbor(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_arbor")).args(args).current_dir(workspace()).output().unwrap()
-}
-
-/// Runs `arbor` and returns its standard output; a failure shows its standard error.
-fn ok(args: &[&str]) -> String {
-    let out = arbor(args);
-    assert!(out.status.success(), "arbor {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
+use common::{Ranked, arbor, ok, same_ranking, workspace};
 
 /// The fixture's articles: (file name, text), named so that file order is the fixture's order.
 fn articles() -> Vec<(String, String)> {

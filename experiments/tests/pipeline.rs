@@ -10,11 +10,7 @@ use arbor_experiments::run::{evaluate_only, run, run_in};
 use arbor_experiments::trained::Training;
 
 mod common;
-use common::{Ranked, same_ranking};
-
-fn workspace() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-}
+use common::{Ranked, ok, same_ranking, workspace};
 
 #[test]
 fn quickstart_writes_a_run_folder_with_a_sane_report() {
@@ -175,13 +171,8 @@ fn inspect_page_shows_the_run(dir: &Path, report: &Report) {
 fn the_control_serves_an_index(dir: &Path, report: &Report) {
     let tmp = tempfile::tempdir().unwrap();
     let index = tmp.path().join("q.arbor");
-    let arbor = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_arbor")).args(args).current_dir(workspace()).output().unwrap();
-        assert!(out.status.success(), "arbor {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    };
     let (index_s, dir_s) = (index.to_str().unwrap(), dir.to_str().unwrap());
-    let said = arbor(&["index", "experiments/fixtures/squad-mini", "--into", index_s, "--from", dir_s, "--row", "Dense"]);
+    let said = ok(&["index", "experiments/fixtures/squad-mini", "--into", index_s, "--from", dir_s, "--row", "Dense"]);
     // The six articles and the fixture's README.md; queries.jsonl is skipped as queries.
     assert!(said.starts_with("7 added, 0 changed, 0 removed, 0 unchanged, 1 skipped"), "{said}");
     let row = &report.methods[5].name;
@@ -192,7 +183,7 @@ fn the_control_serves_an_index(dir: &Path, report: &Report) {
     for id in report.queries.iter().step_by(40) {
         let q = corpus.queries.iter().find(|q| &q.id == id).unwrap();
         let key = format!("documents.jsonl#{}", q.doc_ids[0]);
-        let answer = arbor(&["query", index_s, &q.text, "--doc", &key, "-k", "10", "--max-tokens", "2000", "--json"]);
+        let answer = ok(&["query", index_s, &q.text, "--doc", &key, "-k", "10", "--max-tokens", "2000", "--json"]);
         let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
         let spans = |h: &serde_json::Value| -> Vec<[usize; 2]> {
             h["spans"].as_array().unwrap().iter().map(|s| [0, 1].map(|i| s["bytes"][i].as_u64().unwrap() as usize)).collect()

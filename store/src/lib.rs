@@ -24,6 +24,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use arbor_datasets::Span;
+use arbor_datasets::span::CharOffsets;
 use rusqlite::{Connection, OptionalExtension, params};
 
 const SCHEMA: &str = "
@@ -62,36 +63,25 @@ pub struct Listed {
     pub indexed_at: String,
 }
 
-/// One leaf unit to store.
+/// A leaf unit, as stored and as read back.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NewUnit {
+pub struct UnitRow {
     pub span: Span,
     pub header: Vec<Span>,
     pub vector: Vec<f32>,
 }
 
-/// One document to store, with its units.
+/// A document with its units and tree, as stored and as read back.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NewDocument {
+pub struct DocumentRow {
     pub key: String,
     pub file: String,
     pub digest: String,
     pub title: String,
     pub text: String,
     pub tokens: Vec<u32>,
-    pub units: Vec<NewUnit>,
+    pub units: Vec<UnitRow>,
     /// The tree's merges, when the index keeps trees.
-    pub merges: Option<Vec<(u32, u32)>>,
-}
-
-/// A stored document, read back.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredDocument {
-    pub key: String,
-    pub title: String,
-    pub text: String,
-    pub tokens: Vec<u32>,
-    pub units: Vec<NewUnit>,
     pub merges: Option<Vec<(u32, u32)>>,
 }
 
@@ -153,7 +143,7 @@ impl Store {
     }
 
     /// Stores `doc` in one transaction, replacing the document of the same key; `at` is the time recorded.
-    pub fn put(&mut self, doc: &NewDocument, at: &str) -> anyhow::Result<()> {
+    pub fn put(&mut self, doc: &DocumentRow, at: &str) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
         tx.execute("DELETE FROM documents WHERE key = ?1", [&doc.key])?;
         tx.execute(
@@ -193,12 +183,12 @@ impl Store {
     }
 
     /// Every stored document with its units, vectors and tree, by key.
-    pub fn load(&self) -> anyhow::Result<Vec<StoredDocument>> {
+    pub fn load(&self) -> anyhow::Result<Vec<DocumentRow>> {
         self.load_where(None)
     }
 
     /// The stored document `key`, if there is one.
-    pub fn load_one(&self, key: &str) -> anyhow::Result<Option<StoredDocument>> {
+    pub fn load_one(&self, key: &str) -> anyhow::Result<Option<DocumentRow>> {
         Ok(self.load_where(Some(key))?.pop())
     }
 
@@ -220,14 +210,22 @@ impl Store {
     }
 
     /// The documents (all, or the one of key `only`) with their units, by key.
-    fn load_where(&self, only: Option<&str>) -> anyhow::Result<Vec<StoredDocument>> {
+    fn load_where(&self, only: Option<&str>) -> anyhow::Result<Vec<DocumentRow>> {
         let filter = |sql: &str| sql.replace("{only}", if only.is_some() { "WHERE key = ?1" } else { "WHERE ?1 IS NULL" });
-        let mut docs: Vec<(i64, StoredDocument)> = {
-            let mut stmt = self.conn.prepare(&filter("SELECT id, key, title, text, tokens FROM documents {only} ORDER BY key"))?;
+        let mut docs: Vec<(i64, DocumentRow)> = {
+            let mut stmt = self.conn.prepare(&filter("SELECT id, key, file, digest, title, text, tokens FROM documents {only} ORDER BY key"))?;
             let rows = stmt.query_map([only], |r| {
-                let tokens: Vec<u8> = r.get(4)?;
-                let doc =
-                    StoredDocument { key: r.get(1)?, title: r.get(2)?, text: r.get(3)?, tokens: from_le(&tokens), units: Vec::new(), merges: None };
+                let tokens: Vec<u8> = r.get(6)?;
+                let doc = DocumentRow {
+                    key: r.get(1)?,
+                    file: r.get(2)?,
+                    digest: r.get(3)?,
+                    title: r.get(4)?,
+                    text: r.get(5)?,
+                    tokens: from_le(&tokens),
+                    units: Vec::new(),
+                    merges: None,
+                };
                 Ok((r.get(0)?, doc))
             })?;
             rows.collect::<Result<_, _>>()?
@@ -243,7 +241,7 @@ impl Store {
             let header: Option<String> = r.get(3)?;
             let header = header.map(|h| serde_json::from_str(&h)).transpose().context("a unit's header is damaged")?.unwrap_or_default();
             let vector: Vec<u8> = r.get(4)?;
-            let unit = NewUnit { span, header, vector: from_le(&vector) };
+            let unit = UnitRow { span, header, vector: from_le(&vector) };
             docs[*at.get(&doc).context("a unit of no document")?].1.units.push(unit);
         }
         let mut stmt = self.conn.prepare(&filter("SELECT doc, merges FROM trees WHERE doc IN (SELECT id FROM documents {only})"))?;
@@ -267,23 +265,6 @@ impl Store {
             self.conn.prepare("SELECT d.key, COUNT(u.id) FROM documents d LEFT JOIN units u ON u.doc = d.id GROUP BY d.id ORDER BY d.key")?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))?;
         Ok(rows.collect::<Result<_, _>>()?)
-    }
-}
-
-/// Byte offsets to code point offsets in one text, for offsets given in increasing or any order.
-pub struct CharOffsets {
-    /// The byte offset of every character, then the text's length.
-    starts: Vec<usize>,
-}
-
-impl CharOffsets {
-    pub fn new(text: &str) -> Self {
-        CharOffsets { starts: text.char_indices().map(|(b, _)| b).chain([text.len()]).collect() }
-    }
-
-    /// The code point offset of byte offset `byte` (a character boundary).
-    pub fn at(&self, byte: usize) -> usize {
-        self.starts.partition_point(|&b| b < byte)
     }
 }
 
@@ -325,12 +306,12 @@ impl ToLe for u32 {
 mod tests {
     use super::*;
 
-    fn doc(key: &str, text: &str) -> NewDocument {
+    fn doc(key: &str, text: &str) -> DocumentRow {
         let units = vec![
-            NewUnit { span: Span::new(0, 7), header: vec![], vector: vec![1.0, 0.0] },
-            NewUnit { span: Span::new(8, text.len()), header: vec![Span::new(0, 3)], vector: vec![0.6, 0.8] },
+            UnitRow { span: Span::new(0, 7), header: vec![], vector: vec![1.0, 0.0] },
+            UnitRow { span: Span::new(8, text.len()), header: vec![Span::new(0, 3)], vector: vec![0.6, 0.8] },
         ];
-        NewDocument {
+        DocumentRow {
             key: key.into(),
             file: key.into(),
             digest: format!("d-{text}"),
@@ -359,8 +340,7 @@ mod tests {
         assert_eq!(store.meta().unwrap(), Some(meta));
         let loaded = store.load().unwrap();
         assert_eq!(loaded.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(), ["a.txt", "b.txt"]);
-        assert_eq!(loaded[1].units, doc("b.txt", "Café au lait").units);
-        assert_eq!((loaded[1].tokens.clone(), loaded[1].merges.clone()), (vec![0, 3, 8], Some(vec![(0, 1)])));
+        assert_eq!(loaded[1], doc("b.txt", "Café au lait"), "every field read back");
         let chars: (i64, i64) = store
             .conn
             .query_row("SELECT char_start, char_end FROM units u JOIN documents d ON u.doc = d.id WHERE d.key = 'b.txt' AND ord = 1", [], |r| {
@@ -391,11 +371,5 @@ mod tests {
     fn a_missing_index_is_named() {
         let err = Store::open_existing(Path::new("/nonexistent/x.arbor")).err().unwrap().to_string();
         assert!(err.contains("/nonexistent/x.arbor") && err.contains("arbor index"), "{err}");
-    }
-
-    #[test]
-    fn char_offsets_count_code_points() {
-        let c = CharOffsets::new("aé€b");
-        assert_eq!([c.at(0), c.at(1), c.at(3), c.at(6), c.at(7)], [0, 1, 2, 3, 4]);
     }
 }

@@ -7,6 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
+use arbor_datasets::span::char_offset;
 use arbor_datasets::{Corpus, Query};
 use arbor_eval::scoring::report::{Report, Role};
 use arbor_eval::scoring::retrievals::{Handed, Retrieval};
@@ -155,8 +156,9 @@ fn query_block(html: &mut String, inp: &Inputs, i: usize, query: &Query, shown: 
 /// One ranked item: its document, character offsets, score and, for a tree, the way down to it.
 fn item_line(html: &mut String, corpus: &Corpus, item: &Handed) {
     let text = corpus.doc_index(&item.doc).map_or("", |d| corpus.documents[d].text.as_str());
-    let chars = |b: usize| text.get(..b).map_or(0, |s| s.chars().count());
-    let spans: Vec<String> = item.spans.iter().map(|[s, e]| format!("{}&ndash;{}", chars(*s), chars(*e))).collect();
+    // A document the corpus no longer holds (or a span past its end) shows 0 rather than failing the page.
+    let at = |b: usize| if text.is_char_boundary(b) { char_offset(text, b) } else { 0 };
+    let spans: Vec<String> = item.spans.iter().map(|&[s, e]| format!("{}&ndash;{}", at(s), at(e))).collect();
     let _ = write!(html, "<li class=\"item\">{} chars {} score {:.3}", escape(&item.doc), spans.join(", "), item.score);
     if !item.path.is_empty() {
         let steps: Vec<String> = item.path.iter().map(|s| format!("{} ({} leaves, {:.3})", s.node, s.leaves, s.score)).collect();

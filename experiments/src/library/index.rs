@@ -6,7 +6,7 @@
 //! default row's: token attention, uniform head weights) is built and stored with it. `--remove KEY` removes one document (or every
 //! document of a JSONL file). Unreadable, empty and unknown files are listed by path and counted.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -15,7 +15,7 @@ use arbor_datasets::loaders::folder::{FileDocument, read_folder};
 use arbor_datasets::{Corpus, DocSpan, Document, TokenStarts, UnitConfig};
 use arbor_eval::LeafIndex;
 use arbor_models::{DefaultBackend, SentenceEncoder};
-use arbor_store::{Meta, NewDocument, NewUnit, Store};
+use arbor_store::{DocumentRow, Meta, Store, UnitRow};
 use clap::Parser;
 use sha2::{Digest, Sha256};
 
@@ -120,7 +120,8 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
     }
     let held: HashMap<String, String> = store.list()?.into_iter().map(|l| (l.key, l.digest)).collect();
     let mut out = Outcome { skipped: skipped.len(), ..Outcome::default() };
-    let gone: Vec<&String> = held.keys().filter(|k| !docs.iter().any(|d| &d.key == *k)).collect();
+    let present: HashSet<&str> = docs.iter().map(|d| d.key.as_str()).collect();
+    let gone: Vec<&String> = held.keys().filter(|k| !present.contains(k.as_str())).collect();
     for key in gone {
         store.remove(key)?;
         out.removed += 1;
@@ -170,17 +171,14 @@ fn add_trees(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, batch
     let pb = crate::progress::bar(keys.len(), "trees");
     for key in &keys {
         let doc = store.load_one(key)?.with_context(|| format!("{key} left the index while its tree was built"))?;
-        let texts: Vec<&str> = doc.units.iter().map(|u| &doc.text[u.span.start..u.span.end]).collect();
-        let spans: Vec<DocSpan> = doc.units.iter().map(|u| DocSpan { doc: 0, span: u.span }).collect();
-        let leaves: Vec<f32> = doc.units.iter().flat_map(|u| u.vector.iter().copied()).collect();
-        store.put_tree(key, &default_tree(encoder, &texts, spans, &leaves, batch).merges)?;
+        store.put_tree(key, &tree_merges(encoder, &doc, batch))?;
         pb.inc(1);
     }
     pb.finish_and_clear();
     Ok(keys.len())
 }
 
-/// SHA-256 of a document's title and text.
+/// SHA-256 of a document's title (after its length) and text, in hex.
 fn digest(doc: &FileDocument) -> String {
     let mut h = Sha256::new();
     h.update((doc.title.len() as u64).to_le_bytes());
@@ -230,7 +228,7 @@ fn encode(
     batch: usize,
     rule: &UnitConfig,
     trees: bool,
-) -> anyhow::Result<NewDocument> {
+) -> anyhow::Result<DocumentRow> {
     let one = Document { id: doc.key.clone(), title: doc.title.clone(), text: doc.text.clone(), sections: Vec::new(), split: None };
     let corpus = Corpus::new(vec![one], Vec::new(), &doc.file)?;
     let mut tokens = encoder.token_starts(&[&doc.text]).remove(0);
@@ -239,17 +237,11 @@ fn encode(
         .with_context(|| format!("cannot cut {} into units", doc.file.display()))?;
     let inputs: Vec<String> = (0..leaves.units.len()).map(|c| leaves.units.input(&corpus, c).into_owned()).collect();
     let texts: Vec<&str> = inputs.iter().map(String::as_str).collect();
-    let vectors = embed(&texts);
-    let merges = trees.then(|| {
-        let texts: Vec<&str> = (0..leaves.units.len()).map(|c| leaves.units.text(&corpus, c)).collect();
-        let spans = leaves.units.spans.clone();
-        default_tree(encoder, &texts, spans, &vectors.concat(), batch).merges
-    });
     let units = (0..leaves.units.len())
-        .zip(vectors)
-        .map(|(c, vector)| NewUnit { span: leaves.units.spans[c].span, header: leaves.units.headers.get(c).cloned().unwrap_or_default(), vector })
+        .zip(embed(&texts))
+        .map(|(c, vector)| UnitRow { span: leaves.units.spans[c].span, header: leaves.units.headers.get(c).cloned().unwrap_or_default(), vector })
         .collect();
-    Ok(NewDocument {
+    let mut row = DocumentRow {
         key: doc.key.clone(),
         file: doc.file.display().to_string(),
         digest,
@@ -257,6 +249,18 @@ fn encode(
         text: doc.text.clone(),
         tokens,
         units,
-        merges,
-    })
+        merges: None,
+    };
+    if trees {
+        row.merges = Some(tree_merges(encoder, &row, batch));
+    }
+    Ok(row)
+}
+
+/// The merges of the default SproutRAG tree over a document's units, their texts and vectors.
+fn tree_merges(encoder: &SentenceEncoder<DefaultBackend>, doc: &DocumentRow, batch: usize) -> Vec<(u32, u32)> {
+    let texts: Vec<&str> = doc.units.iter().map(|u| &doc.text[u.span.start..u.span.end]).collect();
+    let spans: Vec<DocSpan> = doc.units.iter().map(|u| DocSpan { doc: 0, span: u.span }).collect();
+    let leaves: Vec<f32> = doc.units.iter().flat_map(|u| u.vector.iter().copied()).collect();
+    default_tree(encoder, &texts, spans, &leaves, batch).merges
 }

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
+use arbor_datasets::span::char_offset;
 use arbor_datasets::{Corpus, DocSpan, Document, TokenStarts};
 use arbor_eval::index::{Chunks, Tokens};
 use arbor_eval::retrievers::beam::BeamConfig;
@@ -21,7 +22,7 @@ use arbor_eval::retrievers::tree_retrieval::{TreeRetriever, TreeSearch};
 use arbor_eval::scoring::budget::spend;
 use arbor_eval::structures::tree::Tree;
 use arbor_eval::{Item, QueryInput, Retriever, Scope};
-use arbor_store::{CharOffsets, Store};
+use arbor_store::Store;
 use clap::{Parser, ValueEnum};
 use serde::Serialize;
 
@@ -112,7 +113,7 @@ pub struct Located {
 #[derive(Debug, Serialize)]
 struct Answer<'a> {
     query: &'a str,
-    method: &'static str,
+    method: &'a str,
     results: Vec<Hit>,
 }
 
@@ -122,8 +123,9 @@ pub struct Opened {
     pub units: Chunks,
     pub vectors: Vec<Vec<f32>>,
     pub tokens: Tokens,
-    /// Each document's SproutRAG tree, when the index keeps them.
-    pub trees: Option<Vec<Option<Tree>>>,
+    /// Each document's SproutRAG tree as stored (its merges), when the index keeps trees; the trees
+    /// themselves are built by the retriever that searches them.
+    merges: Option<Vec<Option<Vec<(u32, u32)>>>>,
     encoder: String,
     /// The trained model it embeds with (`meta.model`), if any.
     model: Option<ModelRecord>,
@@ -134,11 +136,9 @@ impl Opened {
         let meta = store.meta()?.context("the index holds no document yet: add some with `arbor index DIR --into INDEX`")?;
         let stored = store.load()?;
         let (mut documents, mut per_doc, mut vectors, mut tokens, mut headers) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut trees = Vec::new();
-        for (i, d) in stored.into_iter().enumerate() {
-            let spans: Vec<DocSpan> = d.units.iter().map(|u| DocSpan { doc: i, span: u.span }).collect();
-            let leaves: Vec<f32> = d.units.iter().flat_map(|u| u.vector.iter().copied()).collect();
-            trees.push(d.merges.map(|m| Tree::from_merges(spans, &leaves, meta.dim, m)));
+        let mut merges = Vec::new();
+        for d in stored {
+            merges.push(d.merges);
             per_doc.push(d.units.iter().map(|u| u.span).collect::<Vec<_>>());
             headers.extend(d.units.iter().map(|u| u.header.clone()));
             vectors.extend(d.units.into_iter().map(|u| u.vector));
@@ -150,9 +150,9 @@ impl Opened {
             units.headers = headers;
         }
         let corpus = Corpus::new(documents, Vec::new(), std::path::Path::new("index"))?;
-        let trees = (!meta.trees.is_empty()).then_some(trees);
+        let merges = (!meta.trees.is_empty()).then_some(merges);
         let model = (!meta.model.is_empty()).then(|| serde_json::from_str(&meta.model)).transpose().context("meta.model is damaged")?;
-        Ok(Opened { corpus, units, vectors, tokens: Tokens(tokens), trees, encoder: meta.encoder, model })
+        Ok(Opened { corpus, units, vectors, tokens: Tokens(tokens), merges, encoder: meta.encoder, model })
     }
 
     /// The retriever of `method` over every stored unit; beam search reads `beam_width`, fusion `depth`.
@@ -175,14 +175,23 @@ impl Opened {
                 })
             }
             QueryMethod::Sproutrag => {
-                let trees = self.trees.clone().context("this index keeps no trees: build them with `arbor index DIR --into INDEX --trees`")?;
-                let bare = trees.iter().filter(|t| t.is_none()).count();
+                let merges = self.merges.as_ref().context("this index keeps no trees: build them with `arbor index DIR --into INDEX --trees`")?;
+                let bare = merges.iter().filter(|m| m.is_none()).count();
                 anyhow::ensure!(bare == 0, "{bare} documents of the index have no tree yet (an interrupted `arbor index`): run it again");
                 anyhow::ensure!(beam_width > 0, "--beam-width must be at least 1");
+                let trees = merges.iter().enumerate().map(|(d, m)| m.clone().map(|m| self.tree(d, m))).collect();
                 let search = TreeSearch::Beam(BeamConfig { beam_width, ..BeamConfig::default() });
                 Box::new(TreeRetriever { name: "SproutRAG".into(), trees, leaves: &self.units, search })
             }
         })
+    }
+
+    /// Document `d`'s tree from its stored merges, over its units and their vectors.
+    fn tree(&self, d: usize, merges: Vec<(u32, u32)>) -> Tree {
+        let units = self.units.by_doc[d].clone();
+        let leaves: Vec<f32> = self.vectors[units.clone()].concat();
+        let dim = self.vectors.first().map_or(0, Vec::len);
+        Tree::from_merges(self.units.spans[units].to_vec(), &leaves, dim, merges)
     }
 
     /// The corpus indices of the documents `keys` (every document when empty); an unknown key is an error.
@@ -197,11 +206,10 @@ impl Opened {
     pub fn hit(&self, rank: usize, item: &Item, retriever: &dyn Retriever, query: &QueryInput) -> Hit {
         let doc = item.spans.first().map_or(0, |s| s.doc);
         let text = &self.corpus.documents[doc].text;
-        let chars = CharOffsets::new(text);
         let spans: Vec<Located> = item
             .spans
             .iter()
-            .map(|s: &DocSpan| Located { chars: [chars.at(s.span.start), chars.at(s.span.end)], bytes: [s.span.start, s.span.end] })
+            .map(|s: &DocSpan| Located { chars: [char_offset(text, s.span.start), char_offset(text, s.span.end)], bytes: [s.span.start, s.span.end] })
             .collect();
         let pieces: Vec<&str> = item.spans.iter().map(|s| &text[s.span.start..s.span.end]).collect();
         let node = item.node.and_then(|n| {
@@ -273,13 +281,9 @@ pub fn query(args: &QueryArgs) -> anyhow::Result<()> {
 
 fn print(question: &str, args: &QueryArgs, results: Vec<Hit>) -> anyhow::Result<()> {
     if args.json {
-        let method = match args.method {
-            QueryMethod::Flat => "flat",
-            QueryMethod::Bm25 => "bm25",
-            QueryMethod::Hybrid => "hybrid",
-            QueryMethod::Sproutrag => "sproutrag",
-        };
-        println!("{}", serde_json::to_string(&Answer { query: question, method, results })?);
+        // The method as the command line names it.
+        let value = args.method.to_possible_value().expect("every method is a value of --method");
+        println!("{}", serde_json::to_string(&Answer { query: question, method: value.get_name(), results })?);
         return Ok(());
     }
     println!("{question}");

@@ -1,5 +1,25 @@
 //! What the integration tests share.
 
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The workspace's root (experiment files and fixtures are named from it).
+pub fn workspace() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+/// Runs the `arbor` binary in the workspace.
+pub fn arbor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arbor")).args(args).current_dir(workspace()).output().unwrap()
+}
+
+/// Runs `arbor` and returns its standard output; a failure shows its standard error.
+pub fn ok(args: &[&str]) -> String {
+    let out = arbor(args);
+    assert!(out.status.success(), "arbor {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// One ranked item: document, byte spans, score.
 pub type Ranked = (String, Vec<[usize; 2]>, f32);
 
