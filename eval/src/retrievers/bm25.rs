@@ -8,7 +8,9 @@
 //! score 0, in document order.
 
 use arbor_datasets::Corpus;
-use bm25::{Embedder, EmbedderBuilder, Language, Scorer};
+use std::collections::{HashMap, HashSet};
+
+use bm25::{Embedder, EmbedderBuilder, Language};
 
 use crate::index::{Chunks, Item, QueryInput, Retriever, Scope};
 
@@ -20,28 +22,58 @@ pub struct Bm25<'a> {
     engines: Vec<Option<Engine>>,
 }
 
-/// The `bm25` crate's search engine without its copy of the texts: the embedder fitted to the units
-/// (average length, the English tokenizer) and the scorer holding their term vectors. Scores are the
-/// crate's `SearchEngine`'s, which is built the same way.
+/// BM25 over a set of units as an inverted index: for every term, the units holding it (in unit order)
+/// with their saturated term frequency. The `bm25` crate's embedder (tokenizer, k1, b, average length
+/// fitted to the units) gives the frequencies; scoring walks only the query terms' postings, where the
+/// crate's own scorer visits every matching unit's whole term list for each query term. Its scores are
+/// the crate's `Scorer`'s bit for bit: the same IDF expression and, per unit, the same additions in the
+/// same order (query terms in order, repeats included; a term the unit lacks adds 0).
 struct Engine {
     embedder: Embedder,
-    scorer: Scorer<usize>,
+    /// The units, by local index (postings hold local indices).
+    units: Vec<usize>,
+    postings: HashMap<u32, Vec<(u32, f32)>>,
 }
 
 impl Engine {
     fn new(units: Vec<(usize, String)>) -> Self {
         let texts: Vec<&str> = units.iter().map(|(_, t)| t.as_str()).collect();
         let embedder: Embedder = EmbedderBuilder::with_fit_to_corpus(Language::English, &texts).build();
-        let mut scorer = Scorer::new();
-        for (u, text) in &units {
-            scorer.upsert(u, embedder.embed(text));
+        let mut postings: HashMap<u32, Vec<(u32, f32)>> = HashMap::new();
+        for (local, (_, text)) in units.iter().enumerate() {
+            let embedding = embedder.embed(text);
+            let mut seen = HashSet::new();
+            for t in embedding.iter().filter(|t| seen.insert(t.index)) {
+                postings.entry(t.index).or_default().push((local as u32, t.value));
+            }
         }
-        Engine { embedder, scorer }
+        Engine { embedder, units: units.into_iter().map(|(u, _)| u).collect(), postings }
     }
 
-    /// Every unit sharing a term with `query`, scored (in no particular order among equal scores).
+    /// ln(1 + (N - n + 0.5) / (n + 0.5)) for a term held by n of the N units.
+    fn idf(&self, held_by: usize) -> f32 {
+        let n = held_by as f32;
+        let numerator = self.units.len() as f32 - n + 0.5;
+        (1f32 + (numerator / (n + 0.5))).ln()
+    }
+
+    /// Every unit sharing a term with `query`, scored, in unit order.
     fn matches(&self, query: &str) -> Vec<(usize, f32)> {
-        self.scorer.matches(&self.embedder.embed(query)).into_iter().map(|m| (m.id, m.score)).collect()
+        let mut scores = vec![0f32; self.units.len()];
+        let mut hit = Vec::new();
+        for term in self.embedder.embed(query).iter() {
+            let Some(list) = self.postings.get(&term.index) else { continue };
+            let idf = self.idf(list.len());
+            for &(u, value) in list {
+                let s = &mut scores[u as usize];
+                if *s == 0.0 {
+                    hit.push(u);
+                }
+                *s += idf * value;
+            }
+        }
+        hit.sort_unstable();
+        hit.into_iter().map(|u| (self.units[u as usize], scores[u as usize])).collect()
     }
 }
 
@@ -77,13 +109,11 @@ impl Retriever for Bm25<'_> {
             Scope::Corpus => self.engines.iter().flatten().collect(),
             Scope::QueryDocuments => query.docs.iter().map(|&d| self.engines[d].as_ref().expect("every document a query names is indexed")).collect(),
         };
-        // Every match, not the engine's first k: it orders equal scores by a hash, different in every
-        // process, so a tie at the k-th place would change the ranking from run to run; `top_k` breaks ties
-        // by unit order.
+        // Every match, ranked by `top_k`, which breaks ties by unit order (the same in every process).
         let scored = engines.into_iter().flat_map(|e| e.matches(&query.text));
         let mut ranked = crate::index::top_k(scored, k);
         if ranked.len() < k {
-            let matched: std::collections::HashSet<usize> = ranked.iter().map(|&(u, _)| u).collect();
+            let matched: HashSet<usize> = ranked.iter().map(|&(u, _)| u).collect();
             let rest = self.chunks.candidates(query).filter(|u| !matched.contains(u));
             ranked.extend(rest.take(k - ranked.len()).map(|u| (u, 0.0)));
         }
@@ -158,5 +188,29 @@ mod tests {
         let (headed, input, text) = last(Some(3));
         assert!(headed > 0.0, "the header's \"debt\" matches");
         assert_eq!((input.as_str(), text.as_str()), ("Long-term debt\nyear\nbonds 84 84", "bonds 84 84"));
+    }
+
+    proptest::proptest! {
+        /// The inverted index scores exactly what the `bm25` crate's own scorer scores, unit for unit.
+        #[test]
+        fn postings_score_as_the_crate_scorer(
+            units in proptest::collection::vec(proptest::collection::vec(0usize..12, 0..14), 1..20),
+            query in proptest::collection::vec(0usize..14, 1..8),
+        ) {
+            // A small vocabulary (repeats and stop words included) so terms are shared and repeated.
+            const WORDS: [&str; 14] = ["lease", "tenant", "the", "rent", "term", "notice", "of", "landlord",
+                "renewal", "deposit", "terms", "leases", "arbitration", "indemnity"];
+            let text = |ws: &[usize]| ws.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" ");
+            let texts: Vec<(usize, String)> = units.iter().enumerate().map(|(u, ws)| (u + 3, text(ws))).collect();
+            let engine = Engine::new(texts.clone());
+            let mut scorer = bm25::Scorer::<usize>::new();
+            for (u, t) in &texts {
+                scorer.upsert(u, engine.embedder.embed(t));
+            }
+            let q = text(&query);
+            let mut want: Vec<(usize, f32)> = scorer.matches(&engine.embedder.embed(&q)).into_iter().map(|m| (m.id, m.score)).collect();
+            want.sort_by_key(|&(u, _)| u);
+            proptest::prop_assert_eq!(engine.matches(&q), want);
+        }
     }
 }
