@@ -18,6 +18,7 @@ use arbor_eval::retrievers::beam::BeamConfig;
 use arbor_eval::retrievers::bm25::Bm25;
 use arbor_eval::retrievers::flat::FlatDense;
 use arbor_eval::retrievers::fusion::Fusion;
+use arbor_eval::retrievers::prefilter::Prefiltered;
 use arbor_eval::retrievers::tree_retrieval::{TreeRetriever, TreeSearch};
 use arbor_eval::scoring::budget::spend;
 use arbor_eval::structures::tree::Tree;
@@ -158,7 +159,10 @@ impl Opened {
     /// The retriever of `method` over every stored unit; beam search reads `beam_width`, fusion `depth`.
     pub fn retriever(&self, method: QueryMethod, beam_width: usize, depth: Option<usize>) -> anyhow::Result<Box<dyn Retriever + '_>> {
         let all: Vec<usize> = (0..self.corpus.documents.len()).collect();
-        let flat = || FlatDense { name: "Flat".into(), chunks: Cow::Borrowed(&self.units), embeddings: Cow::Borrowed(&self.vectors[..]) };
+        // Exact flat search, in two passes (8-bit codes, then the full vectors of the few that can be in
+        // the top k): the runner's `Flat` ranking at a quarter of the reading.
+        let flat =
+            || Prefiltered::new(FlatDense { name: "Flat".into(), chunks: Cow::Borrowed(&self.units), embeddings: Cow::Borrowed(&self.vectors[..]) });
         let bm25 = || Bm25::build(&self.corpus, &self.units, Scope::Corpus, &all);
         Ok(match method {
             QueryMethod::Flat => Box::new(flat()),
