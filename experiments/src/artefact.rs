@@ -76,11 +76,13 @@ impl Artefact {
     /// The version of the code that makes it: bump it when that code changes.
     pub fn version(self) -> u32 {
         match self {
-            Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Raptor => 1,
-            // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores.
-            Artefact::Trees => 2,
-            Artefact::SproutRag | Artefact::HeadWeights | Artefact::Reranker | Artefact::Compressor => 1,
-            Artefact::Planner | Artefact::Dense => 1,
+            // Every kind is at least 2: the CPU kernel's attention and softmax changed (`gemm`, `exp_neg`).
+            Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Raptor => 2,
+            // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
+            // 3: the CPU kernel.
+            Artefact::Trees => 3,
+            Artefact::SproutRag | Artefact::HeadWeights | Artefact::Reranker | Artefact::Compressor => 2,
+            Artefact::Planner | Artefact::Dense => 2,
         }
     }
 

@@ -201,7 +201,7 @@ impl<B: Backend> SentenceEncoder<B> {
 /// Which kernel computes embeddings in this build, part of the encoder's fingerprint: the kernels agree
 /// to a cosine of 0.99999, not bit for bit, so vectors cached by one are not reused by the other (bump the
 /// version when the CPU kernel's arithmetic changes).
-pub const KERNEL: &str = if cfg!(feature = "cuda") { "burn" } else { "cpu-1" };
+pub const KERNEL: &str = if cfg!(feature = "cuda") { "burn" } else { "cpu-2" };
 
 /// What runs an encoder's forward pass for embeddings.
 #[derive(Debug, Clone)]

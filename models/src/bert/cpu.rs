@@ -6,8 +6,10 @@
 //!   matrix product over all `T` rows, and attention runs per sequence over its own length only;
 //! - Q, K and V are one `[hidden, 3 hidden]` product; bias, residual, GELU and layer norm are fused into
 //!   single passes over the rows;
-//! - matrix products go to `matrixmultiply`'s sgemm (already Burn's ndarray kernel, threaded), attention
-//!   to a rayon pool over sequences.
+//! - matrix products go to the `gemm` crate's kernels (already built for Burn's CPU backend): the dense
+//!   layers spread over the rayon pool, attention one sequence per thread, each head as two strided
+//!   products (`Q Kᵀ`, then `P V`) read from and written into the fused buffers without copies;
+//! - softmax and GELU are branch-free polynomial passes (`exp_neg`, `erf`) that vectorise.
 //!
 //! Weights are copied out of a [`super::Bert`] module, so the frozen and the fine-tuned encoders share this
 //! path. It returns no attention probabilities: token attention goes through the Burn module.
@@ -268,27 +270,32 @@ fn matmul_bias_residual(a: &[f32], d: &Dense, x: &mut [f32]) {
     sgemm(&a[..rows * d.input], d, x, rows);
 }
 
-/// `out += a W` (row-major, contiguous).
+/// `out += a W` (row-major, contiguous), by the `gemm` crate's kernel on the rayon pool.
 fn sgemm(a: &[f32], d: &Dense, out: &mut [f32], rows: usize) {
     assert!(a.len() >= rows * d.input && out.len() >= rows * d.output && d.w.len() == d.input * d.output);
-    // SAFETY: the asserts above bound every index sgemm reads or writes: a is [rows, input], W is
+    // SAFETY: the asserts above bound every index gemm reads or writes: a is [rows, input], W is
     // [input, output] and out is [rows, output], all row-major with the strides given.
     unsafe {
-        matrixmultiply::sgemm(
+        gemm::gemm(
             rows,
-            d.input,
             d.output,
-            1.0,
-            a.as_ptr(),
-            d.input as isize,
-            1,
-            d.w.as_ptr(),
-            d.output as isize,
-            1,
-            1.0,
+            d.input,
             out.as_mut_ptr(),
-            d.output as isize,
             1,
+            d.output as isize,
+            true,
+            a.as_ptr(),
+            1,
+            d.input as isize,
+            d.w.as_ptr(),
+            1,
+            d.output as isize,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::Rayon(0),
         );
     }
 }
@@ -311,57 +318,131 @@ fn attention(qkv: &[f32], lengths: &[usize], heads: usize, h: usize, context: &m
 
 multiversion! {
 /// One sequence's attention (its tokens from row `start` of `qkv`), every head, into `out` `[n, hidden]`;
-/// with head `weights`, each head's probabilities are added into `mixed` `[n, n]` at its weight.
+/// with head `weights`, each head's probabilities are added into `mixed` `[n, n]` at its weight. Per head,
+/// two matrix products read the head's columns of `qkv` and write its columns of `out` in place (strided,
+/// nothing copied): `S = Q Kᵀ / sqrt(d)`, softmax of each row, then `P V`.
 fn attend(qkv: &[f32], start: usize, heads: usize, h: usize, out: &mut [f32], weights: &[f32], mixed: &mut [f32]) {
     let dh = h / heads;
     let scale = 1.0 / (dh as f32).sqrt();
     let n = out.len() / h;
-    let row = |i: usize| &qkv[(start + i) * 3 * h..][..3 * h];
-    let mut scores = vec![0.0f32; n];
+    let rows = &qkv[start * 3 * h..(start + n) * 3 * h];
+    if n == 0 {
+        return;
+    }
+    assert_eq!(heads * dh, h, "heads split the hidden size");
+    let mut scores = vec![0.0f32; n * n];
     for head in 0..heads {
-        let cols = head * dh..(head + 1) * dh;
-        for i in 0..n {
-            let q = &row(i)[cols.clone()];
-            for (j, s) in scores.iter_mut().enumerate() {
-                *s = dot(q, &row(j)[h + cols.start..h + cols.end]) * scale;
-            }
-            softmax(&mut scores);
+        let c = head * dh;
+        // SAFETY: `rows` is [n, 3h] row-major; Q, K and V of this head are its columns c, h + c and
+        // 2h + c onward, dh wide, so the last element read is (n-1) 3h + 2h + c + dh - 1 < 3hn. `scores`
+        // is [n, n]; `out` is [n, h] and the head's columns c..c + dh end at (n-1) h + c + dh - 1 < hn.
+        unsafe {
+            // S = scale Q Kᵀ: K read transposed (row stride 1, column stride 3h).
+            small_gemm(n, n, dh, scores.as_mut_ptr(), n, rows[c..].as_ptr(), 3 * h, 1, rows[h + c..].as_ptr(), 1, 3 * h, scale);
+        }
+        for (i, row) in scores.chunks_exact_mut(n).enumerate() {
+            softmax(row);
             if let Some(&w) = weights.get(head) {
-                mixed[i * n..(i + 1) * n].iter_mut().zip(&scores).for_each(|(m, p)| *m += w * p);
+                mixed[i * n..(i + 1) * n].iter_mut().zip(row.iter()).for_each(|(m, p)| *m += w * p);
             }
-            let o = &mut out[i * h + cols.start..i * h + cols.end];
-            o.fill(0.0);
-            for (j, &p) in scores.iter().enumerate() {
-                o.iter_mut().zip(&row(j)[2 * h + cols.start..2 * h + cols.end]).for_each(|(o, v)| *o += p * v);
-            }
+        }
+        // SAFETY: the bounds of the first product's comment; V's columns start at 2h + c.
+        unsafe {
+            // The head's context: P V into out's columns c..c + dh.
+            small_gemm(n, dh, n, out[c..].as_mut_ptr(), h, scores.as_ptr(), n, 1, rows[2 * h + c..].as_ptr(), 3 * h, 1, 1.0);
         }
     }
 }
 }
 
+/// `dst = scale · lhs rhs` for `dst` `[m, n]` (row stride `dst_rs`), `lhs` `[m, k]` and `rhs` `[k, n]` with
+/// the strides given (row, column), on the calling thread (attention already runs one sequence per
+/// thread).
+///
+/// # Safety
+/// Every element the shapes and strides address must lie inside the buffers the pointers come from.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Eight partial sums: the compiler keeps them in one vector register.
-    let mut acc = [0.0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
-    for (x, y) in ca.zip(cb) {
-        for l in 0..8 {
-            acc[l] += x[l] * y[l];
-        }
+unsafe fn small_gemm(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut f32,
+    dst_rs: usize,
+    lhs: *const f32,
+    lhs_rs: usize,
+    lhs_cs: usize,
+    rhs: *const f32,
+    rhs_rs: usize,
+    rhs_cs: usize,
+    scale: f32,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst,
+            1,
+            dst_rs as isize,
+            false,
+            lhs,
+            lhs_cs as isize,
+            lhs_rs as isize,
+            rhs,
+            rhs_cs as isize,
+            rhs_rs as isize,
+            0.0,
+            scale,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
     }
-    acc.iter().sum::<f32>() + tail
 }
 
+/// Softmax in place, in passes the compiler vectorises: the maximum and the sum over 8 lanes, the
+/// exponentials with [`exp_neg`].
 #[inline(always)]
 fn softmax(s: &mut [f32]) {
-    let max = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0.0;
-    for v in s.iter_mut() {
-        *v = (*v - max).exp();
-        sum += *v;
+    let max = lanes(s, f32::NEG_INFINITY, f32::max);
+    s.iter_mut().for_each(|v| *v = exp_neg(*v - max));
+    let inv = 1.0 / lanes(s, 0.0, |a, b| a + b);
+    s.iter_mut().for_each(|v| *v *= inv);
+}
+
+/// `xs` folded by `f` over 8 independent lanes, then across them.
+#[inline(always)]
+fn lanes(xs: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
+    let mut acc = [init; 8];
+    let chunks = xs.chunks_exact(8);
+    let tail = chunks.remainder().iter().fold(init, |a, &b| f(a, b));
+    for c in chunks {
+        for l in 0..8 {
+            acc[l] = f(acc[l], c[l]);
+        }
     }
-    s.iter_mut().for_each(|v| *v /= sum);
+    acc.into_iter().fold(tail, f)
+}
+
+/// `e^x` for `x <= 0` (a softmax's shifted scores), branch-free so that it vectorises: `x = i ln 2 + r`
+/// with integer `i` and `|r| <= ln 2 / 2` (Cody and Waite's two-part `ln 2`, so `r` is exact to float
+/// precision), `e^r` by its degree-7 Taylor polynomial (relative error < 2e-7), `2^i` put straight into
+/// the exponent bits; `e^-87` for anything below.
+#[inline(always)]
+pub fn exp_neg(x: f32) -> f32 {
+    const LN2_HI: f32 = 0.693_359_4; // 0.693359375: few bits, so i LN2_HI is exact
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    let x = x.max(-87.0);
+    let i = (x * std::f32::consts::LOG2_E).round();
+    let r = (x - i * LN2_HI) - i * LN2_LO;
+    let mut p = 1.0 / 5040.0f32;
+    for c in [1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+        p = p * r + c;
+    }
+    p * f32::from_bits(((i as i32 + 127) as u32) << 23)
 }
 
 #[inline(always)]
@@ -411,6 +492,18 @@ mod tests {
         }
         assert_eq!(erf(9.0), erf(4.0));
         assert!((erf(4.0) - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn exp_neg_matches_exp_to_float_precision() {
+        for i in 0..=17_400 {
+            let x = -(i as f32) * 0.005; // 0 down to -87
+            let (got, want) = (exp_neg(x), (x as f64).exp());
+            let tol = 2e-7 * want;
+            assert!((got as f64 - want).abs() <= tol, "exp({x}) = {got}, not {want}");
+        }
+        assert_eq!(exp_neg(0.0), 1.0);
+        assert_eq!(exp_neg(f32::NEG_INFINITY), exp_neg(-87.0));
     }
 
     #[test]
