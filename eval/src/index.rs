@@ -186,6 +186,11 @@ pub trait Retriever: Sync {
     fn path(&self, _query: &QueryInput, _node: NodeRef) -> Option<Vec<Step>> {
         None
     }
+    /// The layer of an item's node above the leaves (0 = a leaf), for a method whose nodes have layers
+    /// (RAPTOR).
+    fn layer(&self, _item: &Item) -> Option<usize> {
+        None
+    }
 }
 
 /// One node on the way down a hierarchy to a retrieved item.

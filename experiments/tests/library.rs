@@ -58,7 +58,7 @@ fn experiment(dir: &Path, files: &[(String, String)]) -> Experiment {
     std::fs::write(corpus.join("queries.jsonl"), queries.join("\n")).unwrap();
     let ron = format!(
         "(name: \"library\", data: (format: Jsonl, path: {:?}, max_queries: Some(12), validation: None),
-          retrieval: (scope: Corpus, top_k: 10, max_tokens: None), methods: [Flat, Bm25, Hybrid(()), SproutRag(())])",
+          retrieval: (scope: Corpus, top_k: 10, max_tokens: None), methods: [Flat, Bm25, Hybrid(()), SproutRag(()), Raptor(()), Hierarchy(())])",
         corpus.display().to_string()
     );
     Experiment::parse(&ron, Path::new("library.ron")).unwrap()
@@ -76,7 +76,7 @@ fn index_query_add_change_remove_and_a_kill_mid_index() {
     std::fs::write(folder.join("empty.txt"), "\n").unwrap();
     let index = tmp.path().join("docs.arbor");
     let (folder_s, index_s) = (folder.to_str().unwrap(), index.to_str().unwrap());
-    let first = arbor(&["index", folder_s, "--into", index_s, "--trees"]);
+    let first = arbor(&["index", folder_s, "--into", index_s, "--trees", "--raptor"]);
     assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
     let said = String::from_utf8_lossy(&first.stdout);
     assert!(said.starts_with("6 added, 0 changed, 0 removed, 0 unchanged, 1 skipped"), "{said}");
@@ -90,7 +90,7 @@ fn index_query_add_change_remove_and_a_kill_mid_index() {
     let questions: Vec<&str> = report.queries.iter().map(|id| corpus.queries.iter().find(|q| &q.id == id).unwrap().text.as_str()).collect();
     let qfile = tmp.path().join("questions.txt");
     std::fs::write(&qfile, questions.join("\n")).unwrap();
-    for (method, row) in ["flat", "bm25", "hybrid", "sproutrag"].iter().zip(&report.methods) {
+    for (method, row) in ["flat", "bm25", "hybrid", "sproutrag", "raptor", "hierarchy"].iter().zip(&report.methods) {
         let answers = ok(&["query", index_s, "--queries", qfile.to_str().unwrap(), "-k", "10", "--method", method, "--json"]);
         let answers: Vec<Value> = answers.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(answers.len(), questions.len());
@@ -116,6 +116,8 @@ fn index_query_add_change_remove_and_a_kill_mid_index() {
                     ),
                     None => assert!(h.get("node").is_none()),
                 }
+                // RAPTOR's items say their layer (0: a leaf chunk), and only RAPTOR's.
+                assert_eq!(h.get("layer").is_some_and(Value::is_u64), *method == "raptor", "{method}");
             }
             same_ranking(&got, &want).unwrap_or_else(|e| panic!("{method} query {id}: {e}"));
         }
@@ -198,9 +200,12 @@ fn index_query_add_change_remove_and_a_kill_mid_index() {
     assert!(said.starts_with(&format!("{} added, 0 changed, 0 removed, {} unchanged", 12 - counts.len(), counts.len())), "{said}");
     assert_eq!(Store::open(&killed).unwrap().list().unwrap().len(), 12);
     assert!(err(&["query", killed.to_str().unwrap(), "x", "--method", "sproutrag"]).contains("keeps no trees"));
+    assert!(err(&["query", killed.to_str().unwrap(), "x", "--method", "raptor"]).contains("keeps no RAPTOR trees"));
     // Trees asked later are built for the stored documents, from their stored units and vectors.
-    let said = ok(&["index", big.to_str().unwrap(), "--into", killed.to_str().unwrap(), "--trees"]);
-    assert!(said.starts_with("0 added, 0 changed, 0 removed, 12 unchanged") && said.contains("12 trees added"), "{said}");
-    let found: Value = serde_json::from_str(&ok(&["query", killed.to_str().unwrap(), questions[0], "--method", "sproutrag", "--json"])).unwrap();
-    assert_eq!(found["results"].as_array().unwrap().len(), 5);
+    let said = ok(&["index", big.to_str().unwrap(), "--into", killed.to_str().unwrap(), "--trees", "--raptor"]);
+    assert!(said.starts_with("0 added, 0 changed, 0 removed, 12 unchanged") && said.contains("24 trees added"), "{said}");
+    for method in ["sproutrag", "raptor"] {
+        let found: Value = serde_json::from_str(&ok(&["query", killed.to_str().unwrap(), questions[0], "--method", method, "--json"])).unwrap();
+        assert_eq!(found["results"].as_array().unwrap().len(), 5, "{method}");
+    }
 }

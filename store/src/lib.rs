@@ -15,6 +15,8 @@
 //!     contextual header's byte spans (JSON, or NULL); vector: the encoder's unit vector (f32 LE)
 //! trees(doc, merges)                    SproutRAG's tree over the document's units, when the index keeps
 //!     trees: `merges[i] = (a, b)` (u32 LE pairs), node n + i the parent of nodes a and b
+//! raptor(doc, tree)                     RAPTOR's tree of the document (its own leaf chunks, summaries and
+//!     their vectors), when the index keeps them: opaque bytes here (arbor-eval's `raptor_io` format)
 //! ```
 //!
 //! Invariants: a document's row and all its units are written and removed together; a unit's offsets are
@@ -37,6 +39,7 @@ CREATE TABLE IF NOT EXISTS units (
     byte_start INTEGER NOT NULL, byte_end INTEGER NOT NULL, char_start INTEGER NOT NULL, char_end INTEGER NOT NULL,
     header TEXT, vector BLOB NOT NULL, UNIQUE (doc, ord));
 CREATE TABLE IF NOT EXISTS trees (doc INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE, merges BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS raptor (doc INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE, tree BLOB NOT NULL);
 ";
 
 /// What every document of an index was built with.
@@ -51,6 +54,8 @@ pub struct Meta {
     pub dim: usize,
     /// How the documents' trees are built (empty: the index keeps no trees).
     pub trees: String,
+    /// How the documents' RAPTOR trees are built (empty: the index keeps none).
+    pub raptor: String,
     /// The trained model units and queries are embedded with, as JSON (empty: the encoder itself).
     pub model: String,
 }
@@ -83,6 +88,55 @@ pub struct DocumentRow {
     pub units: Vec<UnitRow>,
     /// The tree's merges, when the index keeps trees.
     pub merges: Option<Vec<(u32, u32)>>,
+    /// The RAPTOR tree's bytes, when the index keeps them.
+    pub raptor: Option<Vec<u8>>,
+}
+
+/// A per-document structure an index may keep beside the units, each in a table of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Structure {
+    /// SproutRAG's tree: `trees(doc, merges)`.
+    Trees,
+    /// RAPTOR's tree: `raptor(doc, tree)`.
+    Raptor,
+}
+
+impl Structure {
+    fn table(self) -> &'static str {
+        match self {
+            Structure::Trees => "trees",
+            Structure::Raptor => "raptor",
+        }
+    }
+
+    fn column(self) -> &'static str {
+        match self {
+            Structure::Trees => "merges",
+            Structure::Raptor => "tree",
+        }
+    }
+
+    /// The document row's bytes of this structure, if it has them.
+    fn bytes(self, doc: &DocumentRow) -> Option<Vec<u8>> {
+        match self {
+            Structure::Trees => doc.merges.as_ref().map(|m| merge_bytes(m)),
+            Structure::Raptor => doc.raptor.clone(),
+        }
+    }
+
+    /// Sets the document row's structure from stored bytes.
+    fn set(self, doc: &mut DocumentRow, bytes: Vec<u8>) {
+        match self {
+            Structure::Trees => doc.merges = Some(from_le::<u32>(&bytes).chunks_exact(2).map(|p| (p[0], p[1])).collect()),
+            Structure::Raptor => doc.raptor = Some(bytes),
+        }
+    }
+
+    const ALL: [Structure; 2] = [Structure::Trees, Structure::Raptor];
+}
+
+fn merge_bytes(merges: &[(u32, u32)]) -> Vec<u8> {
+    le_bytes(&merges.iter().flat_map(|&(a, b)| [a, b]).collect::<Vec<u32>>())
 }
 
 pub struct Store {
@@ -115,8 +169,8 @@ impl Store {
         else {
             return Ok(None);
         };
-        let (trees, model) = (get("trees")?.unwrap_or_default(), get("model")?.unwrap_or_default());
-        Ok(Some(Meta { arbor_version, encoder, units, dim: dim.parse().context("meta.dim is not a number")?, trees, model }))
+        let (trees, raptor, model) = (get("trees")?.unwrap_or_default(), get("raptor")?.unwrap_or_default(), get("model")?.unwrap_or_default());
+        Ok(Some(Meta { arbor_version, encoder, units, dim: dim.parse().context("meta.dim is not a number")?, trees, raptor, model }))
     }
 
     pub fn set_meta(&mut self, meta: &Meta) -> anyhow::Result<()> {
@@ -128,6 +182,7 @@ impl Store {
             ("units", &meta.units),
             ("dim", &dim),
             ("trees", &meta.trees),
+            ("raptor", &meta.raptor),
             ("model", &meta.model),
         ] {
             tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", params![k, v])?;
@@ -170,9 +225,10 @@ impl Store {
                 ])?;
             }
         }
-        if let Some(merges) = &doc.merges {
-            let flat: Vec<u32> = merges.iter().flat_map(|&(a, b)| [a, b]).collect();
-            tx.execute("INSERT INTO trees (doc, merges) VALUES (?1, ?2)", params![id, le_bytes(&flat)])?;
+        for s in Structure::ALL {
+            if let Some(bytes) = s.bytes(doc) {
+                tx.execute(&format!("INSERT INTO {} (doc, {}) VALUES (?1, ?2)", s.table(), s.column()), params![id, bytes])?;
+            }
         }
         Ok(tx.commit()?)
     }
@@ -192,19 +248,22 @@ impl Store {
         Ok(self.load_where(Some(key))?.pop())
     }
 
-    /// The keys of the documents stored without a tree.
-    pub fn without_trees(&self) -> anyhow::Result<Vec<String>> {
-        let mut stmt = self.conn.prepare("SELECT key FROM documents WHERE id NOT IN (SELECT doc FROM trees) ORDER BY key")?;
+    /// The keys of the documents stored without structure `s`.
+    pub fn without(&self, s: Structure) -> anyhow::Result<Vec<String>> {
+        let mut stmt = self.conn.prepare(&format!("SELECT key FROM documents WHERE id NOT IN (SELECT doc FROM {}) ORDER BY key", s.table()))?;
         let rows = stmt.query_map([], |r| r.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Stores the tree of the stored document `key` (replacing any), in one statement.
+    /// Stores the SproutRAG tree of the stored document `key` (replacing any), in one statement.
     pub fn put_tree(&mut self, key: &str, merges: &[(u32, u32)]) -> anyhow::Result<()> {
-        let flat: Vec<u32> = merges.iter().flat_map(|&(a, b)| [a, b]).collect();
-        let n = self
-            .conn
-            .execute("INSERT OR REPLACE INTO trees (doc, merges) SELECT id, ?2 FROM documents WHERE key = ?1", params![key, le_bytes(&flat)])?;
+        self.put_structure(key, Structure::Trees, &merge_bytes(merges))
+    }
+
+    /// Stores structure `s` of the stored document `key` as `bytes` (replacing any), in one statement.
+    pub fn put_structure(&mut self, key: &str, s: Structure, bytes: &[u8]) -> anyhow::Result<()> {
+        let sql = format!("INSERT OR REPLACE INTO {} (doc, {}) SELECT id, ?2 FROM documents WHERE key = ?1", s.table(), s.column());
+        let n = self.conn.execute(&sql, params![key, bytes])?;
         anyhow::ensure!(n == 1, "the index holds no document {key:?}");
         Ok(())
     }
@@ -225,6 +284,7 @@ impl Store {
                     tokens: from_le(&tokens),
                     units: Vec::new(),
                     merges: None,
+                    raptor: None,
                 };
                 Ok((r.get(0)?, doc))
             })?;
@@ -244,12 +304,14 @@ impl Store {
             let unit = UnitRow { span, header, vector: from_le(&vector) };
             docs[*at.get(&doc).context("a unit of no document")?].1.units.push(unit);
         }
-        let mut stmt = self.conn.prepare(&filter("SELECT doc, merges FROM trees WHERE doc IN (SELECT id FROM documents {only})"))?;
-        let mut rows = stmt.query([only])?;
-        while let Some(r) = rows.next()? {
-            let doc: i64 = r.get(0)?;
-            let flat: Vec<u32> = from_le(&r.get::<_, Vec<u8>>(1)?);
-            docs[*at.get(&doc).context("a tree of no document")?].1.merges = Some(flat.chunks_exact(2).map(|p| (p[0], p[1])).collect());
+        for s in Structure::ALL {
+            let sql = format!("SELECT doc, {} FROM {} WHERE doc IN (SELECT id FROM documents {{only}})", s.column(), s.table());
+            let mut stmt = self.conn.prepare(&filter(&sql))?;
+            let mut rows = stmt.query([only])?;
+            while let Some(r) = rows.next()? {
+                let doc: i64 = r.get(0)?;
+                s.set(&mut docs[*at.get(&doc).with_context(|| format!("a row of {} of no document", s.table()))?].1, r.get(1)?);
+            }
         }
         Ok(docs.into_iter().map(|(_, d)| d).collect())
     }
@@ -320,6 +382,7 @@ mod tests {
             tokens: vec![0, 3, 8],
             units,
             merges: Some(vec![(0, 1)]),
+            raptor: Some(vec![7, 0, 255]),
         }
     }
 
@@ -329,8 +392,15 @@ mod tests {
         let path = dir.path().join("i.arbor");
         let mut store = Store::open(&path).unwrap();
         assert_eq!(store.meta().unwrap(), None);
-        let meta =
-            Meta { arbor_version: "0.1.0".into(), encoder: "abc".into(), units: "{}".into(), dim: 2, trees: "sproutrag".into(), model: "{}".into() };
+        let meta = Meta {
+            arbor_version: "0.1.0".into(),
+            encoder: "abc".into(),
+            units: "{}".into(),
+            dim: 2,
+            trees: "sproutrag".into(),
+            raptor: "raptor".into(),
+            model: "{}".into(),
+        };
         store.set_meta(&meta).unwrap();
         // "Café au lait" then "x": "é" is 2 bytes, so byte 8 is character 7.
         store.put(&doc("b.txt", "Café au lait"), "t0").unwrap();
@@ -352,18 +422,23 @@ mod tests {
         store.put(&doc("b.txt", "Changed text here"), "t1").unwrap();
         assert_eq!(store.list().unwrap()[1], Listed { key: "b.txt".into(), digest: "d-Changed text here".into(), indexed_at: "t1".into() });
         assert_eq!(store.unit_counts().unwrap(), vec![("a.txt".into(), 2), ("b.txt".into(), 2)]);
-        // A tree added to a document stored without one.
+        // Trees added to a document stored without them.
         let mut bare = doc("c.txt", "Third doc here");
-        bare.merges = None;
+        (bare.merges, bare.raptor) = (None, None);
         store.put(&bare, "t2").unwrap();
-        assert_eq!(store.without_trees().unwrap(), vec!["c.txt".to_owned()]);
+        for s in Structure::ALL {
+            assert_eq!(store.without(s).unwrap(), vec!["c.txt".to_owned()]);
+        }
         store.put_tree("c.txt", &[(1, 0)]).unwrap();
-        assert_eq!(store.load_one("c.txt").unwrap().unwrap().merges, Some(vec![(1, 0)]));
-        assert!(store.without_trees().unwrap().is_empty() && store.put_tree("nope", &[]).is_err());
+        store.put_structure("c.txt", Structure::Raptor, &[1, 2]).unwrap();
+        let c = store.load_one("c.txt").unwrap().unwrap();
+        assert_eq!((c.merges, c.raptor), (Some(vec![(1, 0)]), Some(vec![1, 2])));
+        assert!(store.without(Structure::Trees).unwrap().is_empty() && store.without(Structure::Raptor).unwrap().is_empty());
+        assert!(store.put_tree("nope", &[]).is_err() && store.put_structure("nope", Structure::Raptor, &[]).is_err());
         assert!(store.remove("c.txt").unwrap());
         assert!(store.remove("a.txt").unwrap() && !store.remove("a.txt").unwrap());
         let count = |table: &str| -> i64 { store.conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap() };
-        assert_eq!((count("units"), count("trees")), (2, 1));
+        assert_eq!((count("units"), count("trees"), count("raptor")), (2, 1, 1));
         assert_eq!(store.integrity().unwrap(), "ok");
     }
 

@@ -116,6 +116,11 @@ impl RaptorTree {
         Ok(tree)
     }
 
+    /// The leaf chunks' spans, in order.
+    pub fn leaf_spans(&self) -> Vec<Span> {
+        self.nodes.iter().filter(|n| n.layer == 0).map(|n| n.spans[0]).collect()
+    }
+
     /// Node counts per layer, from the leaves up.
     pub fn layer_sizes(&self) -> Vec<usize> {
         let mut sizes = vec![0; self.layers + 1];
@@ -240,6 +245,10 @@ impl Retriever for RaptorRetriever<'_> {
             }
         }
         top_k(scores.iter().copied().enumerate(), k).into_iter().map(|(i, s)| self.item(refs[i], s)).collect()
+    }
+
+    fn layer(&self, item: &Item) -> Option<usize> {
+        Some(self.node(item.node?).layer)
     }
 
     fn children(&self, query: &QueryInput, item: &Item) -> Option<Vec<Item>> {

@@ -12,16 +12,16 @@ use std::time::Instant;
 
 use anyhow::Context;
 use arbor_datasets::loaders::folder::{FileDocument, read_folder};
-use arbor_datasets::{Corpus, DocSpan, Document, TokenStarts, UnitConfig};
+use arbor_datasets::{Corpus, Document, TokenStarts, UnitConfig};
 use arbor_eval::LeafIndex;
 use arbor_models::{DefaultBackend, SentenceEncoder};
 use arbor_store::{DocumentRow, Meta, Store, UnitRow};
 use clap::Parser;
 use sha2::{Digest, Sha256};
 
+use super::structures::{Builder, Kept, RAPTOR, TREES};
 use super::trained::Tuned;
 use super::{EncoderArgs, unit_rule};
-use crate::methods::sproutrag::default_tree;
 use crate::run::utc_stamp;
 
 #[derive(Debug, Parser)]
@@ -43,6 +43,11 @@ pub struct IndexArgs {
     /// (from their stored units and vectors); from then on the index keeps trees.
     #[arg(long)]
     pub trees: bool,
+    /// Also build RAPTOR's tree of every document (the default `Raptor(())` row: 100-token leaves packed
+    /// from sentences, clusters by PCA + Gaussian mixtures, extractive summaries), for `arbor query
+    /// --method raptor`. Given to an index without them, it builds them for the documents it holds.
+    #[arg(long)]
+    pub raptor: bool,
     /// Embed with a trained model of this run folder (a `train` run): its dense control's fine-tuned
     /// encoder, or map over the frozen one, as the run's row embeds. Fixed when the index is created.
     #[arg(long)]
@@ -128,25 +133,32 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
     }
     let todo: Vec<(&FileDocument, String)> = docs.iter().map(|d| (d, digest(d))).filter(|(d, dg)| held.get(&d.key) != Some(dg)).collect();
     out.unchanged = docs.len() - todo.len();
-    let keeps_trees = args.trees || store.meta()?.is_some_and(|m| !m.trees.is_empty());
-    let trees_missing = keeps_trees && !store.without_trees()?.is_empty();
-    if todo.is_empty() && !trees_missing {
+    let meta = store.meta()?;
+    let asked = Kept {
+        trees: args.trees || meta.as_ref().is_some_and(|m| !m.trees.is_empty()),
+        raptor: args.raptor || meta.as_ref().is_some_and(|m| !m.raptor.is_empty()),
+    };
+    let missing = asked.structures().into_iter().map(|s| store.without(s)).collect::<anyhow::Result<Vec<_>>>()?;
+    if todo.is_empty() && missing.iter().all(Vec::is_empty) {
         return Ok(out);
     }
     let encoder = args.encoder.load()?;
     let rule = unit_rule(args.max_sentences, &encoder);
     let tuned = args.from.as_deref().map(|run| Tuned::from_run(run, &args.row, &encoder)).transpose()?;
     anyhow::ensure!(!(args.trees && tuned.is_some()), "--trees reads the pretrained encoder's attention: not with --from");
+    anyhow::ensure!(!(args.raptor && tuned.is_some()), "--raptor embeds with the pretrained encoder, as the experiment row does: not with --from");
     let model = tuned.as_ref().map(|t| serde_json::to_string(&t.record)).transpose()?.unwrap_or_default();
-    let trees = check_meta(store, &encoder, &rule, args.trees, model)?;
+    let kept = check_meta(store, &encoder, &rule, Kept { trees: args.trees, raptor: args.raptor }, model)?;
     let batch = args.encoder.batch_size.max(1);
+    let builder = Builder { encoder: &encoder, rule: &rule, batch };
     let embed = |texts: &[&str]| match &tuned {
         Some(t) => t.embed(&encoder, texts, batch),
         None => encoder.embed(texts, batch, &mut |_| {}),
     };
     let pb = crate::progress::bar(todo.len(), "indexing");
     for (doc, digest) in todo {
-        let new = encode(doc, digest, &encoder, &embed, batch, &rule, trees)?;
+        let mut new = encode(doc, digest, &encoder, &embed, &rule)?;
+        builder.complete(&mut new, kept)?;
         out.units += new.units.len();
         out.words += doc.text.split_whitespace().count();
         store.put(&new, &utc_stamp(std::time::SystemTime::now()))?;
@@ -158,24 +170,10 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
         pb.inc(1);
     }
     pb.finish_and_clear();
-    if trees {
-        out.trees = add_trees(store, &encoder, batch)?;
+    for s in kept.structures() {
+        out.trees += builder.add_missing(store, s)?;
     }
     Ok(out)
-}
-
-/// Builds the tree of every stored document that has none (an index given `--trees` after it was
-/// created, or a run killed before), from its stored units and vectors, one document at a time.
-fn add_trees(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, batch: usize) -> anyhow::Result<usize> {
-    let keys = store.without_trees()?;
-    let pb = crate::progress::bar(keys.len(), "trees");
-    for key in &keys {
-        let doc = store.load_one(key)?.with_context(|| format!("{key} left the index while its tree was built"))?;
-        store.put_tree(key, &tree_merges(encoder, &doc, batch))?;
-        pb.inc(1);
-    }
-    pb.finish_and_clear();
-    Ok(keys.len())
 }
 
 /// SHA-256 of a document's title (after its length) and text, in hex.
@@ -187,36 +185,39 @@ fn digest(doc: &FileDocument) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The `meta.trees` of an index that keeps SproutRAG trees.
-pub const TREES: &str = "SproutRag(()): token attention w=256, uniform head weights";
-
 /// Records the encoder, unit rule and trees in a new index; an index built with other ones is an error.
 /// Whether the index keeps trees.
-fn check_meta(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, rule: &UnitConfig, trees: bool, model: String) -> anyhow::Result<bool> {
+fn check_meta(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, rule: &UnitConfig, asked: Kept, model: String) -> anyhow::Result<Kept> {
     let units = serde_json::to_string(rule)?;
-    let trees = if trees { TREES.to_owned() } else { String::new() };
-    let here =
-        Meta { arbor_version: env!("CARGO_PKG_VERSION").into(), encoder: encoder.fingerprint.clone(), units, dim: encoder.dim(), trees, model };
-    match store.meta()? {
-        None => {
-            store.set_meta(&here)?;
-            Ok(!here.trees.is_empty())
-        }
-        Some(m) if m.encoder != here.encoder => {
-            anyhow::bail!("this index was built by encoder {}, not the one loaded now ({}): index into a new file", m.encoder, here.encoder)
-        }
-        Some(m) if m.units != here.units => anyhow::bail!("this index cuts units by {}, not {}: index into a new file", m.units, here.units),
-        Some(m) if m.model != here.model => {
-            let name = |m: &str| if m.is_empty() { "the encoder itself".to_owned() } else { m.to_owned() };
-            anyhow::bail!("this index embeds with {}, not {}: index into a new file", name(&m.model), name(&here.model))
-        }
-        // Trees asked of an index without them: from now on it keeps them (`add_trees` builds the missing).
-        Some(m) if m.trees.is_empty() && !here.trees.is_empty() => {
-            store.set_meta(&Meta { trees: here.trees, ..m })?;
-            Ok(true)
-        }
-        Some(m) => Ok(!m.trees.is_empty()),
+    let named = |on: bool, name: &str| if on { name.to_owned() } else { String::new() };
+    let here = Meta {
+        arbor_version: env!("CARGO_PKG_VERSION").into(),
+        encoder: encoder.fingerprint.clone(),
+        units,
+        dim: encoder.dim(),
+        trees: named(asked.trees, TREES),
+        raptor: named(asked.raptor, RAPTOR),
+        model,
+    };
+    let Some(m) = store.meta()? else {
+        store.set_meta(&here)?;
+        return Ok(asked);
+    };
+    if m.encoder != here.encoder {
+        anyhow::bail!("this index was built by encoder {}, not the one loaded now ({}): index into a new file", m.encoder, here.encoder)
     }
+    anyhow::ensure!(m.units == here.units, "this index cuts units by {}, not {}: index into a new file", m.units, here.units);
+    if m.model != here.model {
+        let name = |m: &str| if m.is_empty() { "the encoder itself".to_owned() } else { m.to_owned() };
+        anyhow::bail!("this index embeds with {}, not {}: index into a new file", name(&m.model), name(&here.model))
+    }
+    // Trees asked of an index without them: from now on it keeps them (`Builder::add_missing` builds them).
+    let kept = Kept { trees: asked.trees || !m.trees.is_empty(), raptor: asked.raptor || !m.raptor.is_empty() };
+    let updated = Meta { trees: named(kept.trees, TREES), raptor: named(kept.raptor, RAPTOR), ..m.clone() };
+    if updated != m {
+        store.set_meta(&updated)?;
+    }
+    Ok(kept)
 }
 
 /// One document cut into units and encoded, ready to store.
@@ -225,9 +226,7 @@ fn encode(
     digest: String,
     encoder: &SentenceEncoder<DefaultBackend>,
     embed: &dyn Fn(&[&str]) -> Vec<Vec<f32>>,
-    batch: usize,
     rule: &UnitConfig,
-    trees: bool,
 ) -> anyhow::Result<DocumentRow> {
     let one = Document { id: doc.key.clone(), title: doc.title.clone(), text: doc.text.clone(), sections: Vec::new(), split: None };
     let corpus = Corpus::new(vec![one], Vec::new(), &doc.file)?;
@@ -241,7 +240,7 @@ fn encode(
         .zip(embed(&texts))
         .map(|(c, vector)| UnitRow { span: leaves.units.spans[c].span, header: leaves.units.headers.get(c).cloned().unwrap_or_default(), vector })
         .collect();
-    let mut row = DocumentRow {
+    Ok(DocumentRow {
         key: doc.key.clone(),
         file: doc.file.display().to_string(),
         digest,
@@ -250,17 +249,6 @@ fn encode(
         tokens,
         units,
         merges: None,
-    };
-    if trees {
-        row.merges = Some(tree_merges(encoder, &row, batch));
-    }
-    Ok(row)
-}
-
-/// The merges of the default SproutRAG tree over a document's units, their texts and vectors.
-fn tree_merges(encoder: &SentenceEncoder<DefaultBackend>, doc: &DocumentRow, batch: usize) -> Vec<(u32, u32)> {
-    let texts: Vec<&str> = doc.units.iter().map(|u| &doc.text[u.span.start..u.span.end]).collect();
-    let spans: Vec<DocSpan> = doc.units.iter().map(|u| DocSpan { doc: 0, span: u.span }).collect();
-    let leaves: Vec<f32> = doc.units.iter().flat_map(|u| u.vector.iter().copied()).collect();
-    default_tree(encoder, &texts, spans, &leaves, batch).merges
+        raptor: None,
+    })
 }

@@ -3,10 +3,12 @@
 //! offsets) and vectors in an SQLite file (`arbor_store`), one transaction per document, incrementally by
 //! content digest; `arbor query INDEX "question"` ([`query`]) ranks the stored units with the same
 //! retrievers and token budget the experiment runner uses (flat dense, BM25, hybrid, SproutRAG's beam
-//! search), in corpus scope. [`trained`]: a run's dense control as the index's encoder.
+//! search, RAPTOR's collapsed tree), in corpus scope. [`structures`]: the per-document trees an index keeps;
+//! [`trained`]: a run's dense control as the index's encoder.
 
 pub mod index;
 pub mod query;
+pub mod structures;
 pub mod trained;
 
 use std::path::PathBuf;

@@ -13,12 +13,15 @@ use std::time::Instant;
 use anyhow::Context;
 use arbor_datasets::span::char_offset;
 use arbor_datasets::{Corpus, DocSpan, Document, TokenStarts};
+use arbor_eval::formats::raptor_io;
 use arbor_eval::index::{Chunks, Tokens};
 use arbor_eval::retrievers::beam::BeamConfig;
 use arbor_eval::retrievers::bm25::Bm25;
 use arbor_eval::retrievers::flat::FlatDense;
 use arbor_eval::retrievers::fusion::Fusion;
+use arbor_eval::retrievers::hierarchy::AutoMerging;
 use arbor_eval::retrievers::prefilter::Prefiltered;
+use arbor_eval::retrievers::raptor::{RaptorRetriever, RaptorTree};
 use arbor_eval::retrievers::tree_retrieval::{TreeRetriever, TreeSearch};
 use arbor_eval::scoring::budget::spend;
 use arbor_eval::structures::tree::Tree;
@@ -30,7 +33,9 @@ use serde::Serialize;
 use super::EncoderArgs;
 use super::trained::{ModelRecord, Tuned};
 use crate::methods::MethodSpec;
+use crate::methods::hierarchy::{HierarchyConfig, document_hierarchy};
 use crate::methods::hybrid::HybridConfig;
+use crate::methods::raptor::RaptorConfig;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum QueryMethod {
@@ -43,6 +48,12 @@ pub enum QueryMethod {
     /// Beam search over each document's SproutRAG tree, the best items of all (`SproutRag(())`; an index
     /// built with --trees)
     Sproutrag,
+    /// Every node of every document's RAPTOR tree ranked together, the collapsed tree (`Raptor(())`; an
+    /// index built with --raptor)
+    Raptor,
+    /// Dense over the units, a section replacing its units when more than half of them are retrieved;
+    /// sections from each document's heading lines (`Hierarchy(())`; any index)
+    Hierarchy,
 }
 
 #[derive(Debug, Parser)]
@@ -87,9 +98,12 @@ pub struct Hit {
     pub rank: usize,
     pub document: String,
     pub score: f32,
-    /// For a tree method: the node, the leaves under it and its depth below the root (0 = the root).
+    /// For SproutRAG: the node, the leaves under it and its depth below the root (0 = the root).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<NodeAt>,
+    /// For RAPTOR: the node's layer (0 = a leaf chunk, 1 = a summary of leaves, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layer: Option<usize>,
     /// Its pieces of text (one for a unit), with both kinds of offsets.
     pub spans: Vec<Located>,
     /// The text handed on (pieces joined by a blank line).
@@ -127,6 +141,8 @@ pub struct Opened {
     /// Each document's SproutRAG tree as stored (its merges), when the index keeps trees; the trees
     /// themselves are built by the retriever that searches them.
     merges: Option<Vec<Option<Vec<(u32, u32)>>>>,
+    /// Each document's RAPTOR tree as stored (`raptor_io` bytes), when the index keeps them.
+    raptor: Option<Vec<Option<Vec<u8>>>>,
     encoder: String,
     /// The trained model it embeds with (`meta.model`), if any.
     model: Option<ModelRecord>,
@@ -137,9 +153,10 @@ impl Opened {
         let meta = store.meta()?.context("the index holds no document yet: add some with `arbor index DIR --into INDEX`")?;
         let stored = store.load()?;
         let (mut documents, mut per_doc, mut vectors, mut tokens, mut headers) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut merges = Vec::new();
+        let (mut merges, mut raptor) = (Vec::new(), Vec::new());
         for d in stored {
             merges.push(d.merges);
+            raptor.push(d.raptor);
             per_doc.push(d.units.iter().map(|u| u.span).collect::<Vec<_>>());
             headers.extend(d.units.iter().map(|u| u.header.clone()));
             vectors.extend(d.units.into_iter().map(|u| u.vector));
@@ -152,8 +169,9 @@ impl Opened {
         }
         let corpus = Corpus::new(documents, Vec::new(), std::path::Path::new("index"))?;
         let merges = (!meta.trees.is_empty()).then_some(merges);
+        let raptor = (!meta.raptor.is_empty()).then_some(raptor);
         let model = (!meta.model.is_empty()).then(|| serde_json::from_str(&meta.model)).transpose().context("meta.model is damaged")?;
-        Ok(Opened { corpus, units, vectors, tokens: Tokens(tokens), merges, encoder: meta.encoder, model })
+        Ok(Opened { corpus, units, vectors, tokens: Tokens(tokens), merges, raptor, encoder: meta.encoder, model })
     }
 
     /// The retriever of `method` over every stored unit; beam search reads `beam_width`, fusion `depth`.
@@ -180,12 +198,39 @@ impl Opened {
             }
             QueryMethod::Sproutrag => {
                 let merges = self.merges.as_ref().context("this index keeps no trees: build them with `arbor index DIR --into INDEX --trees`")?;
-                let bare = merges.iter().filter(|m| m.is_none()).count();
-                anyhow::ensure!(bare == 0, "{bare} documents of the index have no tree yet (an interrupted `arbor index`): run it again");
+                all_built(merges)?;
                 anyhow::ensure!(beam_width > 0, "--beam-width must be at least 1");
                 let trees = merges.iter().enumerate().map(|(d, m)| m.clone().map(|m| self.tree(d, m))).collect();
                 let search = TreeSearch::Beam(BeamConfig { beam_width, ..BeamConfig::default() });
                 Box::new(TreeRetriever { name: "SproutRAG".into(), trees, leaves: &self.units, search })
+            }
+            QueryMethod::Raptor => {
+                let stored =
+                    self.raptor.as_ref().context("this index keeps no RAPTOR trees: build them with `arbor index DIR --into INDEX --raptor`")?;
+                all_built(stored)?;
+                let trees = stored
+                    .iter()
+                    .zip(&self.corpus.documents)
+                    .map(|(bytes, doc)| {
+                        bytes
+                            .as_deref()
+                            .map(|b| raptor_io::decode(b).map_err(|e| anyhow::anyhow!("the RAPTOR tree of {} is damaged: {e}", doc.id)))
+                            .transpose()
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                let leaves = Chunks::from_docs(trees.iter().map(|t| t.as_ref().map_or_else(Vec::new, |t: &RaptorTree| t.leaf_spans())));
+                let config = RaptorConfig::default();
+                Box::new(RaptorRetriever { name: "RAPTOR".into(), trees, leaves: Cow::Owned(leaves), search: config.search() })
+            }
+            QueryMethod::Hierarchy => {
+                let trees = self.corpus.documents.iter().enumerate().map(|(d, doc)| Some(document_hierarchy(doc, &self.units, d).0)).collect();
+                Box::new(AutoMerging {
+                    name: "Heading hierarchy".into(),
+                    trees,
+                    chunks: Cow::Borrowed(&self.units),
+                    embeddings: Cow::Borrowed(&self.vectors[..]),
+                    ratio: HierarchyConfig::default().ratio,
+                })
             }
         })
     }
@@ -208,6 +253,7 @@ impl Opened {
 
     /// A ranked item as a result: its document, offsets of both kinds, text, and where it sits in a tree.
     pub fn hit(&self, rank: usize, item: &Item, retriever: &dyn Retriever, query: &QueryInput) -> Hit {
+        let layer = item.node.and(retriever.layer(item));
         let doc = item.spans.first().map_or(0, |s| s.doc);
         let text = &self.corpus.documents[doc].text;
         let spans: Vec<Located> = item
@@ -220,7 +266,7 @@ impl Opened {
             let path = retriever.path(query, n)?;
             Some(NodeAt { node: n.node, leaves: path.last()?.leaves, depth: path.len() - 1 })
         });
-        Hit { rank, document: self.corpus.documents[doc].id.clone(), score: item.score, node, spans, text: pieces.join("\n\n") }
+        Hit { rank, document: self.corpus.documents[doc].id.clone(), score: item.score, node, layer, spans, text: pieces.join("\n\n") }
     }
 }
 
@@ -283,6 +329,13 @@ pub fn query(args: &QueryArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Every document has its tree (an index whose `arbor index` was killed while building them has not).
+fn all_built<T>(trees: &[Option<T>]) -> anyhow::Result<()> {
+    let bare = trees.iter().filter(|m| m.is_none()).count();
+    anyhow::ensure!(bare == 0, "{bare} documents of the index have no tree yet (an interrupted `arbor index`): run it again");
+    Ok(())
+}
+
 fn print(question: &str, args: &QueryArgs, results: Vec<Hit>) -> anyhow::Result<()> {
     if args.json {
         // The method as the command line names it.
@@ -293,7 +346,11 @@ fn print(question: &str, args: &QueryArgs, results: Vec<Hit>) -> anyhow::Result<
     println!("{question}");
     for h in results {
         let at: Vec<String> = h.spans.iter().map(|s| format!("chars {}-{} (bytes {}-{})", s.chars[0], s.chars[1], s.bytes[0], s.bytes[1])).collect();
-        let node = h.node.map_or(String::new(), |n| format!("  node {} ({} leaves, depth {})", n.node, n.leaves, n.depth));
+        let node = match (h.node, h.layer) {
+            (Some(n), _) => format!("  node {} ({} leaves, depth {})", n.node, n.leaves, n.depth),
+            (None, Some(layer)) => format!("  layer {layer}"),
+            _ => String::new(),
+        };
         println!("{:>3}. {}  {}  score {:.4}{node}", h.rank, h.document, at.join(", "), h.score);
         for line in h.text.lines() {
             println!("     {line}");

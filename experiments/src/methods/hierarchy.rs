@@ -7,6 +7,8 @@
 use std::borrow::Cow;
 
 use arbor_datasets::headings::derive_sections;
+use arbor_datasets::{Document, Span};
+use arbor_eval::index::Chunks;
 use arbor_eval::retrievers::hierarchy::{AutoMerging, Hierarchy};
 use serde::{Deserialize, Serialize};
 
@@ -46,25 +48,16 @@ impl MethodSpec for HierarchyConfig {
         let (mut given, mut derived, mut headings, mut flat) = (0, 0, 0, 0);
         let mut trees = vec![None; ctx.corpus.documents.len()];
         for &d in ctx.docs {
-            let doc = &ctx.corpus.documents[d];
-            let sections = match doc.sections.is_empty() {
-                false => {
-                    given += 1;
-                    doc.sections.iter().map(|s| s.span()).collect()
+            let (tree, sections) = document_hierarchy(&ctx.corpus.documents[d], units, d);
+            match sections {
+                Sections::Given => given += 1,
+                Sections::Derived(n) => {
+                    derived += 1;
+                    headings += n
                 }
-                true => {
-                    let found: Vec<_> = derive_sections(&doc.text).iter().map(|s| s.span()).collect();
-                    headings += found.len();
-                    if found.is_empty() {
-                        flat += 1
-                    } else {
-                        derived += 1
-                    }
-                    found
-                }
-            };
-            let leaves: Vec<_> = units.by_doc[d].clone().map(|c| (c, units.spans[c].span)).collect();
-            trees[d] = Some(Hierarchy::build(doc.text.len(), &sections, &leaves));
+                Sections::None => flat += 1,
+            }
+            trees[d] = Some(tree);
         }
         let details = format!(
             "{given} documents with sections in the corpus, {derived} with {headings} headings derived from their lines, {flat} with neither \
@@ -79,4 +72,31 @@ impl MethodSpec for HierarchyConfig {
         };
         Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
     }
+}
+
+/// Where a document's sections came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sections {
+    /// The corpus gives them.
+    Given,
+    /// This many were derived from heading lines.
+    Derived(usize),
+    /// Neither: the document and its units only.
+    None,
+}
+
+/// Document `d`'s hierarchy over its leaf units (`units`): its own sections, else those of its heading
+/// lines, else the document alone above the units. The one way it is built, for experiments and for
+/// `arbor query --method hierarchy`.
+pub fn document_hierarchy(doc: &Document, units: &Chunks, d: usize) -> (Hierarchy, Sections) {
+    let (sections, source): (Vec<Span>, Sections) = match doc.sections.is_empty() {
+        false => (doc.sections.iter().map(|s| s.span()).collect(), Sections::Given),
+        true => {
+            let found: Vec<Span> = derive_sections(&doc.text).iter().map(|s| s.span()).collect();
+            let source = if found.is_empty() { Sections::None } else { Sections::Derived(found.len()) };
+            (found, source)
+        }
+    };
+    let leaves: Vec<_> = units.by_doc[d].clone().map(|c| (c, units.spans[c].span)).collect();
+    (Hierarchy::build(doc.text.len(), &sections, &leaves), source)
 }

@@ -20,10 +20,13 @@ use arbor_eval::structures::chunkers::pack_sentences;
 use arbor_eval::structures::gmm::ClusterParams;
 use serde::{Deserialize, Serialize};
 
+use arbor_datasets::{Span, TokenStarts};
+use arbor_models::{DefaultBackend, SentenceEncoder};
+
 use super::{Built, Context, MethodSpec, QueryVectors};
 use crate::cache::{Artefact, key};
 use crate::progress::bar;
-use crate::summaries::SummariserConfig;
+use crate::summaries::{Summariser, SummariserConfig};
 
 /// `Raptor((search: Collapsed))` in an experiment file; the defaults are RAPTOR's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,6 +73,42 @@ impl Default for RaptorConfig {
 }
 
 impl RaptorConfig {
+    /// A document's leaf chunks: its sentences packed to `leaf_tokens` (RAPTOR's `split_text`).
+    pub fn leaf_spans(&self, text: &str, tokens: &TokenStarts, sentences: &[Span]) -> Vec<Span> {
+        pack_sentences(text, tokens, sentences, self.leaf_tokens)
+    }
+
+    /// Document `d`'s tree over its leaf chunks (`spans` and their vectors): clustered, each cluster
+    /// summarised by `summariser`, the summaries embedded by `encoder`. The one way a tree is built, for
+    /// experiments and for `arbor index --raptor`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn tree(
+        &self,
+        d: usize,
+        spans: &[Span],
+        vectors: Vec<Vec<f32>>,
+        tokens: &TokenStarts,
+        summariser: &dyn Summariser,
+        encoder: &SentenceEncoder<DefaultBackend>,
+        batch: usize,
+    ) -> anyhow::Result<RaptorTree> {
+        let counts: Vec<usize> = spans.iter().map(|&s| tokens.count(s)).collect();
+        let mut summarise = |under: &[Span]| summariser.summarise(d, under, self.summary_tokens);
+        let mut embed = |texts: &[String]| -> anyhow::Result<Vec<Vec<f32>>> {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            Ok(encoder.embed(&refs, batch, &mut |_| {}))
+        };
+        RaptorTree::build(spans, vectors, &counts, &self.params(), &mut summarise, &mut embed)
+    }
+
+    /// How the search is named and run.
+    pub fn search(&self) -> RaptorSearch {
+        match self.search {
+            RaptorSearchConfig::Collapsed => RaptorSearch::Collapsed,
+            RaptorSearchConfig::Traversal { top_k } => RaptorSearch::Traversal { top_k },
+        }
+    }
+
     fn params(&self) -> RaptorParams {
         RaptorParams {
             cluster: ClusterParams { reduction_dimension: self.reduction_dimension, max_clusters: self.max_clusters, threshold: self.threshold },
@@ -112,14 +151,13 @@ impl MethodSpec for RaptorConfig {
         let docs = &ctx.corpus.documents;
         let leaves = Chunks::from_docs((0..docs.len()).map(|d| {
             let spans: Vec<_> = sentences.spans[sentences.by_doc[d].clone()].iter().map(|s| s.span).collect();
-            if ctx.docs.contains(&d) { pack_sentences(&docs[d].text, &ctx.leaves.tokens.0[d], &spans, self.leaf_tokens) } else { Vec::new() }
+            if ctx.docs.contains(&d) { self.leaf_spans(&docs[d].text, &ctx.leaves.tokens.0[d], &spans) } else { Vec::new() }
         }));
         let vectors = ctx.chunk_vectors(&("raptor leaves", self.leaf_tokens), &leaves, &|c| leaves.text(ctx.corpus, c).to_owned())?;
         let summariser = self.summariser.open(ctx.corpus, ctx.leaves, ctx.unit_vectors()?, &ctx.cache.root)?;
         // The tree does not depend on how it is searched: both searches share one cached tree per document.
         let built_by = RaptorConfig { search: RaptorSearchConfig::Collapsed, ..self.clone() };
         let dir = ctx.cache.dir(Artefact::Raptor, &key(&(&ctx.keys.encoder, &built_by, self.summariser.key()?)))?;
-        let params = self.params();
         let mut trees: Vec<Option<RaptorTree>> = vec![None; docs.len()];
         let pb = bar(ctx.docs.len(), "RAPTOR trees");
         for &d in ctx.docs {
@@ -127,15 +165,9 @@ impl MethodSpec for RaptorConfig {
             let spans: Vec<_> = leaves.spans[range.clone()].iter().map(|s| s.span).collect();
             let path = dir.join(format!("{}.raptor", ctx.keys.docs[d]));
             let load = |path: &Path| raptor_io::load(path).map_err(anyhow::Error::msg);
-            let build = || {
-                let tokens: Vec<usize> = spans.iter().map(|&s| ctx.leaves.tokens.0[d].count(s)).collect();
-                let mut summarise = |under: &[arbor_datasets::Span]| summariser.summarise(d, under, self.summary_tokens);
-                let mut embed = |texts: &[String]| -> anyhow::Result<Vec<Vec<f32>>> {
-                    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                    Ok(ctx.encoder.embed(&refs, ctx.encoder_config.batch_size, &mut |_| {}))
-                };
-                RaptorTree::build(&spans, vectors[range.clone()].to_vec(), &tokens, &params, &mut summarise, &mut embed)
-            };
+            let tokens = &ctx.leaves.tokens.0[d];
+            let batch = ctx.encoder_config.batch_size;
+            let build = || self.tree(d, &spans, vectors[range.clone()].to_vec(), tokens, summariser.as_ref(), ctx.encoder, batch);
             let save = |tree: &RaptorTree, path: &Path| Ok(raptor_io::save(tree, path)?);
             let tree = ctx.cache.load_or_build(&path, load, build, save)?;
             // The file is named by the document's content; its leaves must be this run's leaf chunks.
@@ -147,11 +179,7 @@ impl MethodSpec for RaptorConfig {
         }
         pb.finish_and_clear();
         let details = describe(&trees, &summariser.describe(), self.summary_tokens);
-        let search = match self.search {
-            RaptorSearchConfig::Collapsed => RaptorSearch::Collapsed,
-            RaptorSearchConfig::Traversal { top_k } => RaptorSearch::Traversal { top_k },
-        };
-        let retriever = RaptorRetriever { name: self.label(), trees, leaves: Cow::Owned(leaves), search };
+        let retriever = RaptorRetriever { name: self.label(), trees, leaves: Cow::Owned(leaves), search: self.search() };
         Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
     }
 }
