@@ -6,8 +6,8 @@
 #
 #     scripts/bench_index.sh [CORPUS_DIR] [WORK_DIR]
 #
-# QUERIES_ONLY=1 reuses WORK_DIR/index.arbor (queries, and SproutRAG's when it keeps trees); TREES=1 adds
-# SproutRAG's trees to it first (`arbor index --trees`).
+# QUERIES_ONLY=1 reuses WORK_DIR/index.arbor (queries, and SproutRAG's / RAPTOR's when it keeps their
+# trees); TREES=1 adds SproutRAG's trees to it first (`arbor index --trees`), RAPTOR=1 RAPTOR's (`--raptor`).
 set -euo pipefail
 corpus=${1:-${ARBOR_DATA:?set ARBOR_DATA or name the corpus folder}/legalbench-rag-mini}
 work=${2:-$(mktemp -d)}
@@ -26,14 +26,19 @@ if [ -n "${TREES:-}" ]; then
   echo "== arbor index --trees (SproutRAG's trees of the stored documents)"
   timed "$arbor" index "$work/docs" --into "$work/index.arbor" --trees
 fi
+if [ -n "${RAPTOR:-}" ]; then
+  echo "== arbor index --raptor (RAPTOR's trees of the stored documents)"
+  timed "$arbor" index "$work/docs" --into "$work/index.arbor" --raptor
+fi
 python3 - "$corpus/queries.jsonl" "$work/questions.txt" <<'PY'
 import json, sys
 qs = [json.loads(l)["text"].replace("\n", " ") for l in open(sys.argv[1]) if l.strip()][:200]
 open(sys.argv[2], "w").write("\n".join(qs) + "\n")
 PY
-trees=$(python3 -c "import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute(\"SELECT value FROM meta WHERE key='trees'\").fetchone(); print(r[0] if r else '')" "$work/index.arbor")
-methods=("flat" "bm25" "hybrid" "hybrid --depth 100")
-[ -n "$trees" ] && methods+=("sproutrag")
+kept() { python3 -c "import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute('SELECT value FROM meta WHERE key=?', (sys.argv[2],)).fetchone(); print(r[0] if r else '')" "$work/index.arbor" "$1"; }
+methods=("flat" "bm25" "hybrid" "hybrid --depth 100" "hierarchy")
+[ -n "$(kept trees)" ] && methods+=("sproutrag")
+[ -n "$(kept raptor)" ] && methods+=("raptor")
 for method in "${methods[@]}"; do
   echo "== arbor query --method $method (200 questions, corpus scope, k 10)"
   # shellcheck disable=SC2086

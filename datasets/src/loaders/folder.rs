@@ -5,10 +5,11 @@
 //! | `.txt`, `.text` | the file as it is |
 //! | `.md`, `.markdown` | the file as it is (its `#` headings are lines the heading hierarchy reads) |
 //! | `.html`, `.htm` | its visible text: tags removed, `script` / `style` / `head` dropped, block elements on lines of their own, entities decoded |
+//! | `.pdf` | the text of its pages, by the `pdf-extract` crate (text PDFs; a scanned PDF holds no text and is skipped as empty) |
 //! | `.jsonl` | one document per line in arbor's format (`{"id", "text", "title"?}`), keyed `path#id`; a file of queries (lines with `doc_ids`, an arbor corpus's queries.jsonl) is skipped |
 //!
-//! Anything else (PDF included: no extractor is built in) is skipped and counted, as is an empty or
-//! unreadable file; [`read_folder`] never stops at one bad file. Keys are paths relative to the folder,
+//! Anything else is skipped and counted, as is an empty, unreadable or damaged file (a PDF the extractor
+//! cannot parse, or on which it fails); [`read_folder`] never stops at one bad file. Keys are paths relative to the folder,
 //! with `/` between components, sorted: the order documents are indexed in.
 
 use std::path::{Path, PathBuf};
@@ -82,14 +83,17 @@ pub fn read_file(file: &Path, key: &str) -> Result<Vec<FileDocument>, String> {
         "txt" | "text" | "md" | "markdown" => Kind::Plain,
         "html" | "htm" => Kind::Html,
         "jsonl" => Kind::Jsonl,
-        "pdf" => return Err("PDF is not read: no PDF text extractor is built into arbor; convert it to text first (pdftotext)".into()),
-        _ => return Err(format!("not a document arbor reads (.{ext}); it reads .txt, .md, .html and .jsonl")),
+        "pdf" => Kind::Pdf,
+        _ => return Err(format!("not a document arbor reads (.{ext}); it reads .txt, .md, .html, .pdf and .jsonl")),
     };
     let bytes = std::fs::read(file).map_err(|e| format!("cannot be read: {e}"))?;
-    let text = String::from_utf8(bytes).map_err(|e| format!("is not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))?;
+    let text = match kind {
+        Kind::Pdf => pdf_text(&bytes)?,
+        _ => String::from_utf8(bytes).map_err(|e| format!("is not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))?,
+    };
     let one = |title: String, text: String| FileDocument { key: key.to_owned(), file: file.to_owned(), title, text };
     let docs = match kind {
-        Kind::Plain => vec![one(String::new(), text)],
+        Kind::Plain | Kind::Pdf => vec![one(String::new(), text)],
         Kind::Html => {
             let (title, body) = html_text(&text);
             vec![one(title, body)]
@@ -113,7 +117,18 @@ pub fn read_file(file: &Path, key: &str) -> Result<Vec<FileDocument>, String> {
 enum Kind {
     Plain,
     Html,
+    Pdf,
     Jsonl,
+}
+
+/// The text of a PDF's pages (lines as the extractor lays them out, trailing spaces dropped). The
+/// extractor can panic on a damaged file: that is caught and reported as the file's reason.
+pub fn pdf_text(bytes: &[u8]) -> Result<String, String> {
+    match std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem(bytes)) {
+        Ok(Ok(text)) => Ok(text.lines().map(str::trim_end).collect::<Vec<_>>().join("\n").trim().to_owned()),
+        Ok(Err(e)) => Err(format!("is not a PDF arbor can read ({e})")),
+        Err(_) => Err("is a PDF the extractor (pdf-extract) fails on: damaged or unsupported".into()),
+    }
 }
 
 /// Block elements: each starts and ends a line.
@@ -267,11 +282,13 @@ mod tests {
         std::fs::write(d.join("empty.txt"), "  \n").unwrap();
         std::fs::write(d.join("bad.txt"), [0x66, 0xff, 0x66]).unwrap();
         std::fs::write(d.join("paper.pdf"), "%PDF-1.4").unwrap();
+        std::fs::write(d.join("lease.pdf"), pdf(&["The tenant pays the rent (monthly).", "Notice is due in writing."])).unwrap();
         std::fs::write(d.join("queries.jsonl"), "{\"id\": \"q\", \"text\": \"Why?\", \"doc_ids\": [\"x\"]}\n").unwrap();
         std::fs::write(d.join(".hidden.txt"), "not read").unwrap();
         let (docs, skipped) = read_folder(d).unwrap();
         let keys: Vec<&str> = docs.iter().map(|x| x.key.as_str()).collect();
-        assert_eq!(keys, ["b.txt", "c.html", "d.jsonl#x", "d.jsonl#y", "sub/a.md"]);
+        assert_eq!(keys, ["b.txt", "c.html", "d.jsonl#x", "d.jsonl#y", "lease.pdf", "sub/a.md"]);
+        assert_eq!(docs[4].text, "The tenant pays the rent (monthly).\nNotice is due in writing.");
         assert_eq!(docs[1].text, "Hello there");
         assert_eq!((docs[3].title.as_str(), docs[3].text.as_str()), ("Y", "Two."));
         let why: Vec<(String, &str)> =
@@ -279,7 +296,36 @@ mod tests {
         assert_eq!(why.len(), 4, "{why:?}");
         assert!(why[0].0 == "bad.txt" && why[0].1.contains("not UTF-8 text (byte 1)"), "{why:?}");
         assert!(why[1].0 == "empty.txt" && why[1].1 == "holds no text", "{why:?}");
-        assert!(why[2].0 == "paper.pdf" && why[2].1.contains("PDF"), "{why:?}");
+        assert!(why[2].0 == "paper.pdf" && why[2].1.contains("not a PDF arbor can read"), "{why:?}");
         assert!(why[3].0 == "queries.jsonl" && why[3].1.contains("holds queries"), "{why:?}");
+    }
+
+    /// A one-page PDF whose lines are `lines`, in Helvetica (a standard font: nothing embedded).
+    fn pdf(lines: &[&str]) -> Vec<u8> {
+        let mut content = String::from("BT /F1 12 Tf 72 720 Td 16 TL");
+        for l in lines {
+            content.push_str(&format!(" ({}) Tj T*", l.replace('\\', "\\\\").replace('(', "\\(").replace(')', "\\)")));
+        }
+        content.push_str(" ET");
+        let objects = [
+            "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
+            "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_owned(),
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>".to_owned(),
+            format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()),
+            "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".to_owned(),
+        ];
+        let mut out = b"%PDF-1.4\n".to_vec();
+        let mut offsets = Vec::new();
+        for (i, o) in objects.iter().enumerate() {
+            offsets.push(out.len());
+            out.extend(format!("{} 0 obj\n{o}\nendobj\n", i + 1).bytes());
+        }
+        let xref = out.len();
+        out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).bytes());
+        for o in offsets {
+            out.extend(format!("{o:010} 00000 n \n").bytes());
+        }
+        out.extend(format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).bytes());
+        out
     }
 }
