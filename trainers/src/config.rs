@@ -49,6 +49,11 @@ pub struct TrainConfig {
     pub merge_pairs: MergePairs,
     /// Other units of the query's document are InfoNCE negatives besides the in-batch ones.
     pub hard_negatives: bool,
+    /// With the encoder fine-tuned, a step of the dense control runs it over at most this many word
+    /// pieces of its document: the batch's positives, then the units nearest its queries by the frozen
+    /// vectors (`crate::window`). `None`: every unit (the whole-document step).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_tokens: Option<usize>,
 }
 
 impl Default for TrainConfig {
@@ -69,6 +74,7 @@ impl Default for TrainConfig {
             eps: 1e-6,
             merge_pairs: MergePairs::SameParagraph,
             hard_negatives: true,
+            step_tokens: None,
         }
     }
 }
@@ -87,6 +93,9 @@ impl TrainConfig {
         }
         if !(self.node_loss >= 0.0) {
             return Err(format!("training.node_loss must be 0 (off) or positive, got {}", self.node_loss));
+        }
+        if self.step_tokens == Some(0) {
+            return Err("training.step_tokens must be at least 1 (or None: the whole document)".into());
         }
         if !(self.tau > 0.0) {
             return Err(format!("training.tau must be positive, got {}", self.tau));

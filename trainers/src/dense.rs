@@ -8,7 +8,9 @@
 //!
 //! and no SLLM, tree, L_attn or L_node: what the training queries give plain dense retrieval. The encoder
 //! is fine-tuned at `lr_encoder` when the method it controls fine-tunes it; else a linear map over the
-//! frozen vectors trains at `lr_new`. The checkpoint kept is the epoch with the best validation IE.
+//! frozen vectors trains at `lr_new`. The checkpoint kept is the epoch with the best validation IE. With
+//! `step_tokens`, a fine-tuning step encodes only a window of its document ([`crate::window`]): the
+//! positives and the negatives nearest the queries, the same loss when the window holds the document.
 
 use std::path::Path;
 
@@ -24,6 +26,7 @@ use crate::config::TrainConfig;
 use crate::data::{EpochBatches, TrainDoc, TrainQuery};
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
 use crate::sproutrag::{flat_on_held_out, retrieval_loss};
+use crate::window::window;
 
 /// Trains the control; `encoder`: the pretrained encoder when it is fine-tuned (else the frozen vectors
 /// in `train` and `holdout` are read, `dim` wide).
@@ -77,10 +80,19 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
         let doc = &self.train[batch.doc];
         let device = Default::default();
         let queries: Vec<&TrainQuery> = batch.queries.iter().map(|&q| &doc.queries[q]).collect();
-        let positives: Vec<usize> = queries.iter().map(|q| q.positive).collect();
-        let (units, eq) = (units(model, doc, &device), query_vectors(model, &queries, &device));
+        // The adapter reads frozen vectors: every unit costs nothing, so only the encoder's step is windowed.
+        let budget = model.encoder.as_ref().and(self.config.step_tokens);
+        let kept = window(doc, &queries, budget);
+        let at = |u: usize| kept.binary_search(&u).expect("the window holds every positive");
+        let positives: Vec<usize> = queries.iter().map(|q| at(q.positive)).collect();
+        let (units, eq) = (units_in(model, doc, &kept, &device), query_vectors(model, &queries, &device));
         let terms = vec![("loss/ret", retrieval_loss(units, eq, &positives, self.config))];
-        Ok(Step { terms, scalars: Vec::new(), context: format!("document {}, {} queries", batch.doc, batch.queries.len()) })
+        let scalars = vec![("step/units", kept.len() as f64)];
+        Ok(Step {
+            terms,
+            scalars,
+            context: format!("document {}, {} queries, {} of {} units", batch.doc, batch.queries.len(), kept.len(), doc.units.len()),
+        })
     }
 
     fn evaluate(&self, model: &DenseModel<B::InnerBackend>) -> Vec<(&'static str, f64)> {
@@ -101,9 +113,14 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
 
 /// A document's unit embeddings: through the fine-tuned encoder, or the frozen vectors through the adapter.
 fn units<B: Backend>(model: &DenseModel<B>, doc: &TrainDoc, device: &B::Device) -> Tensor<B, 2> {
+    units_in(model, doc, &(0..doc.units.len()).collect::<Vec<_>>(), device)
+}
+
+/// The embeddings of the units `kept` of a document, in that order.
+fn units_in<B: Backend>(model: &DenseModel<B>, doc: &TrainDoc, kept: &[usize], device: &B::Device) -> Tensor<B, 2> {
     match &model.encoder {
-        Some(_) => model.pool(&doc.ids.iter().map(Vec::as_slice).collect::<Vec<_>>(), device),
-        None => model.embed(rows(&doc.pooled, device)),
+        Some(_) => model.pool(&kept.iter().map(|&u| doc.ids[u].as_slice()).collect::<Vec<_>>(), device),
+        None => model.embed(rows(&kept.iter().map(|&u| doc.pooled[u].clone()).collect::<Vec<_>>(), device)),
     }
 }
 
@@ -122,6 +139,7 @@ fn rows<B: Backend>(rows: &[Vec<f32>], device: &B::Device) -> Tensor<B, 2> {
 mod tests {
     use super::*;
     use crate::schedule::Schedule;
+    use crate::skeleton::Task;
     use arbor_datasets::{DocSpan, Document, Span};
     use arbor_models::DefaultBackend;
     use burn::backend::Autodiff;
@@ -170,5 +188,60 @@ mod tests {
         assert!(state.best.is_some(), "the best epoch on validation is kept");
         let probe = rows::<DefaultBackend>(&[vec![0.3; 8]], &Default::default());
         assert_eq!(back.embed(probe.clone()).into_data(), model.embed(probe).into_data(), "the trained model is the best epoch's");
+    }
+
+    /// A real step with the pretrained encoder: a window holding the whole document gives the whole-document
+    /// step's loss exactly; a smaller one drops the negatives that weigh least, so its loss is lower, but
+    /// not below the loss with no document negative at all.
+    #[test]
+    fn a_window_holding_the_document_gives_the_whole_document_loss() {
+        use arbor_models::bert::load_bert;
+        use arbor_models::{EncoderConfig, ModelSource, SentenceEncoder};
+
+        let device = Default::default();
+        let encoder = SentenceEncoder::<DefaultBackend>::load(&EncoderConfig::default(), &device).unwrap();
+        let dir = arbor_models::hub::resolve(&ModelSource::AllMiniLmL6V2).unwrap();
+        let bert = load_bert::<Autodiff<DefaultBackend>>(&encoder.config, &dir.path.join("model.safetensors"), &device).unwrap();
+        let texts = [
+            "The tenant pays the rent on the first day of each month.",
+            "The landlord repairs the roof and the heating.",
+            "Any notice must be given in writing.",
+            "The deposit is returned within thirty days.",
+            "No pets are allowed in the flat.",
+        ];
+        let text = texts.join(" ");
+        let mut at = 0;
+        let units: Vec<DocSpan> = texts
+            .iter()
+            .map(|t| {
+                let span = Span::new(at, at + t.len());
+                at += t.len() + 1;
+                DocSpan { doc: 0, span }
+            })
+            .collect();
+        let corpus =
+            Corpus::new(vec![Document { id: "d".into(), title: String::new(), text, sections: vec![], split: None }], vec![], Path::new("t"))
+                .unwrap();
+        let questions = ["When is the rent due?", "Who fixes the heating?"];
+        let (qids, qpooled) = (encoder.tokenize(&questions), encoder.embed(&questions, 8, &mut |_| {}));
+        let queries = (0..2).map(|k| TrainQuery { pooled: qpooled[k].clone(), ids: qids[k].clone(), positive: k, gold: vec![units[k]] }).collect();
+        let ids = encoder.tokenize(&texts);
+        let doc = TrainDoc { units, pooled: encoder.embed(&texts, 8, &mut |_| {}), ids: ids.clone(), pairs: vec![], tokens: vec![], queries };
+        let docs = vec![doc];
+        let model = DenseModel::new(encoder.dim(), Some(bert), &device);
+        let loss = |step_tokens: Option<usize>, hard_negatives: bool| -> f32 {
+            let config = TrainConfig { batch_size: 2, step_tokens, hard_negatives, ..TrainConfig::default() };
+            let batches = EpochBatches::new(&docs, 2, config.schedule.seed);
+            let mut task = PlainRetrieval { config: &config, corpus: &corpus, train: &docs, holdout: &[], batches };
+            let step = Task::<Autodiff<DefaultBackend>>::step(&mut task, &model, 0).unwrap();
+            step.terms[0].1.clone().into_scalar()
+        };
+        let all: usize = ids.iter().map(Vec::len).sum();
+        let whole = loss(None, true);
+        assert_eq!(loss(Some(all), true), whole, "a window holding every token is the whole document");
+        // The two positives and one more unit: the nearest negative only.
+        let three = ids[0].len() + ids[1].len() + ids.iter().skip(2).map(Vec::len).max().unwrap();
+        let (window, in_batch) = (loss(Some(three), true), loss(None, false));
+        assert!(in_batch < window && window < whole, "in-batch negatives only {in_batch} < window {window} < whole {whole}");
     }
 }

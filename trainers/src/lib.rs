@@ -18,6 +18,7 @@
 //! - [`schedule::Schedule`]: the training contract every trainer's config nests (epochs, seed, warmup,
 //!   weight decay, clipping, checkpoints, early stopping).
 //! - [`config::TrainConfig`], [`data`]: SproutRAG's settings and the per-document batches.
+//! - [`window`]: the sampled step's units (positives, then the nearest negatives within a token budget).
 
 pub mod checkpoint;
 pub mod compressor;
@@ -33,3 +34,4 @@ pub mod schedule;
 pub mod skeleton;
 pub mod sproutrag;
 pub mod stitch;
+pub mod window;

@@ -49,6 +49,7 @@ impl DenseConfig {
                 lr_encoder: t.lr_encoder,
                 tau: t.tau,
                 hard_negatives: t.hard_negatives,
+                step_tokens: t.step_tokens,
                 ..TrainConfig::default()
             },
         }
@@ -59,7 +60,10 @@ impl MethodSpec for DenseConfig {
     fn label(&self) -> String {
         let t = &self.training;
         match t.freeze_encoder {
-            false => format!("Dense, encoder fine-tuned at {} by InfoNCE alone ({} epochs)", t.lr_encoder, t.schedule.epochs),
+            false => {
+                let window = t.step_tokens.map_or(String::new(), |n| format!(", {n}-token windows"));
+                format!("Dense, encoder fine-tuned at {} by InfoNCE alone ({} epochs{window})", t.lr_encoder, t.schedule.epochs)
+            }
             true => format!("Dense, a linear map over the frozen encoder trained at {} by InfoNCE alone ({} epochs)", t.lr_new, t.schedule.epochs),
         }
     }
