@@ -7,7 +7,9 @@ the document; `window` the units that fit in STEP_TOKENS word pieces (arbor's `s
 then the units nearest the questions by the frozen vectors). Units come from an arbor index (SQLite),
 so both sides encode the same texts.
 
-    python3 scripts/bench_torch_step.py INDEX MODEL_DIR QUESTIONS_FILE [STEP_TOKENS] [STEPS]
+    python3 scripts/bench_torch_step.py INDEX MODEL_DIR QUESTIONS_FILE [STEP_TOKENS] [STEPS] [DOC_KEY]
+
+DOC_KEY names the document (a key of the index; default: the one with the most units).
 
 Prints one JSON line per mode: units and word pieces encoded, seconds per step (median of STEPS after a
 warm-up step), threads.
@@ -24,9 +26,12 @@ import torch  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
 
 
-def units_of_largest_document(index):
+def units_of(index, key):
     db = sqlite3.connect(index)
-    doc_id, text = db.execute("SELECT d.id, d.text FROM documents d JOIN units u ON u.doc = d.id GROUP BY d.id ORDER BY COUNT(*) DESC LIMIT 1").fetchone()
+    if key:
+        doc_id, text = db.execute("SELECT id, text FROM documents WHERE key = ?", (key,)).fetchone()
+    else:
+        doc_id, text = db.execute("SELECT d.id, d.text FROM documents d JOIN units u ON u.doc = d.id GROUP BY d.id ORDER BY COUNT(*) DESC LIMIT 1").fetchone()
     raw = text.encode("utf-8")
     return [raw[s:e].decode("utf-8") for s, e in db.execute("SELECT byte_start, byte_end FROM units WHERE doc = ? ORDER BY ord", (doc_id,))]
 
@@ -35,9 +40,10 @@ def main():
     index, model_dir, questions_file = sys.argv[1], sys.argv[2], sys.argv[3]
     step_tokens = int(sys.argv[4]) if len(sys.argv) > 4 else 4096
     steps = int(sys.argv[5]) if len(sys.argv) > 5 else 3
+    key = sys.argv[6] if len(sys.argv) > 6 else None
     model = SentenceTransformer(model_dir, device="cpu")
     tok = model.tokenizer
-    units = units_of_largest_document(index)
+    units = units_of(index, key)
     questions = [l.strip() for l in open(questions_file) if l.strip()][:32]
     with torch.no_grad():
         frozen_u = model.encode(units, batch_size=32, convert_to_tensor=True, normalize_embeddings=True)
