@@ -17,14 +17,20 @@ pub struct FlatDense<'a> {
 /// The dot product, over 8 running sums (independent lanes the compiler turns into SIMD: about 8x the
 /// one-sum loop, which waits on every addition), added pairwise, then the tail.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    dot_with(a, b)
+}
+
+/// [`dot`] against a vector of any components that widen to `f32` (the 8-bit codes of
+/// [`super::prefilter`]).
+pub fn dot_with<T: Copy + Into<f32>>(a: &[f32], b: &[T]) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut acc = [0.0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, &y)| x * y.into()).sum();
     for (x, y) in ca.zip(cb) {
         for i in 0..8 {
-            acc[i] += x[i] * y[i];
+            acc[i] += x[i] * y[i].into();
         }
     }
     ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail

@@ -12,7 +12,7 @@
 
 use rayon::prelude::*;
 
-use super::flat::{FlatDense, dot};
+use super::flat::{FlatDense, dot, dot_with};
 use crate::index::{Chunks, Item, QueryInput, Retriever, top_k};
 
 pub struct Prefiltered<'a> {
@@ -44,7 +44,7 @@ impl<'a> Prefiltered<'a> {
     /// the half-width (times the unit's scale).
     fn interval(&self, q: &[f32], u: usize, bound: f32) -> (f32, f32) {
         let s = self.scales[u];
-        let approx = s * dot_codes(q, &self.codes[u * self.dim..(u + 1) * self.dim]);
+        let approx = s * dot_with(q, &self.codes[u * self.dim..(u + 1) * self.dim]);
         (approx - s * bound, approx + s * bound)
     }
 }
@@ -54,19 +54,6 @@ pub fn quantise(v: &[f32]) -> (Vec<i8>, f32) {
     let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
     let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
     (v.iter().map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8).collect(), scale)
-}
-
-/// `q · c` over 8 running sums, as [`dot`].
-fn dot_codes(q: &[f32], c: &[i8]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let (cq, cc) = (q.chunks_exact(8), c.chunks_exact(8));
-    let tail: f32 = cq.remainder().iter().zip(cc.remainder()).map(|(x, &y)| x * y as f32).sum();
-    for (x, y) in cq.zip(cc) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i] as f32;
-        }
-    }
-    acc.iter().sum::<f32>() + tail
 }
 
 impl Retriever for Prefiltered<'_> {
@@ -93,7 +80,12 @@ impl Retriever for Prefiltered<'_> {
         let intervals: Vec<(usize, f32, f32)> = query
             .docs
             .par_iter()
-            .flat_map_iter(|&d| chunks.by_doc[d].clone().map(|u| (u, self.interval(q, u, bound))).map(|(u, (lo, hi))| (u, lo, hi)))
+            .flat_map_iter(|&d| {
+                chunks.by_doc[d].clone().map(|u| {
+                    let (lo, hi) = self.interval(q, u, bound);
+                    (u, lo, hi)
+                })
+            })
             .collect();
         let mut lows: Vec<f32> = intervals.iter().map(|&(_, lo, _)| lo).collect();
         let (_, &mut kth_low, _) = lows.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));

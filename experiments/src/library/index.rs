@@ -133,12 +133,8 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
     }
     let todo: Vec<(&FileDocument, String)> = docs.iter().map(|d| (d, digest(d))).filter(|(d, dg)| held.get(&d.key) != Some(dg)).collect();
     out.unchanged = docs.len() - todo.len();
-    let meta = store.meta()?;
-    let asked = Kept {
-        trees: args.trees || meta.as_ref().is_some_and(|m| !m.trees.is_empty()),
-        raptor: args.raptor || meta.as_ref().is_some_and(|m| !m.raptor.is_empty()),
-    };
-    let missing = asked.structures().into_iter().map(|s| store.without(s)).collect::<anyhow::Result<Vec<_>>>()?;
+    let asked = Kept { trees: args.trees, raptor: args.raptor };
+    let missing = asked.and_held(store.meta()?.as_ref()).structures().into_iter().map(|s| store.without(s)).collect::<anyhow::Result<Vec<_>>>()?;
     if todo.is_empty() && missing.iter().all(Vec::is_empty) {
         return Ok(out);
     }
@@ -148,7 +144,7 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
     anyhow::ensure!(!(args.trees && tuned.is_some()), "--trees reads the pretrained encoder's attention: not with --from");
     anyhow::ensure!(!(args.raptor && tuned.is_some()), "--raptor embeds with the pretrained encoder, as the experiment row does: not with --from");
     let model = tuned.as_ref().map(|t| serde_json::to_string(&t.record)).transpose()?.unwrap_or_default();
-    let kept = check_meta(store, &encoder, &rule, Kept { trees: args.trees, raptor: args.raptor }, model)?;
+    let kept = check_meta(store, &encoder, &rule, asked, model)?;
     let batch = args.encoder.batch_size.max(1);
     let builder = Builder { encoder: &encoder, rule: &rule, batch };
     let embed = |texts: &[&str]| match &tuned {
@@ -212,7 +208,7 @@ fn check_meta(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, rule
         anyhow::bail!("this index embeds with {}, not {}: index into a new file", name(&m.model), name(&here.model))
     }
     // Trees asked of an index without them: from now on it keeps them (`Builder::add_missing` builds them).
-    let kept = Kept { trees: asked.trees || !m.trees.is_empty(), raptor: asked.raptor || !m.raptor.is_empty() };
+    let kept = asked.and_held(Some(&m));
     let updated = Meta { trees: named(kept.trees, TREES), raptor: named(kept.raptor, RAPTOR), ..m.clone() };
     if updated != m {
         store.set_meta(&updated)?;

@@ -13,7 +13,7 @@ use arbor_eval::LeafIndex;
 use arbor_eval::formats::raptor_io;
 use arbor_eval::retrievers::raptor::RaptorTree;
 use arbor_models::{DefaultBackend, SentenceEncoder};
-use arbor_store::{DocumentRow, Store, Structure};
+use arbor_store::{DocumentRow, Meta, Store, Structure};
 
 use crate::methods::raptor::RaptorConfig;
 use crate::methods::sproutrag::default_tree;
@@ -33,6 +33,12 @@ pub struct Kept {
 }
 
 impl Kept {
+    /// The trees asked for and those the index `meta` describes already keeps (an index keeps them from
+    /// the first time they are asked for).
+    pub fn and_held(self, meta: Option<&Meta>) -> Kept {
+        Kept { trees: self.trees || meta.is_some_and(|m| !m.trees.is_empty()), raptor: self.raptor || meta.is_some_and(|m| !m.raptor.is_empty()) }
+    }
+
     /// The structures kept, as the store names them.
     pub fn structures(self) -> Vec<Structure> {
         [(self.trees, Structure::Trees), (self.raptor, Structure::Raptor)].into_iter().filter(|&(on, _)| on).map(|(_, s)| s).collect()

@@ -270,35 +270,17 @@ fn matmul_bias_residual(a: &[f32], d: &Dense, x: &mut [f32]) {
     sgemm(&a[..rows * d.input], d, x, rows);
 }
 
-/// `out += a W` (row-major, contiguous), by the `gemm` crate's kernel on the rayon pool.
+/// `out += a W` (row-major, contiguous), on the rayon pool.
 fn sgemm(a: &[f32], d: &Dense, out: &mut [f32], rows: usize) {
     assert!(a.len() >= rows * d.input && out.len() >= rows * d.output && d.w.len() == d.input * d.output);
-    // SAFETY: the asserts above bound every index gemm reads or writes: a is [rows, input], W is
+    let (dst, lhs, rhs) = (View::rows(out.as_mut_ptr(), d.output), View::rows(a.as_ptr(), d.input), View::rows(d.w.as_ptr(), d.output));
+    // SAFETY: the asserts above bound every index the product reads or writes: a is [rows, input], W is
     // [input, output] and out is [rows, output], all row-major with the strides given.
-    unsafe {
-        gemm::gemm(
-            rows,
-            d.output,
-            d.input,
-            out.as_mut_ptr(),
-            1,
-            d.output as isize,
-            true,
-            a.as_ptr(),
-            1,
-            d.input as isize,
-            d.w.as_ptr(),
-            1,
-            d.output as isize,
-            1.0,
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::Rayon(0),
-        );
-    }
+    unsafe { product([rows, d.output, d.input], dst, lhs, rhs, 1.0, Accumulate::Yes, gemm::Parallelism::Rayon(0)) }
 }
+
+/// Attention's products run on the calling thread: [`attention`] already gives each sequence a thread.
+const ONE_THREAD: gemm::Parallelism = gemm::Parallelism::None;
 
 /// Scaled dot-product attention of each sequence over its own tokens, every head; `qkv`: `[T, 3 hidden]`
 /// (query, key, value), `context`: `[T, hidden]`, heads side by side as in BertSelfAttention.
@@ -325,80 +307,95 @@ fn attend(qkv: &[f32], start: usize, heads: usize, h: usize, out: &mut [f32], we
     let dh = h / heads;
     let scale = 1.0 / (dh as f32).sqrt();
     let n = out.len() / h;
-    let rows = &qkv[start * 3 * h..(start + n) * 3 * h];
     if n == 0 {
         return;
     }
+    let rows = &qkv[start * 3 * h..(start + n) * 3 * h];
     assert_eq!(heads * dh, h, "heads split the hidden size");
     let mut scores = vec![0.0f32; n * n];
     for head in 0..heads {
         let c = head * dh;
+        // S = scale Q Kᵀ: K read transposed (row stride 1, column stride 3h).
+        let (queries, keys) = (View::rows(rows[c..].as_ptr(), 3 * h), View { at: rows[h + c..].as_ptr(), rs: 1, cs: 3 * h });
         // SAFETY: `rows` is [n, 3h] row-major; Q, K and V of this head are its columns c, h + c and
         // 2h + c onward, dh wide, so the last element read is (n-1) 3h + 2h + c + dh - 1 < 3hn. `scores`
         // is [n, n]; `out` is [n, h] and the head's columns c..c + dh end at (n-1) h + c + dh - 1 < hn.
-        unsafe {
-            // S = scale Q Kᵀ: K read transposed (row stride 1, column stride 3h).
-            small_gemm(n, n, dh, scores.as_mut_ptr(), n, rows[c..].as_ptr(), 3 * h, 1, rows[h + c..].as_ptr(), 1, 3 * h, scale);
-        }
+        unsafe { product([n, n, dh], View::rows(scores.as_mut_ptr(), n), queries, keys, scale, Accumulate::No, ONE_THREAD) };
         for (i, row) in scores.chunks_exact_mut(n).enumerate() {
             softmax(row);
             if let Some(&w) = weights.get(head) {
                 mixed[i * n..(i + 1) * n].iter_mut().zip(row.iter()).for_each(|(m, p)| *m += w * p);
             }
         }
+        // The head's context: P V into out's columns c..c + dh.
+        let (context, probs, values) = (View::rows(out[c..].as_mut_ptr(), h), View::rows(scores.as_ptr(), n), View::rows(rows[2 * h + c..].as_ptr(), 3 * h));
         // SAFETY: the bounds of the first product's comment; V's columns start at 2h + c.
-        unsafe {
-            // The head's context: P V into out's columns c..c + dh.
-            small_gemm(n, dh, n, out[c..].as_mut_ptr(), h, scores.as_ptr(), n, 1, rows[2 * h + c..].as_ptr(), 3 * h, 1, 1.0);
-        }
+        unsafe { product([n, dh, n], context, probs, values, 1.0, Accumulate::No, ONE_THREAD) };
     }
 }
 }
 
-/// `dst = scale · lhs rhs` for `dst` `[m, n]` (row stride `dst_rs`), `lhs` `[m, k]` and `rhs` `[k, n]` with
-/// the strides given (row, column), on the calling thread (attention already runs one sequence per
-/// thread).
+/// A matrix operand as `gemm` reads it: its first element and its row and column strides.
+#[derive(Clone, Copy)]
+struct View<P> {
+    at: P,
+    rs: usize,
+    cs: usize,
+}
+
+impl<P> View<P> {
+    /// Row-major with rows `width` apart.
+    fn rows(at: P, width: usize) -> Self {
+        View { at, rs: width, cs: 1 }
+    }
+}
+
+/// Whether a product is added to what `dst` holds or replaces it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Accumulate {
+    Yes,
+    No,
+}
+
+/// `dst = scale · lhs rhs` (added to `dst` with [`Accumulate::Yes`]) for `[m, n, k]`: `dst` `[m, n]`,
+/// `lhs` `[m, k]`, `rhs` `[k, n]`, by the `gemm` crate's kernel with the parallelism given.
 ///
 /// # Safety
 /// Every element the shapes and strides address must lie inside the buffers the pointers come from.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn small_gemm(
-    m: usize,
-    n: usize,
-    k: usize,
-    dst: *mut f32,
-    dst_rs: usize,
-    lhs: *const f32,
-    lhs_rs: usize,
-    lhs_cs: usize,
-    rhs: *const f32,
-    rhs_rs: usize,
-    rhs_cs: usize,
+unsafe fn product(
+    [m, n, k]: [usize; 3],
+    dst: View<*mut f32>,
+    lhs: View<*const f32>,
+    rhs: View<*const f32>,
     scale: f32,
+    accumulate: Accumulate,
+    parallelism: gemm::Parallelism,
 ) {
+    let read_dst = accumulate == Accumulate::Yes;
+    let i = |x: usize| x as isize;
     // SAFETY: the caller's contract.
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            dst,
-            1,
-            dst_rs as isize,
-            false,
-            lhs,
-            lhs_cs as isize,
-            lhs_rs as isize,
-            rhs,
-            rhs_cs as isize,
-            rhs_rs as isize,
-            0.0,
+            dst.at,
+            i(dst.cs),
+            i(dst.rs),
+            read_dst,
+            lhs.at,
+            i(lhs.cs),
+            i(lhs.rs),
+            rhs.at,
+            i(rhs.cs),
+            i(rhs.rs),
+            if read_dst { 1.0 } else { 0.0 },
             scale,
             false,
             false,
             false,
-            gemm::Parallelism::None,
+            parallelism,
         );
     }
 }
