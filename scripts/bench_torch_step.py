@@ -5,9 +5,11 @@ document's units encoded with gradients (mean pooling, L2 norm), InfoNCE at tau 
 (the positives and every other unit as negatives), backward, AdamW at 2e-5. `whole` encodes every unit of
 the document; `window` the units that fit in STEP_TOKENS word pieces (arbor's `step_tokens`: positives,
 then the units nearest the questions by the frozen vectors). Units come from an arbor index (SQLite),
-so both sides encode the same texts.
+so both sides encode the same texts. `window-frozen` is `window` with the embeddings and the first
+FROZEN_LAYERS blocks kept at their pretrained weights (arbor's `frozen_layers`): no gradient, so PyTorch
+keeps no activations for them.
 
-    python3 scripts/bench_torch_step.py INDEX MODEL_DIR QUESTIONS_FILE [STEP_TOKENS] [STEPS] [DOC_KEY]
+    python3 scripts/bench_torch_step.py INDEX MODEL_DIR QUESTIONS_FILE [STEP_TOKENS] [STEPS] [DOC_KEY] [FROZEN_LAYERS]
 
 DOC_KEY names the document (a key of the index; default: the one with the most units).
 
@@ -40,7 +42,8 @@ def main():
     index, model_dir, questions_file = sys.argv[1], sys.argv[2], sys.argv[3]
     step_tokens = int(sys.argv[4]) if len(sys.argv) > 4 else 4096
     steps = int(sys.argv[5]) if len(sys.argv) > 5 else 3
-    key = sys.argv[6] if len(sys.argv) > 6 else None
+    key = sys.argv[6] if len(sys.argv) > 6 and sys.argv[6] else None
+    frozen_layers = int(sys.argv[7]) if len(sys.argv) > 7 else 3
     model = SentenceTransformer(model_dir, device="cpu")
     tok = model.tokenizer
     units = units_of(index, key)
@@ -73,7 +76,11 @@ def main():
             out.append(torch.nn.functional.normalize(pooled, dim=-1))
         return torch.cat(out)
 
-    for mode, chosen in (("whole", list(range(len(units)))), ("window", window)):
+    for mode, chosen in (("whole", list(range(len(units)))), ("window", window), ("window-frozen", window)):
+        if mode == "window-frozen":
+            for part in [encoder.embeddings, *encoder.encoder.layer[:frozen_layers]]:
+                part.requires_grad_(False)
+            optimizer = torch.optim.AdamW([p for p in encoder.parameters() if p.requires_grad], lr=2e-5)
         at = {u: i for i, u in enumerate(chosen)}
         target = torch.tensor([at[p] for p in positives])
         times = []
@@ -85,7 +92,8 @@ def main():
             optimizer.step()
             if s > 0:
                 times.append(time.perf_counter() - start)
-        print(json.dumps({"mode": mode, "units": len(chosen), "tokens": sum(lengths[u] for u in chosen), "seconds_per_step": statistics.median(times), "threads": torch.get_num_threads()}))
+        print(json.dumps({"mode": mode, "units": len(chosen), "tokens": sum(lengths[u] for u in chosen), "seconds_per_step": statistics.median(times), "threads": torch.get_num_threads(),
+                          "frozen_layers": frozen_layers if mode == "window-frozen" else 0}))
 
 
 if __name__ == "__main__":

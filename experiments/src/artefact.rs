@@ -76,13 +76,15 @@ impl Artefact {
     /// The version of the code that makes it: bump it when that code changes.
     pub fn version(self) -> u32 {
         match self {
-            // Every kind is at least 2: the CPU kernel's attention and softmax changed (`gemm`, `exp_neg`).
-            Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Raptor => 2,
+            // Every kind is at least 2: the CPU kernel's attention and softmax changed (`gemm`, `exp_neg`); at
+            // least 3: the encoder's code gained the frozen lower blocks and the kernel's own batching.
+            Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Raptor => 3,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
-            // 3: the CPU kernel.
-            Artefact::Trees => 3,
-            Artefact::SproutRag | Artefact::HeadWeights | Artefact::Reranker | Artefact::Compressor => 2,
-            Artefact::Planner | Artefact::Dense => 2,
+            // 3: the CPU kernel; 4: the encoder's code.
+            Artefact::Trees => 4,
+            // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`.
+            Artefact::SproutRag | Artefact::HeadWeights | Artefact::Reranker | Artefact::Compressor => 3,
+            Artefact::Planner | Artefact::Dense => 3,
         }
     }
 

@@ -359,6 +359,10 @@ fn every_baseline_runs_on_the_fixture_with_its_own_chunks() {
     // RSE hands on segments: more text than flat, and more of the gold.
     assert!(row("RSE + AutoContext").tokens_per_query > row("Flat").tokens_per_query);
     assert!(row("RSE + AutoContext").metrics.recall[2] > row("Flat").metrics.recall[2]);
+    // SAC ranks the same units as flat, embedded after their article's summary: other vectors, other ranks.
+    let sac = row("SAC: leaf units");
+    assert!(sac.details.contains("summaries of 64 tokens") && sac.details.contains("xtractive"), "{}", sac.details);
+    assert_ne!(sac.metrics, row("Flat").metrics);
 }
 
 #[test]

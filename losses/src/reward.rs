@@ -3,6 +3,9 @@
 //! ```text
 //! R = R_QA + R_Cost + R_Format + R_Length (+ R_PlanningAcc)
 //! R_QA          = 1 if retrieval within the planned levels recovers the gold evidence, else 0
+//!                 (arbor's IE-aware reading, `qa: Ie`: the handed-on text's IE = recall × precision
+//!                  of the gold characters, in [0, 1], so a plan that recovers the gold inside a long
+//!                  chunk earns less than one that hands on little else)
 //! R_Cost        = -alpha * ChunkCost          (the chunks built and scored for the plan)
 //! R_Format      = gamma if the output parses as a plan, else 0
 //! R_Length      = -beta_len * ReLU(len - L_max)    (outputs that parse)
@@ -30,12 +33,13 @@ pub struct RewardWeights {
     pub planning_acc: f64,
 }
 
-/// What a rollout did: its plan `(min level, max level)` if it parsed, whether retrieval within it
-/// recovered the evidence, the chunks it cost, and its length in tokens.
+/// What a rollout did: its plan `(min level, max level)` if it parsed, what retrieval within it earns
+/// as R_QA (1 or 0 by whether it recovered the evidence, or its IE), the chunks it cost, and its length
+/// in tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PlanOutcome {
     pub plan: Option<(usize, usize)>,
-    pub recovered: bool,
+    pub qa: f64,
     pub chunk_cost: usize,
     pub tokens: usize,
 }
@@ -63,7 +67,7 @@ pub fn planner_reward(w: &RewardWeights, outcome: &PlanOutcome, fallback_cost: u
     };
     let length = -w.beta_len * outcome.tokens.saturating_sub(w.l_max) as f64;
     Reward {
-        qa: if outcome.recovered { 1.0 } else { 0.0 },
+        qa: outcome.qa,
         cost: -w.alpha * outcome.chunk_cost as f64,
         format: w.gamma,
         length,
@@ -86,7 +90,7 @@ mod tests {
 
     #[test]
     fn each_term_by_hand() {
-        let solved = PlanOutcome { plan: Some((1, 3)), recovered: true, chunk_cost: 20, tokens: 10 };
+        let solved = PlanOutcome { plan: Some((1, 3)), qa: 1.0, chunk_cost: 20, tokens: 10 };
         let r = planner_reward(&W, &solved, 100, Some((2, 3)));
         assert_eq!(r.qa, 1.0);
         assert!((r.cost - -0.2).abs() < 1e-12);
@@ -95,13 +99,13 @@ mod tests {
         assert!((r.planning_acc - 0.5 * 2.0 / 3.0).abs() < 1e-12, "levels {{2, 3}} of {{1, 2, 3}}");
         assert!((r.total() - (1.0 - 0.2 + 0.1 - 0.1 + 1.0 / 3.0)).abs() < 1e-12);
         // Unrecovered, no label, within L_max: only format and cost.
-        let missed = PlanOutcome { recovered: false, tokens: 8, ..solved };
+        let missed = PlanOutcome { qa: 0.0, tokens: 8, ..solved };
         assert_eq!(planner_reward(&W, &missed, 100, None), Reward { cost: -0.2, format: 0.1, ..Reward::default() });
     }
 
     #[test]
     fn an_unparsed_plan_pays_the_fallback_and_earns_nothing() {
-        let garbled = PlanOutcome { plan: None, recovered: true, chunk_cost: 0, tokens: 9 };
+        let garbled = PlanOutcome { plan: None, qa: 1.0, chunk_cost: 0, tokens: 9 };
         let r = planner_reward(&W, &garbled, 100, Some((0, 0)));
         assert_eq!(r, Reward { cost: -1.0, ..Reward::default() });
         // Unparsed outputs of any length earn the same: length alone does not rank them.

@@ -90,7 +90,7 @@ impl<B: Backend> SentenceEncoder<B> {
         let max_seq_length = max_len(dir, max_seq_length, &config)?;
         let fingerprint = model.fingerprint(max_seq_length, KERNEL)?;
         let bert = load_bert(&config, &dir.join("model.safetensors"), device)?;
-        let kernel = Kernel::of(&bert, &config);
+        let kernel = Kernel::new(&bert, config.layer_norm_eps);
         Ok(SentenceEncoder { bert, config, fingerprint, kernel, tokenizer, max_seq_length, device: device.clone() })
     }
 
@@ -159,7 +159,7 @@ impl<B: Backend> SentenceEncoder<B> {
 
     /// The kernel that runs `bert`: this encoder's weights fine-tuned elsewhere (a SproutRAG model's).
     pub fn kernel_for(&self, bert: &Bert<B>) -> Kernel<B> {
-        Kernel::of(bert, &self.config)
+        Kernel::new(bert, self.config.layer_norm_eps)
     }
 
     /// The one embedding path (frozen, fine-tuned, `arbor embed`): texts tokenized and truncated as
@@ -171,25 +171,7 @@ impl<B: Backend> SentenceEncoder<B> {
 
     /// [`SentenceEncoder::embed_with`] of token ids already made (a cross-encoder's query-unit pairs).
     pub fn embed_ids_with(&self, kernel: &Kernel<B>, ids: &[TokenIds], batch_size: usize, progress: &mut dyn FnMut(usize)) -> Vec<Vec<f32>> {
-        let mut order: Vec<usize> = (0..ids.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
-        let mut out = vec![Vec::new(); ids.len()];
-        for chunk in order.chunks(batch_size.max(1)) {
-            let batch: Vec<&[u32]> = chunk.iter().map(|&i| ids[i].as_slice()).collect();
-            let pooled = match kernel {
-                Kernel::Cpu(cpu) => cpu.embed(&batch),
-                Kernel::Burn(bert) => {
-                    let (ids, mask) = self.pad(&batch);
-                    let hidden = bert.forward(ids, mask.clone(), false).hidden; // [batch, tokens, hidden]
-                    mean_pool_normalise(hidden, mask).into_data().to_vec::<f32>().expect("the backend returns f32")
-                }
-            };
-            for (row, &i) in pooled.chunks_exact(self.dim()).zip(chunk) {
-                out[i] = row.to_vec();
-            }
-            progress(chunk.len());
-        }
-        out
+        kernel.embed_ids(&ids.iter().map(Vec::as_slice).collect::<Vec<_>>(), batch_size, &self.device, progress)
     }
 
     /// Pads one batch of token ids: ids `[batch, tokens]` and the mask of real tokens.
@@ -213,11 +195,42 @@ pub enum Kernel<B: Backend> {
 }
 
 impl<B: Backend> Kernel<B> {
-    fn of(bert: &Bert<B>, config: &BertConfig) -> Self {
+    /// The kernel of this build for `bert`, whose layer norms use `layer_norm_eps`.
+    pub fn new(bert: &Bert<B>, layer_norm_eps: f64) -> Self {
         match cfg!(feature = "cuda") {
             true => Kernel::Burn(bert.clone()),
-            false => Kernel::Cpu(CpuBert::from_bert(bert, config.layer_norm_eps)),
+            false => Kernel::Cpu(CpuBert::from_bert(bert, layer_norm_eps)),
         }
+    }
+
+    /// The pooled vectors of one batch of token ids, `[batch, hidden]` row-major.
+    pub fn embed_batch(&self, batch: &[&[u32]], device: &B::Device) -> Vec<f32> {
+        match self {
+            Kernel::Cpu(cpu) => cpu.embed(batch),
+            Kernel::Burn(bert) => {
+                let (ids, mask) = pad_ids::<B>(batch, device);
+                let hidden = bert.forward(ids, mask.clone(), false).hidden; // [batch, tokens, hidden]
+                mean_pool_normalise(hidden, mask).into_data().to_vec::<f32>().expect("the backend returns f32")
+            }
+        }
+    }
+
+    /// The pooled vectors of token-id rows, in input order: sorted by length so a batch holds rows of
+    /// similar length (the CPU kernel pads nothing; Burn's pads to the batch's longest), `batch_size` at a
+    /// time. `progress` is told how many rows are done.
+    pub fn embed_ids(&self, ids: &[&[u32]], batch_size: usize, device: &B::Device, progress: &mut dyn FnMut(usize)) -> Vec<Vec<f32>> {
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
+        let mut out = vec![Vec::new(); ids.len()];
+        for chunk in order.chunks(batch_size.max(1)) {
+            let batch: Vec<&[u32]> = chunk.iter().map(|&i| ids[i]).collect();
+            let pooled = self.embed_batch(&batch, device);
+            for (row, &i) in pooled.chunks_exact(pooled.len() / chunk.len()).zip(chunk) {
+                out[i] = row.to_vec();
+            }
+            progress(chunk.len());
+        }
+        out
     }
 }
 

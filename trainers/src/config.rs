@@ -49,11 +49,21 @@ pub struct TrainConfig {
     pub merge_pairs: MergePairs,
     /// Other units of the query's document are InfoNCE negatives besides the in-batch ones.
     pub hard_negatives: bool,
-    /// With the encoder fine-tuned, a step of the dense control runs it over at most this many word
-    /// pieces of its document: the batch's positives, then the units nearest its queries by the frozen
-    /// vectors (`crate::window`). `None`: every unit (the whole-document step).
+    /// With the encoder fine-tuned, a step runs it over at most this many word pieces of its document:
+    /// the batch's positives, then the units nearest its queries by the frozen vectors (`crate::window`).
+    /// The dense control scores that window alone; SproutRAG's SLLM still reads the whole document, its
+    /// other units by their frozen vectors, with no gradient. `None`: every unit (the whole-document step).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step_tokens: Option<usize>,
+    /// With the encoder fine-tuned, its embeddings and first this many transformer blocks keep their
+    /// pretrained weights: a step runs them forward only in the CPU kernel and back-propagates through
+    /// the blocks above (`arbor_models::bert::FrozenLayers`). `None`: every block and the embeddings train.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frozen_layers: Option<usize>,
+    /// Train on a sample of this many of the split's queries, drawn by `schedule.seed` (a point of a
+    /// learning curve; samples of one seed are nested). `None`: every query of the split.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub train_queries: Option<usize>,
 }
 
 impl Default for TrainConfig {
@@ -75,6 +85,8 @@ impl Default for TrainConfig {
             merge_pairs: MergePairs::SameParagraph,
             hard_negatives: true,
             step_tokens: None,
+            frozen_layers: None,
+            train_queries: None,
         }
     }
 }
@@ -94,8 +106,14 @@ impl TrainConfig {
         if !(self.node_loss >= 0.0) {
             return Err(format!("training.node_loss must be 0 (off) or positive, got {}", self.node_loss));
         }
+        if self.train_queries == Some(0) {
+            return Err("training.train_queries must be at least 1 (or None: every query of the split)".into());
+        }
         if self.step_tokens == Some(0) {
             return Err("training.step_tokens must be at least 1 (or None: the whole document)".into());
+        }
+        if self.frozen_layers.is_some() && self.freeze_encoder {
+            return Err("training.frozen_layers freezes part of a fine-tuned encoder: it needs freeze_encoder: false".into());
         }
         if !(self.tau > 0.0) {
             return Err(format!("training.tau must be positive, got {}", self.tau));

@@ -11,6 +11,7 @@
 //! frozen vectors trains at `lr_new`. The checkpoint kept is the epoch with the best validation IE. With
 //! `step_tokens`, a fine-tuning step encodes only a window of its document ([`crate::window`]): the
 //! positives and the negatives nearest the queries, the same loss when the window holds the document.
+//! With `frozen_layers`, the step's gradient reaches the encoder's upper blocks only ([`crate::encoder`]).
 
 use std::path::Path;
 
@@ -19,11 +20,12 @@ use arbor_models::bert::Bert;
 use arbor_models::dense::DenseModel;
 use burn::module::AutodiffModule;
 use burn::optim::GradientsParams;
+use burn::tensor::Tensor;
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::{Tensor, TensorData};
 
 use crate::config::TrainConfig;
 use crate::data::{EpochBatches, TrainDoc, TrainQuery};
+use crate::encoder::{FineTune, StepEncoder, Vectors};
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
 use crate::sproutrag::{flat_on_held_out, retrieval_loss};
 use crate::window::window;
@@ -34,7 +36,7 @@ use crate::window::window;
 pub fn train<B: AutodiffBackend>(
     config: &TrainConfig,
     dim: usize,
-    encoder: Option<Bert<B>>,
+    encoder: Option<FineTune<B>>,
     corpus: &Corpus,
     train: &[TrainDoc],
     holdout: &[TrainDoc],
@@ -49,9 +51,10 @@ pub fn train<B: AutodiffBackend>(
         true => Group { name: "encoder", lr: config.lr_encoder, params: |g, m: &DenseModel<B>| GradientsParams::from_module(g, m) },
         false => Group { name: "adapter", lr: config.lr_new, params: |g, m: &DenseModel<B>| GradientsParams::from_module(g, m) },
     };
-    let model = DenseModel::new(dim, encoder, &device);
+    let step_encoder = encoder.as_ref().map(|tune| StepEncoder::new(tune, config.frozen_layers)).transpose()?;
+    let model = DenseModel::new(dim, encoder.map(|tune| tune.bert), &device);
     let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
-    let mut task = PlainRetrieval { config, corpus, train, holdout, batches };
+    let mut task = PlainRetrieval { config, corpus, train, holdout, batches, encoder: step_encoder };
     Ok(skeleton::train(&mut task, model, &[group], &config.schedule, run_dir, progress)?.valid())
 }
 
@@ -66,6 +69,8 @@ struct PlainRetrieval<'a> {
     train: &'a [TrainDoc],
     holdout: &'a [TrainDoc],
     batches: EpochBatches,
+    /// How a step runs the fine-tuned encoder (`None`: the adapter over frozen vectors).
+    encoder: Option<StepEncoder>,
 }
 
 impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
@@ -85,7 +90,8 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
         let kept = window(doc, &queries, budget);
         let at = |u: usize| kept.binary_search(&u).expect("the window holds every positive");
         let positives: Vec<usize> = queries.iter().map(|q| at(q.positive)).collect();
-        let (units, eq) = (units_in(model, doc, &kept, &device), query_vectors(model, &queries, &device));
+        let vectors = Vectors::step(self.encoder.as_ref(), model.encoder.as_ref());
+        let (units, eq) = (model.embed(vectors.units(doc, &kept, &device)), model.embed(vectors.queries(&queries, &device)));
         let terms = vec![("loss/ret", retrieval_loss(units, eq, &positives, self.config))];
         let scalars = vec![("step/units", kept.len() as f64)];
         Ok(Step {
@@ -100,9 +106,8 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
             return Vec::new();
         }
         let device = Default::default();
-        let m = flat_on_held_out(self.corpus, self.holdout, |doc| {
-            (units(model, doc, &device), query_vectors(model, &doc.queries.iter().collect::<Vec<_>>(), &device))
-        });
+        let vectors = Vectors::validation(self.encoder.as_ref(), model.encoder.as_ref());
+        let m = flat_on_held_out(self.corpus, self.holdout, |doc| held_out(model, &vectors, doc, &device));
         vec![("eval/ie_mean", m.ie_mean), ("eval/hit@1", m.hit[0]), ("eval/hit@5", m.hit[2])]
     }
 
@@ -111,28 +116,10 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
     }
 }
 
-/// A document's unit embeddings: through the fine-tuned encoder, or the frozen vectors through the adapter.
-fn units<B: Backend>(model: &DenseModel<B>, doc: &TrainDoc, device: &B::Device) -> Tensor<B, 2> {
-    units_in(model, doc, &(0..doc.units.len()).collect::<Vec<_>>(), device)
-}
-
-/// The embeddings of the units `kept` of a document, in that order.
-fn units_in<B: Backend>(model: &DenseModel<B>, doc: &TrainDoc, kept: &[usize], device: &B::Device) -> Tensor<B, 2> {
-    match &model.encoder {
-        Some(_) => model.pool(&kept.iter().map(|&u| doc.ids[u].as_slice()).collect::<Vec<_>>(), device),
-        None => model.embed(rows(&kept.iter().map(|&u| doc.pooled[u].clone()).collect::<Vec<_>>(), device)),
-    }
-}
-
-fn query_vectors<B: Backend>(model: &DenseModel<B>, queries: &[&TrainQuery], device: &B::Device) -> Tensor<B, 2> {
-    match &model.encoder {
-        Some(_) => model.pool(&queries.iter().map(|q| q.ids.as_slice()).collect::<Vec<_>>(), device),
-        None => model.embed(rows(&queries.iter().map(|q| q.pooled.clone()).collect::<Vec<_>>(), device)),
-    }
-}
-
-fn rows<B: Backend>(rows: &[Vec<f32>], device: &B::Device) -> Tensor<B, 2> {
-    Tensor::from_data(TensorData::new(rows.concat(), [rows.len(), rows[0].len()]), device)
+/// A held-out document's unit and query embeddings.
+fn held_out<B: Backend>(model: &DenseModel<B>, vectors: &Vectors<B>, doc: &TrainDoc, device: &B::Device) -> (Tensor<B, 2>, Tensor<B, 2>) {
+    let queries: Vec<&TrainQuery> = doc.queries.iter().collect();
+    (model.embed(vectors.all_units(doc, device)), model.embed(vectors.queries(&queries, device)))
 }
 
 #[cfg(test)]
@@ -175,18 +162,14 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let model = train::<Autodiff<DefaultBackend>>(&config, 8, None, &corpus, &train_docs, &holdout, dir.path(), &mut |_, _| {}).unwrap();
-        let hit1 = |m: &DenseModel<DefaultBackend>| {
-            flat_on_held_out(&corpus, &holdout, |d| {
-                (units(m, d, &Default::default()), query_vectors(m, &d.queries.iter().collect::<Vec<_>>(), &Default::default()))
-            })
-            .hit[0]
-        };
+        let hit1 =
+            |m: &DenseModel<DefaultBackend>| flat_on_held_out(&corpus, &holdout, |d| held_out(m, &Vectors::Given, d, &Default::default())).hit[0];
         let (before, after) = (hit1(&DenseModel::new(8, None, &Default::default())), hit1(&model));
         assert!(before == 0.0 && after == 100.0, "hit@1 {before} -> {after}");
         let back = finished::<DefaultBackend>(8, None, dir.path()).unwrap().expect("complete");
         let state = crate::checkpoint::state(&dir.path().join("checkpoints")).unwrap().unwrap();
         assert!(state.best.is_some(), "the best epoch on validation is kept");
-        let probe = rows::<DefaultBackend>(&[vec![0.3; 8]], &Default::default());
+        let probe = crate::encoder::matrix::<DefaultBackend>(&[&[0.3; 8]], &Default::default());
         assert_eq!(back.embed(probe.clone()).into_data(), model.embed(probe).into_data(), "the trained model is the best epoch's");
     }
 
@@ -195,47 +178,18 @@ mod tests {
     /// not below the loss with no document negative at all.
     #[test]
     fn a_window_holding_the_document_gives_the_whole_document_loss() {
-        use arbor_models::bert::load_bert;
-        use arbor_models::{EncoderConfig, ModelSource, SentenceEncoder};
-
+        let crate::fixtures::Lease { corpus, docs, tune, ids, dim } = crate::fixtures::lease();
         let device = Default::default();
-        let encoder = SentenceEncoder::<DefaultBackend>::load(&EncoderConfig::default(), &device).unwrap();
-        let dir = arbor_models::hub::resolve(&ModelSource::AllMiniLmL6V2).unwrap();
-        let bert = load_bert::<Autodiff<DefaultBackend>>(&encoder.config, &dir.path.join("model.safetensors"), &device).unwrap();
-        let texts = [
-            "The tenant pays the rent on the first day of each month.",
-            "The landlord repairs the roof and the heating.",
-            "Any notice must be given in writing.",
-            "The deposit is returned within thirty days.",
-            "No pets are allowed in the flat.",
-        ];
-        let text = texts.join(" ");
-        let mut at = 0;
-        let units: Vec<DocSpan> = texts
-            .iter()
-            .map(|t| {
-                let span = Span::new(at, at + t.len());
-                at += t.len() + 1;
-                DocSpan { doc: 0, span }
-            })
-            .collect();
-        let corpus =
-            Corpus::new(vec![Document { id: "d".into(), title: String::new(), text, sections: vec![], split: None }], vec![], Path::new("t"))
-                .unwrap();
-        let questions = ["When is the rent due?", "Who fixes the heating?"];
-        let (qids, qpooled) = (encoder.tokenize(&questions), encoder.embed(&questions, 8, &mut |_| {}));
-        let queries = (0..2).map(|k| TrainQuery { pooled: qpooled[k].clone(), ids: qids[k].clone(), positive: k, gold: vec![units[k]] }).collect();
-        let ids = encoder.tokenize(&texts);
-        let doc = TrainDoc { units, pooled: encoder.embed(&texts, 8, &mut |_| {}), ids: ids.clone(), pairs: vec![], tokens: vec![], queries };
-        let docs = vec![doc];
-        let model = DenseModel::new(encoder.dim(), Some(bert), &device);
-        let loss = |step_tokens: Option<usize>, hard_negatives: bool| -> f32 {
-            let config = TrainConfig { batch_size: 2, step_tokens, hard_negatives, ..TrainConfig::default() };
+        let model = DenseModel::new(dim, Some(tune.bert.clone()), &device);
+        let loss_frozen = |step_tokens: Option<usize>, hard_negatives: bool, frozen_layers: Option<usize>| -> f32 {
+            let config = TrainConfig { batch_size: 2, step_tokens, hard_negatives, frozen_layers, ..TrainConfig::default() };
             let batches = EpochBatches::new(&docs, 2, config.schedule.seed);
-            let mut task = PlainRetrieval { config: &config, corpus: &corpus, train: &docs, holdout: &[], batches };
+            let encoder = Some(StepEncoder::new(&tune, frozen_layers).unwrap());
+            let mut task = PlainRetrieval { config: &config, corpus: &corpus, train: &docs, holdout: &[], batches, encoder };
             let step = Task::<Autodiff<DefaultBackend>>::step(&mut task, &model, 0).unwrap();
             step.terms[0].1.clone().into_scalar()
         };
+        let loss = |step_tokens, hard_negatives| loss_frozen(step_tokens, hard_negatives, None);
         let all: usize = ids.iter().map(Vec::len).sum();
         let whole = loss(None, true);
         assert_eq!(loss(Some(all), true), whole, "a window holding every token is the whole document");
@@ -243,5 +197,10 @@ mod tests {
         let three = ids[0].len() + ids[1].len() + ids.iter().skip(2).map(Vec::len).max().unwrap();
         let (window, in_batch) = (loss(Some(three), true), loss(None, false));
         assert!(in_batch < window && window < whole, "in-batch negatives only {in_batch} < window {window} < whole {whole}");
+        // Lower blocks frozen and run by the CPU kernel: the same forward pass, so the same loss to rounding.
+        for k in [0, 3] {
+            let frozen = loss_frozen(None, true, Some(k));
+            assert!((frozen - whole).abs() < 1e-4 * whole.abs().max(1.0), "{k} frozen blocks: {frozen} against {whole}");
+        }
     }
 }

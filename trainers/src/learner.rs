@@ -19,8 +19,9 @@
 //! at `e + 1` through burn-train's `checkpoint(e)`, and the data loader's shuffle restarts with its seed, so
 //! a resumed run sees other batches than an uninterrupted one (the skeleton resumes at the step, with the
 //! same batches).
-//! Multi-device data parallel is burn-train's `ExecutionStrategy::MultiDevice` (with `--features cuda`,
-//! one `CudaDevice` per GPU); arbor's runs use the single default device.
+//! `schedule.devices` runs the epochs through burn-train's `ExecutionStrategy::MultiDevice` (data
+//! parallel: each device a slice of the examples, gradients summed on the first; with `--features cuda`
+//! one `CudaDevice` per GPU); without it, the single default device.
 
 use std::collections::HashMap;
 use std::fmt::Display;
@@ -37,7 +38,7 @@ use burn::optim::AdamWConfig;
 use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::lr_scheduler::LrScheduler;
 use burn::record::{BinFileRecorder, FileRecorder, FullPrecisionSettings, Recorder, RecorderError};
-use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::backend::{AutodiffBackend, Backend, Device as _, DeviceId};
 use burn_flex::Flex;
 use burn_train::checkpoint::KeepLastNCheckpoints;
 use burn_train::logger::MetricLogger;
@@ -47,7 +48,7 @@ use burn_train::renderer::{
     EvaluationName, EvaluationProgress, MetricState, MetricsRenderer, MetricsRendererEvaluation, MetricsRendererTraining, ProgressType,
     TrainingProgress,
 };
-use burn_train::{InferenceStep, Interrupter, ItemLazy, Learner, SupervisedTraining, TrainStep};
+use burn_train::{ExecutionStrategy, InferenceStep, Interrupter, ItemLazy, Learner, MultiDeviceOptim, SupervisedTraining, TrainStep};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -175,8 +176,19 @@ where
     let guard = NanStop::default();
     let model = make(guard.clone());
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let per_epoch = train.len().div_ceil(how.batch_size);
+    let devices: Vec<B::Device> = match &how.schedule.devices {
+        Some(ids) => ids.iter().map(|&index_id| B::Device::from_id(DeviceId { type_id: 0, index_id })).collect(),
+        None => vec![Default::default()],
+    };
+    // Each device steps through its slice of the examples (burn-train's split: equal slices, the last one
+    // takes the remainder); an optimizer step takes a batch from each device that has one left. Every
+    // batch is a logged step; the learning-rate schedule counts optimizer steps.
+    let n = devices.len();
+    let batches: Vec<usize> =
+        (0..n).map(|i| if i + 1 == n { train.len() - (n - 1) * (train.len() / n) } else { train.len() / n }.div_ceil(how.batch_size)).collect();
+    let per_epoch: usize = batches.iter().sum();
     let total = per_epoch * how.schedule.epochs;
+    let optimizer_steps = batches.iter().max().copied().unwrap_or(0) * how.schedule.epochs;
     // burn-train's per-epoch resume points live beside the skeleton's commits, in checkpoints/learner/.
     let learner_dir = dir.join("checkpoints").join("learner");
     let resume = last_epoch(&learner_dir.join("checkpoint"));
@@ -194,7 +206,7 @@ where
         .with_weight_decay(how.schedule.weight_decay)
         .with_grad_clipping(Some(GradientClippingConfig::Norm(how.schedule.grad_clip)))
         .init();
-    let scheduler = WarmupLinear { schedule: how.schedule.clone(), lr: how.lr, total, step: 0 };
+    let scheduler = WarmupLinear { schedule: how.schedule.clone(), lr: how.lr, total: optimizer_steps, step: 0 };
     let sink = LogSink { logger, step: start, per_epoch, names: HashMap::new(), valid: Vec::new(), reference: how.reference.clone() };
     let (interrupter, epochs, counter) = (guard.0.clone(), how.schedule.epochs, done.clone());
     // burn-train's training is not `Send`: it is built on the thread that runs it, while this one
@@ -212,6 +224,9 @@ where
                 .with_application_logger(None)
                 .with_interrupter(interrupter)
                 .num_epochs(epochs);
+            if devices.len() > 1 {
+                training = training.with_training_strategy(ExecutionStrategy::MultiDevice(devices, MultiDeviceOptim::OptimMainDevice).into());
+            }
             if let Some(epoch) = resume {
                 training = training.checkpoint(epoch);
             }

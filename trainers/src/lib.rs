@@ -18,6 +18,8 @@
 //! - [`schedule::Schedule`]: the training contract every trainer's config nests (epochs, seed, warmup,
 //!   weight decay, clipping, checkpoints, early stopping).
 //! - [`config::TrainConfig`], [`data`]: SproutRAG's settings and the per-document batches.
+//! - [`encoder`]: where a trainer's pooled vectors come from (frozen, fine-tuned whole or above
+//!   `frozen_layers`, the inference kernel for validation).
 //! - [`window`]: the sampled step's units (positives, then the nearest negatives within a token budget).
 
 pub mod checkpoint;
@@ -25,6 +27,9 @@ pub mod compressor;
 pub mod config;
 pub mod data;
 pub mod dense;
+pub mod encoder;
+#[cfg(test)]
+mod fixtures;
 pub mod head_weights;
 pub mod learner;
 pub mod logger;

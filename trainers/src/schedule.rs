@@ -23,11 +23,28 @@ pub struct Schedule {
     /// Stop after this many epochs without a better validation figure (`None`: run every epoch).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patience: Option<usize>,
+    /// Data parallel over these devices of the backend (`[0, 1]`: the first two GPUs under `--features
+    /// cuda`; the CPU backend has one device, which `[0, 0]` uses twice): burn-train's
+    /// `ExecutionStrategy::MultiDevice`, each device a slice of every epoch's examples and `batch_size`
+    /// of them per step, their gradients summed on the first device for one optimizer step. The trainers on
+    /// burn-train's Learner read it (SmartChunk's compressor, the planner's SFT); the skeleton's trainers
+    /// refuse it. `None`: the default device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<Vec<u16>>,
 }
 
 impl Default for Schedule {
     fn default() -> Self {
-        Schedule { epochs: 3, seed: 42, warmup_fraction: 0.05, weight_decay: 0.01, grad_clip: 1.0, checkpoint_every: 50, patience: None }
+        Schedule {
+            epochs: 3,
+            seed: 42,
+            warmup_fraction: 0.05,
+            weight_decay: 0.01,
+            grad_clip: 1.0,
+            checkpoint_every: 50,
+            patience: None,
+            devices: None,
+        }
     }
 }
 
@@ -42,6 +59,9 @@ impl Schedule {
         }
         if self.patience == Some(0) {
             return Err("schedule.patience must be at least 1 epoch (or None)".into());
+        }
+        if self.devices.as_ref().is_some_and(Vec::is_empty) {
+            return Err("schedule.devices must name at least one device (or None: the default device)".into());
         }
         if !(0.0..1.0).contains(&self.warmup_fraction) {
             return Err(format!("schedule.warmup_fraction must be in [0, 1), got {}", self.warmup_fraction));
@@ -75,6 +95,7 @@ mod tests {
         assert!(Schedule { epochs: 0, ..Default::default() }.check().unwrap_err().contains("schedule.epochs"));
         assert!(Schedule { patience: Some(0), ..Default::default() }.check().unwrap_err().contains("schedule.patience"));
         assert!(Schedule { warmup_fraction: 1.0, ..Default::default() }.check().unwrap_err().contains("warmup_fraction"));
+        assert!(Schedule { devices: Some(vec![]), ..Default::default() }.check().unwrap_err().contains("schedule.devices"));
         assert!(Schedule::default().check().is_ok());
     }
 }

@@ -35,7 +35,9 @@ use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use crate::config::TrainConfig;
 use crate::data::{EpochBatches, TrainDoc, TrainQuery};
+use crate::encoder::{FineTune, StepEncoder, Vectors};
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
+use crate::window::window;
 
 /// Trains SproutRAG's modules; returns the trained model (without autodiff) for indexing. `encoder`: the
 /// pretrained encoder when it is fine-tuned (`training.freeze_encoder: false`), else `None`.
@@ -45,7 +47,7 @@ pub fn train<B: AutodiffBackend>(
     model_config: &SproutRagModelConfig,
     aggregation: AggregationInit,
     dims: (usize, usize),
-    encoder: Option<Bert<B>>,
+    encoder: Option<FineTune<B>>,
     corpus: &Corpus,
     train: &[TrainDoc],
     holdout: &[TrainDoc],
@@ -63,7 +65,8 @@ pub fn train<B: AutodiffBackend>(
         if encoder.is_some() { "" } else { "not " }
     );
     let fine_tune = encoder.is_some();
-    let model = init(model_config, aggregation, dims, encoder, &device);
+    let step_encoder = encoder.as_ref().map(|tune| StepEncoder::new(tune, config.frozen_layers)).transpose()?;
+    let model = init(model_config, aggregation, dims, encoder.map(|tune| tune.bert), &device);
     // The encoder's and the aggregation weights' gradients are taken first; the new modules get the rest.
     let mut groups = vec![Group {
         name: "aggregation",
@@ -80,7 +83,7 @@ pub fn train<B: AutodiffBackend>(
     groups.push(Group { name: "new", lr: config.lr_new, params: |g, m| GradientsParams::from_module(g, m) });
     let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
     let max_tokens = model_config.vae.map_or(0, |v| v.max_tokens);
-    let mut task = Joint { config, corpus, train, holdout, max_tokens, batches };
+    let mut task = Joint { config, corpus, train, holdout, max_tokens, batches, encoder: step_encoder };
     Ok(skeleton::train(&mut task, model, &groups, &config.schedule, run_dir, progress)?.valid())
 }
 
@@ -119,6 +122,8 @@ struct Joint<'a> {
     holdout: &'a [TrainDoc],
     max_tokens: usize,
     batches: EpochBatches,
+    /// How a step runs the fine-tuned encoder (`None`: frozen, its vectors given).
+    encoder: Option<StepEncoder>,
 }
 
 impl<B: AutodiffBackend> Task<B> for Joint<'_> {
@@ -130,7 +135,8 @@ impl<B: AutodiffBackend> Task<B> for Joint<'_> {
 
     fn step(&mut self, model: &SproutRagModel<B>, step: usize) -> anyhow::Result<Step<B>> {
         let batch = self.batches.at(self.train, step);
-        let terms = losses(model, self.config, &self.train[batch.doc], &batch.queries, self.max_tokens);
+        let vectors = Vectors::step(self.encoder.as_ref(), model.encoder.as_ref());
+        let terms = losses(model, &vectors, self.config, &self.train[batch.doc], &batch.queries, self.max_tokens);
         Ok(Step { terms, scalars: Vec::new(), context: format!("document {}, {} queries", batch.doc, batch.queries.len()) })
     }
 
@@ -142,7 +148,7 @@ impl<B: AutodiffBackend> Task<B> for Joint<'_> {
         if self.holdout.is_empty() {
             return Vec::new();
         }
-        let m = evaluate(model, self.corpus, self.holdout);
+        let m = evaluate(model, &Vectors::validation(self.encoder.as_ref(), model.encoder.as_ref()), self.corpus, self.holdout);
         vec![("eval/ie_mean", m.ie_mean), ("eval/hit@1", m.hit[0]), ("eval/hit@5", m.hit[2])]
     }
 
@@ -154,15 +160,18 @@ impl<B: AutodiffBackend> Task<B> for Joint<'_> {
 /// The loss terms of one batch, by name: InfoNCE, lambda * L_attn, and the VAE's CE and beta * KL.
 fn losses<B: AutodiffBackend>(
     model: &SproutRagModel<B>,
+    vectors: &Vectors<B>,
     config: &TrainConfig,
     doc: &TrainDoc,
     queries: &[usize],
     max_tokens: usize,
 ) -> Vec<(&'static str, Tensor<B, 1>)> {
     let device = &model.aggregator.head_weights().device();
-    let out = model.document(unit_vectors(model, doc, device), model.vae.is_some());
     let batch: Vec<&TrainQuery> = queries.iter().map(|&q| &doc.queries[q]).collect();
-    let eq = model.queries(query_vectors(model, &batch, device));
+    // A fine-tuned encoder runs over the window only; the SLLM still reads the whole document.
+    let kept = window(doc, &batch, config.step_tokens.filter(|_| vectors.fine_tuned()));
+    let out = model.document(vectors.units_within(doc, &kept, device), model.vae.is_some());
+    let eq = model.queries(vectors.queries(&batch, device));
     let positives: Vec<usize> = queries.iter().map(|&q| doc.queries[q].positive).collect();
     let mut terms = vec![("loss/ret", retrieval_loss(out.embeddings.clone(), eq.clone(), &positives, config))];
     if !doc.pairs.is_empty() {
@@ -246,25 +255,6 @@ fn node_loss<B: Backend>(
     Some(node_contrastive(eq.select(0, ids(&kept, &device)), weights.matmul(units), ids(&positive, &device), candidates, tau))
 }
 
-/// The pooled vectors of a document's units: given (frozen encoder), or from the model's own encoder.
-fn unit_vectors<B: Backend>(model: &SproutRagModel<B>, doc: &TrainDoc, device: &B::Device) -> Tensor<B, 2> {
-    match &model.encoder {
-        Some(_) => model.pool(&doc.ids.iter().map(Vec::as_slice).collect::<Vec<_>>(), device),
-        None => Tensor::from_data(TensorData::new(doc.pooled.concat(), [doc.pooled.len(), doc.pooled[0].len()]), device),
-    }
-}
-
-/// The pooled vectors of queries, as [`unit_vectors`].
-fn query_vectors<B: Backend>(model: &SproutRagModel<B>, queries: &[&TrainQuery], device: &B::Device) -> Tensor<B, 2> {
-    match &model.encoder {
-        Some(_) => model.pool(&queries.iter().map(|q| q.ids.as_slice()).collect::<Vec<_>>(), device),
-        None => {
-            let d = queries[0].pooled.len();
-            Tensor::from_data(TensorData::new(queries.iter().flat_map(|q| q.pooled.iter().copied()).collect::<Vec<_>>(), [queries.len(), d]), device)
-        }
-    }
-}
-
 fn ids<B: Backend>(values: &[usize], device: &B::Device) -> Tensor<B, 1, Int> {
     Tensor::from_data(TensorData::new(values.iter().map(|&i| i as i64).collect::<Vec<_>>(), [values.len()]), device)
 }
@@ -283,12 +273,13 @@ pub fn retrieval_loss<B: Backend>(units: Tensor<B, 2>, queries: Tensor<B, 2>, po
     info_nce(queries, ep, hard, config.tau)
 }
 
-/// Flat retrieval over the SLLM's unit embeddings of held-back documents, scored on their gold spans.
-pub fn evaluate<B: Backend>(model: &SproutRagModel<B>, corpus: &Corpus, docs: &[TrainDoc]) -> Metrics {
+/// Flat retrieval over the SLLM's unit embeddings of held-back documents, scored on their gold spans;
+/// `vectors`: the pooled vectors the model reads.
+pub fn evaluate<B: Backend>(model: &SproutRagModel<B>, vectors: &Vectors<B>, corpus: &Corpus, docs: &[TrainDoc]) -> Metrics {
     let device = model.aggregator.head_weights().device();
     flat_on_held_out(corpus, docs, |doc| {
-        let units = model.document(unit_vectors(model, doc, &device), false).embeddings;
-        let queries = model.queries(query_vectors(model, &doc.queries.iter().collect::<Vec<_>>(), &device));
+        let units = model.document(vectors.all_units(doc, &device), false).embeddings;
+        let queries = model.queries(vectors.queries(&doc.queries.iter().collect::<Vec<_>>(), &device));
         (units, queries)
     })
 }
@@ -374,14 +365,42 @@ mod tests {
         let pooled = vec![vec![1.0, 0.0], vec![0.8, 0.6], vec![0.0, 1.0], vec![-0.6, 0.8]];
         let query = TrainQuery { pooled: vec![1.0, 0.2], ids: vec![], positive: 0, gold: vec![span(0)] };
         let doc = TrainDoc { units: (0..4).map(span).collect(), pooled, ids: vec![], pairs: vec![(0, 1)], tokens: vec![], queries: vec![query] };
-        let names = |c: &TrainConfig| losses(&model, c, &doc, &[0], 0).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+        let names = |c: &TrainConfig| losses(&model, &Vectors::Given, c, &doc, &[0], 0).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
         assert_eq!(names(&TrainConfig::default()), ["loss/ret", "loss/attn_weighted"]);
         let with = TrainConfig { node_loss: 0.5, ..TrainConfig::default() };
-        let terms = losses(&model, &with, &doc, &[0], 0);
+        let terms = losses(&model, &Vectors::Given, &with, &doc, &[0], 0);
         assert_eq!(terms.iter().map(|t| t.0).collect::<Vec<_>>(), ["loss/ret", "loss/attn_weighted", "loss/node_weighted"]);
         let value: f32 = terms[2].1.clone().into_scalar();
         assert!(value.is_finite() && value > 0.0, "{value}");
         // A negative weight is refused.
         assert!(TrainConfig { node_loss: -1.0, ..TrainConfig::default() }.check().is_err());
+    }
+
+    /// A real joint step with the pretrained encoder: a window holding the whole document is the
+    /// whole-document step exactly; a window of three units still gives the SLLM all five (the others by
+    /// their frozen vectors, the same function at the pretrained weights), so the loss is the same to
+    /// rounding, and the encoder's gradient comes through the window alone.
+    #[test]
+    fn a_windowed_joint_step_reads_the_whole_document() {
+        use arbor_models::sllm::SllmConfig;
+        let crate::fixtures::Lease { docs, tune, ids, dim, .. } = crate::fixtures::lease();
+        let config = SproutRagModelConfig { sllm: SllmConfig { layers: 1, heads: 2, d_model: 16, d_ff: 32 }, vae: None };
+        let model = config.init::<A>(dim, 0, AggregationInit::Uniform, &Default::default()).with_encoder(tune.bert.clone());
+        let loss = |step_tokens: Option<usize>| -> (f32, Tensor<A, 1>) {
+            let training = TrainConfig { step_tokens, ..TrainConfig::default() };
+            let encoder = StepEncoder::new(&tune, None).unwrap();
+            let terms = losses(&model, &Vectors::step(Some(&encoder), model.encoder.as_ref()), &training, &docs[0], &[0, 1], 0);
+            let total = terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b).unwrap();
+            (total.clone().into_scalar(), total)
+        };
+        let all: usize = ids.iter().map(Vec::len).sum();
+        let (whole, _) = loss(None);
+        assert_eq!(loss(Some(all)).0, whole, "a window holding every token is the whole document");
+        let three = ids[0].len() + ids[1].len() + ids.iter().skip(2).map(Vec::len).max().unwrap();
+        let (windowed, total) = loss(Some(three));
+        assert!((windowed - whole).abs() < 1e-4 * whole.abs().max(1.0), "window {windowed} against whole {whole}");
+        let grads = total.backward();
+        let encoder = model.encoder.as_ref().unwrap();
+        assert!(encoder.layers[0].query.weight.grad(&grads).is_some(), "the window's units carry the encoder's gradient");
     }
 }

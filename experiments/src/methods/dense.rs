@@ -16,7 +16,7 @@ use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use super::training::{Needs, data_key, pretrained, queries_by_doc, train_docs};
+use super::training::{Needs, data_key, pretrained, queries_by_doc, train_docs, training_queries};
 use super::{Built, Context, MethodSpec, QueryVectors};
 use crate::cache::{Artefact, key};
 use crate::progress::with_bar;
@@ -50,6 +50,8 @@ impl DenseConfig {
                 tau: t.tau,
                 hard_negatives: t.hard_negatives,
                 step_tokens: t.step_tokens,
+                frozen_layers: t.frozen_layers,
+                train_queries: t.train_queries,
                 ..TrainConfig::default()
             },
         }
@@ -61,7 +63,10 @@ impl MethodSpec for DenseConfig {
         let t = &self.training;
         match t.freeze_encoder {
             false => {
-                let window = t.step_tokens.map_or(String::new(), |n| format!(", {n}-token windows"));
+                let mut window = t.step_tokens.map_or(String::new(), |n| format!(", {n}-token windows"));
+                if let Some(k) = t.frozen_layers {
+                    window += &format!(", blocks 0-{k} frozen");
+                }
                 format!("Dense, encoder fine-tuned at {} by InfoNCE alone ({} epochs{window})", t.lr_encoder, t.schedule.epochs)
             }
             true => format!("Dense, a linear map over the frozen encoder trained at {} by InfoNCE alone ({} epochs)", t.lr_new, t.schedule.epochs),
@@ -106,7 +111,7 @@ impl MethodSpec for DenseConfig {
 /// trained in `train-<key>` (key: the encoder, the settings, the training and validation queries).
 fn train(ctx: &Context, label: &str, config: &DenseConfig) -> anyhow::Result<(DenseModel<DefaultBackend>, std::path::PathBuf)> {
     let training = &config.training;
-    let by_doc = queries_by_doc(ctx.corpus, &training.split);
+    let by_doc = training_queries(ctx.corpus, training);
     let held = queries_by_doc(ctx.corpus, VALIDATION);
     let Located { dir, may_train } = ctx.training.locate(label, config, &ctx.keys.encoder, || {
         ctx.cache.dir(Artefact::Dense, &key(&(&ctx.keys.encoder, training, data_key(ctx, &by_doc), data_key(ctx, &held))))

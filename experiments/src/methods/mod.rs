@@ -14,6 +14,7 @@
 //! | Heading hierarchy with parent expansion | [`hierarchy`] | Forge's hierarchical index; LlamaIndex auto-merging |
 //! | Hybrid (BM25 + dense, reciprocal rank fusion) | [`hybrid`] | Cormack et al. 2009 |
 //! | RSE + AutoContext | [`rse`] | spRAG / dsRAG (D-Star AI) |
+//! | Summary-augmented chunks (SAC) | [`summary_chunks`] | Reuter et al., arXiv:2510.06999 |
 //! | RAPTOR (collapsed tree, tree traversal) | [`raptor`] | RAPTOR (Sarthi et al., arXiv:2401.18059) |
 //! | SproutRAG | [`sproutrag`] | SproutRAG, Sections 2-4 |
 //! | SmartChunk (multi-level chunks, compressor, plan) | [`smartchunk`] | SmartChunk, Section 4 |
@@ -87,6 +88,8 @@ methods! {
     Hierarchy(hierarchy::HierarchyConfig),
     /// Relevant Segment Extraction over (AutoContext-embedded) chunks.
     Rse(rse::RseConfig),
+    /// Dense retrieval over chunks embedded with their document's summary before them (SAC).
+    SummaryChunks(summary_chunks::SummaryChunksConfig),
     /// A RAPTOR tree of summaries per document.
     Raptor(raptor::RaptorConfig),
     /// A SproutRAG tree per document, searched with beam search (or collapsed).

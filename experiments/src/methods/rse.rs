@@ -2,11 +2,11 @@
 //! title and a short summary of the document, written before each chunk's text), then Relevant Segment
 //! Extraction over them (arbor_eval::retrievers::rse) with one of dsRAG's presets.
 
-use arbor_datasets::Span;
 use arbor_eval::retrievers::rse::{Rse, RsePreset};
 use serde::{Deserialize, Serialize};
 
 use super::chunks::Chunking;
+use super::summary_chunks::document_headers;
 use super::{Built, Context, MethodSpec, QueryVectors};
 use crate::summaries::SummariserConfig;
 
@@ -54,17 +54,11 @@ impl MethodSpec for RseConfig {
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
-        let mut headers = vec![String::new(); ctx.corpus.documents.len()];
-        let mut described = String::from("no AutoContext");
+        let (mut headers, mut described) = (vec![String::new(); ctx.corpus.documents.len()], String::from("no AutoContext"));
         if self.auto_context {
-            let summariser = self.summariser.open(ctx.corpus, ctx.leaves, ctx.unit_vectors()?, &ctx.cache.root)?;
-            for &d in ctx.docs {
-                let doc = &ctx.corpus.documents[d];
-                let summary = summariser.summarise(d, &[Span::new(0, doc.text.len())], self.context_tokens)?;
-                let title = if doc.title.is_empty() { &doc.id } else { &doc.title };
-                headers[d] = format!("{title}: {}\n\n", summary.text);
-            }
-            described = format!("AutoContext headers: title + {} tokens of summary, {}", self.context_tokens, summariser.describe());
+            let (written, summariser) = document_headers(ctx, &self.summariser, self.context_tokens)?;
+            headers = written;
+            described = format!("AutoContext headers: title + {} tokens of summary, {summariser}", self.context_tokens);
         }
         let header = |d: usize| headers[d].clone();
         let context = self.auto_context.then_some(("auto_context", &header as &dyn Fn(usize) -> String));

@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 use arbor_datasets::merge_pairs::{MergePairs, merge_pairs};
 use arbor_datasets::{Corpus, DocSpan, Query, Span};
 use arbor_models::DefaultBackend;
-use arbor_models::bert::{Bert, load_bert};
+use arbor_models::bert::load_bert;
+use arbor_trainers::config::TrainConfig;
 use arbor_trainers::data::{TrainDoc, TrainQuery};
+use arbor_trainers::encoder::FineTune;
 use burn::backend::Autodiff;
 
 use super::Context;
@@ -19,8 +21,26 @@ use crate::cache::key;
 
 /// A split's queries with gold evidence, by the document of their first gold span.
 pub fn queries_by_doc<'c>(corpus: &'c Corpus, split: &str) -> BTreeMap<usize, Vec<&'c Query>> {
+    by_doc(corpus, corpus.eval_queries(Some(split)))
+}
+
+/// The queries a training reads, by document: its split's, or with `train_queries` a sample of that many
+/// drawn by its seed. Samples are nested (with one seed, the 100 queries of a sample are among the 1,000
+/// of a larger one), and a sample at least as large as the split is the split itself.
+pub fn training_queries<'c>(corpus: &'c Corpus, training: &TrainConfig) -> BTreeMap<usize, Vec<&'c Query>> {
+    let mut queries = corpus.eval_queries(Some(&training.split));
+    if let Some(n) = training.train_queries.filter(|&n| n < queries.len()) {
+        let mut order: Vec<(String, &str)> = queries.iter().map(|q| (key(&(training.schedule.seed, &q.id)), q.id.as_str())).collect();
+        order.sort();
+        let chosen: std::collections::HashSet<&str> = order[..n].iter().map(|(_, id)| *id).collect();
+        queries.retain(|q| chosen.contains(q.id.as_str()));
+    }
+    by_doc(corpus, queries)
+}
+
+fn by_doc<'c>(corpus: &'c Corpus, queries: Vec<&'c Query>) -> BTreeMap<usize, Vec<&'c Query>> {
     let mut by_doc: BTreeMap<usize, Vec<&Query>> = BTreeMap::new();
-    for q in corpus.eval_queries(Some(split)) {
+    for q in queries {
         by_doc.entry(corpus.gold(q)[0].doc).or_default().push(q);
     }
     by_doc
@@ -113,9 +133,10 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
 }
 
 /// The pretrained encoder's weights again, on the autodiff backend, to be fine-tuned.
-pub fn pretrained(ctx: &Context) -> anyhow::Result<Bert<Autodiff<DefaultBackend>>> {
+pub fn pretrained(ctx: &Context) -> anyhow::Result<FineTune<Autodiff<DefaultBackend>>> {
     let dir = arbor_models::hub::resolve(&ctx.encoder_config.model)?;
-    Ok(load_bert(&ctx.encoder.config, &dir.path.join("model.safetensors"), &Default::default())?)
+    let bert = load_bert(&ctx.encoder.config, &dir.path.join("model.safetensors"), &Default::default())?;
+    Ok(FineTune { bert, layer_norm_eps: ctx.encoder.config.layer_norm_eps })
 }
 
 /// The unit holding most of a query's gold text (ties: the earlier unit).
@@ -137,5 +158,43 @@ mod tests {
         let units = [ds(0, 10), ds(11, 30), ds(31, 40)];
         assert_eq!(positive_unit(&units, &[ds(8, 25)]), Some(1));
         assert_eq!(positive_unit(&units, &[ds(41, 50)]), None);
+    }
+
+    /// Samples are the split's queries when large enough, have the size asked, are nested by seed, and
+    /// keep each document's queries in file order.
+    #[test]
+    fn training_samples_are_nested_and_drawn_by_the_seed() {
+        use arbor_datasets::{Document, Evidence};
+        let docs = (0..4).map(|d| Document {
+            id: format!("d{d}"),
+            title: String::new(),
+            text: "x".repeat(50),
+            sections: vec![],
+            split: Some("train".into()),
+        });
+        let query = |i: usize| Query {
+            id: format!("q{i}"),
+            text: format!("question {i}"),
+            doc_ids: vec![format!("d{}", i % 4)],
+            evidence: vec![Evidence { doc_id: format!("d{}", i % 4), start: 0, end: 5 }],
+            answers: vec![],
+            split: Some(if i < 40 { "train" } else { "test" }.into()),
+        };
+        let corpus = Corpus::new(docs.collect(), (0..50).map(query).collect(), std::path::Path::new("t")).unwrap();
+        let ids = |n: Option<usize>, seed: u64| -> Vec<String> {
+            let mut t = TrainConfig { train_queries: n, ..TrainConfig::default() };
+            t.schedule.seed = seed;
+            let by_doc = training_queries(&corpus, &t);
+            assert!(by_doc.values().all(|qs| qs.windows(2).all(|w| w[0].id[1..].parse::<u32>().unwrap() < w[1].id[1..].parse::<u32>().unwrap())));
+            by_doc.values().flatten().map(|q| q.id.clone()).collect()
+        };
+        let all = ids(None, 0);
+        assert_eq!(all.len(), 40, "the train split only");
+        assert_eq!(ids(Some(40), 0), all);
+        assert_eq!(ids(Some(1000), 0), all);
+        let (small, large) = (ids(Some(10), 0), ids(Some(25), 0));
+        assert_eq!((small.len(), large.len()), (10, 25));
+        assert!(small.iter().all(|q| large.contains(q)), "nested");
+        assert_ne!(ids(Some(10), 1), small, "another seed draws another sample");
     }
 }

@@ -94,11 +94,16 @@ fn fused_qkv<B: Backend>(layer: &BertLayer<B>) -> Dense {
 impl CpuBert {
     /// Copies the weights of `bert` (whose layer norms use `eps`).
     pub fn from_bert<B: Backend>(bert: &Bert<B>, eps: f64) -> Self {
+        Self::lower(bert, eps, bert.layers.len())
+    }
+
+    /// The embeddings and the first `layers` layers of `bert`: [`Self::forward`] then returns the token
+    /// states that layer `layers` reads (the embeddings' own with 0).
+    pub fn lower<B: Backend>(bert: &Bert<B>, eps: f64, layers: usize) -> Self {
         let e = &bert.embeddings;
         let word = values(&e.word_embeddings.weight);
         let hidden = e.word_embeddings.weight.val().dims()[1];
-        let layers = bert
-            .layers
+        let layers = bert.layers[..layers]
             .iter()
             .map(|l| Layer {
                 qkv: fused_qkv(l),
@@ -118,6 +123,11 @@ impl CpuBert {
             hidden,
             heads: bert.layers.first().map_or(1, |l| l.num_heads),
         }
+    }
+
+    /// The width of a token state.
+    pub fn hidden(&self) -> usize {
+        self.hidden
     }
 
     /// The last layer's token states of each sequence, laid end to end: `[sum of lengths, hidden]`.

@@ -7,10 +7,12 @@
 
 pub mod config;
 pub mod cpu;
+pub mod frozen;
 pub mod model;
 pub mod weights;
 
 pub use config::BertConfig;
 pub use cpu::CpuBert;
+pub use frozen::FrozenLayers;
 pub use model::{Bert, BertOutput};
 pub use weights::load_bert;

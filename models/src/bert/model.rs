@@ -59,16 +59,34 @@ impl<B: Backend> Bert<B> {
     /// - returns hidden `[batch, tokens, hidden]` and, when `with_attention`, one `[batch, heads, tokens, tokens]`
     ///   per layer
     pub fn forward(&self, input_ids: Tensor<B, 2, Int>, mask: Tensor<B, 2, Bool>, with_attention: bool) -> BertOutput<B> {
+        self.forward_from(self.embed(input_ids), mask, 0, with_attention)
+    }
+
+    /// The embeddings' sum (word, position, token type 0), layer-normalised: what layer 0 reads.
+    ///
+    /// # Shapes
+    /// - `input_ids`: `[batch, tokens]` -> `[batch, tokens, hidden]`
+    pub fn embed(&self, input_ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
         let [batch, tokens] = input_ids.dims();
         let device = input_ids.device();
         let positions = Tensor::<B, 1, Int>::arange(0..tokens as i64, &device).unsqueeze::<2>().repeat_dim(0, batch);
         let token_types = Tensor::<B, 2, Int>::zeros([batch, tokens], &device);
         let e = &self.embeddings;
         let x = e.word_embeddings.forward(input_ids) + e.position_embeddings.forward(positions) + e.token_type_embeddings.forward(token_types);
-        let mut x = e.layer_norm.forward(x); // [batch, tokens, hidden]
+        e.layer_norm.forward(x)
+    }
+
+    /// Runs layers `from..` over `x`, the token states layer `from` reads (the embeddings' when `from` is
+    /// 0): the top of the encoder when its lower layers are computed elsewhere.
+    ///
+    /// # Shapes
+    /// - `x`: `[batch, tokens, hidden]`; `mask`: `[batch, tokens]`, true on real tokens
+    /// - returns as [`Self::forward`], the attentions of layers `from..` only
+    pub fn forward_from(&self, x: Tensor<B, 3>, mask: Tensor<B, 2, Bool>, from: usize, with_attention: bool) -> BertOutput<B> {
         let key_bias = padding_bias(mask);
+        let mut x = x;
         let mut attentions = Vec::new();
-        for layer in &self.layers {
+        for layer in &self.layers[from..] {
             let (out, probs) = layer.forward(x, key_bias.clone());
             x = out;
             if with_attention {

@@ -7,7 +7,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Int, Tensor, TensorData};
 use rand::{Rng, SeedableRng};
 
-use super::{PlanExample, PlanScores};
+use super::{Outcome, PlanExample, PlanScores};
 
 /// Writes an output per row: `prefixes[r]` given, then sampled (greedy when `temperature` is 0) until EOS
 /// (kept) or `max_len` tokens.
@@ -75,10 +75,10 @@ pub(super) fn score(vocab: PlanVocab, weights: &RewardWeights, example: &PlanExa
     let written = output.strip_suffix(&[PlanVocab::EOS]).unwrap_or(output);
     let plan = if output.last() == Some(&PlanVocab::EOS) { vocab.parse(written) } else { None };
     let levels = vocab.levels;
-    let (recovered, chunk_cost) = plan.map_or((false, 0), |p| example.outcome(levels, p));
-    let fallback = example.outcome(levels, (0, levels - 1)).1;
-    let r = planner_reward(weights, &PlanOutcome { plan, recovered, chunk_cost, tokens: written.len() }, fallback, example.label);
-    (r, plan.is_some() && recovered && written.len() <= weights.l_max)
+    let o = plan.map_or(Outcome::default(), |p| example.outcome(levels, p));
+    let fallback = example.outcome(levels, (0, levels - 1)).chunk_cost;
+    let r = planner_reward(weights, &PlanOutcome { plan, qa: o.qa, chunk_cost: o.chunk_cost, tokens: written.len() }, fallback, example.label);
+    (r, plan.is_some() && o.recovered && written.len() <= weights.l_max)
 }
 
 /// The greedy plan of `model` for each feature row (`None`: the output does not parse).
@@ -105,9 +105,9 @@ pub fn assess<B: Backend>(model: &Planner<B>, examples: &[PlanExample], vocab: P
     let plans = greedy_plans(model, &features, vocab, max_len);
     let (mut s, mut labelled) = (PlanScores::default(), 0usize);
     for (e, &plan) in examples.iter().zip(&plans) {
-        let (recovered, cost) = e.outcome(vocab.levels, plan.unwrap_or((0, vocab.levels - 1)));
-        s.recall += f64::from(u8::from(recovered));
-        s.cost += cost as f64;
+        let o = e.outcome(vocab.levels, plan.unwrap_or((0, vocab.levels - 1)));
+        s.recall += f64::from(u8::from(o.recovered));
+        s.cost += o.chunk_cost as f64;
         s.format += f64::from(u8::from(plan.is_some()));
         if let Some(label) = e.label {
             labelled += 1;

@@ -43,13 +43,23 @@ pub struct PlanExample {
     pub features: Vec<f32>,
     /// `(smallest, largest)` level of the chunks that recovered the evidence (`None`: never recovered).
     pub label: Option<(usize, usize)>,
-    /// For plan `(lo, hi)`, at `lo * levels + hi`: whether retrieval within it recovers the evidence, and
-    /// the chunks it scores.
-    pub outcomes: Vec<(bool, usize)>,
+    /// For plan `(lo, hi)`, at `lo * levels + hi`: what retrieval within it does.
+    pub outcomes: Vec<Outcome>,
+}
+
+/// What retrieval within one plan does for a query.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Outcome {
+    /// The handed-on chunks recover the evidence.
+    pub recovered: bool,
+    /// The chunks it scores (R_Cost's ChunkCost).
+    pub chunk_cost: usize,
+    /// What it earns as R_QA: `recovered` as 1 or 0, or (IE-aware) the handed-on text's IE.
+    pub qa: f64,
 }
 
 impl PlanExample {
-    fn outcome(&self, levels: usize, (lo, hi): (usize, usize)) -> (bool, usize) {
+    fn outcome(&self, levels: usize, (lo, hi): (usize, usize)) -> Outcome {
         self.outcomes[lo * levels + hi]
     }
 }
@@ -220,10 +230,11 @@ mod tests {
         (0..n)
             .map(|i| {
                 let level = if i % 2 == 0 { 0 } else { 2 };
-                let mut outcomes = vec![(false, 0); LEVELS * LEVELS];
+                let mut outcomes = vec![Outcome::default(); LEVELS * LEVELS];
                 for lo in 0..LEVELS {
                     for hi in lo..LEVELS {
-                        outcomes[lo * LEVELS + hi] = ((lo..=hi).contains(&level), 10 * (hi - lo + 1));
+                        let recovered = (lo..=hi).contains(&level);
+                        outcomes[lo * LEVELS + hi] = Outcome { recovered, chunk_cost: 10 * (hi - lo + 1), qa: f64::from(u8::from(recovered)) };
                     }
                 }
                 let features = if level == 0 { vec![1.0, 0.0] } else { vec![0.0, 1.0] };

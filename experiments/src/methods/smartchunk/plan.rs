@@ -5,7 +5,9 @@
 //!   of the query's documents (their number is the plan's cost, R_Cost's ChunkCost); the `top_k` by
 //!   cosine are handed on in rank order while they fit `budget` tokens (a chunk that does not fit is
 //!   skipped); the plan recovers the evidence (R_QA = 1) when they hold at least `recall` of the gold
-//!   characters. Every plan of every training query is scored once, before training.
+//!   characters. With `qa: Ie` (arbor's IE-aware reward), R_QA is the handed-on text's IE instead, recall
+//!   × precision of the gold bytes, so that a plan is also paid for handing on little besides the gold.
+//!   Every plan of every training query is scored once, before training.
 //! - **Pseudo-labels** (Section 4.2, "Pseudo-Label Assignment"): retrieval over every level; if the top
 //!   k (no budget) recover the evidence, the label is the smallest and largest level of the retrieved
 //!   chunks that hold gold text; otherwise retrieval is expanded (2k, 4k, ...) and retried; a query never
@@ -24,7 +26,7 @@ use arbor_eval::structures::levels::Levels;
 use arbor_models::DefaultBackend;
 use arbor_models::compressor::Compressor;
 use arbor_models::planner::{PlanVocab, PlannerConfig};
-use arbor_trainers::planner::{PlanExample, PlannerTraining, assess, greedy_plans};
+use arbor_trainers::planner::{Outcome, PlanExample, PlannerTraining, assess, greedy_plans};
 use burn::backend::Autodiff;
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +49,9 @@ pub struct PlannerSettings {
     pub top_k: usize,
     /// R_QA: the share of the gold characters the handed-on items must hold.
     pub recall: f64,
+    /// What R_QA pays: 1 when the evidence is recovered (the paper's), or the handed-on text's IE.
+    #[serde(skip_serializing_if = "QaReward::is_recovered")]
+    pub qa: QaReward,
     /// Tokens the handed-on items may hold.
     pub budget: usize,
     /// Replaced by the validation split: kept only to say so when an old experiment file sets it.
@@ -62,9 +67,25 @@ impl Default for PlannerSettings {
             split: "train".into(),
             top_k: 5,
             recall: 0.5,
+            qa: QaReward::Recovered,
             budget: 2000,
             holdout_fraction: None,
         }
+    }
+}
+
+/// R_QA of a plan: SmartChunk's (1 when the handed-on chunks hold `recall` of the gold, else 0) or
+/// arbor's IE-aware reading (their IE: recall × precision of the gold, in [0, 1]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum QaReward {
+    #[default]
+    Recovered,
+    Ie,
+}
+
+impl QaReward {
+    fn is_recovered(&self) -> bool {
+        *self == QaReward::Recovered
     }
 }
 
@@ -203,19 +224,25 @@ pub(super) fn planned(
 /// A query's planner input, pseudo-label and per-plan outcomes.
 fn example(ctx: &Context, settings: &PlannerSettings, vocab: PlanVocab, ix: &Indexed, qv: &[f32], docs: &[usize], gold: &[DocSpan]) -> PlanExample {
     let levels = vocab.levels;
-    let mut outcomes = vec![(false, 0); levels * levels];
+    let mut outcomes = vec![Outcome::default(); levels * levels];
     for lo in 0..levels {
         for hi in lo..levels {
             let ranked = ranked(ix, qv, docs, lo, hi);
             let handed = within_budget(ix, &ranked, settings.top_k, settings.budget);
-            outcomes[lo * levels + hi] = (gold_share(&handed, gold) >= settings.recall, ranked.len());
+            let (recall, precision) = gold_overlap(&handed, gold);
+            let recovered = recall >= settings.recall;
+            let qa = match settings.qa {
+                QaReward::Recovered => f64::from(u8::from(recovered)),
+                QaReward::Ie => recall * precision,
+            };
+            outcomes[lo * levels + hi] = Outcome { recovered, chunk_cost: ranked.len(), qa };
         }
     }
     let all = ranked(ix, qv, docs, 0, levels - 1);
     let mut k = settings.top_k.max(1);
     let label = loop {
         let retrieved: Vec<DocSpan> = all.iter().take(k).map(|&(d, c)| chunk_span(ix, d, c)).collect();
-        if gold_share(&retrieved, gold) >= settings.recall {
+        if gold_overlap(&retrieved, gold).0 >= settings.recall {
             let holding: Vec<usize> =
                 all.iter().take(k).filter(|&&(d, c)| gold.iter().any(|g| g.overlaps(&chunk_span(ix, d, c)))).map(|&(d, c)| level(ix, d, c)).collect();
             break holding.iter().min().zip(holding.iter().max()).map(|(&a, &b)| (a, b));
@@ -261,17 +288,18 @@ fn level(ix: &Indexed, d: usize, c: usize) -> usize {
     ix.levels[d].as_ref().expect("indexed").chunks[c].level
 }
 
-/// The share of the gold characters that `items` hold.
-fn gold_share(items: &[DocSpan], gold: &[DocSpan]) -> f64 {
+/// The share of the gold bytes that `items` hold (recall), and the share of the items' bytes that are
+/// gold (precision).
+fn gold_overlap(items: &[DocSpan], gold: &[DocSpan]) -> (f64, f64) {
     let (items, gold) = (merge(items.to_vec()), merge(gold.to_vec()));
-    let total: usize = gold.iter().map(|g| g.span.len()).sum();
+    let length = |spans: &[DocSpan]| spans.iter().map(|s| s.span.len()).sum::<usize>().max(1) as f64;
     let held: usize = gold
         .iter()
         .map(|g| {
             items.iter().filter(|i| i.doc == g.doc).map(|i| i.span.end.min(g.span.end).saturating_sub(i.span.start.max(g.span.start))).sum::<usize>()
         })
         .sum();
-    held as f64 / total.max(1) as f64
+    (held as f64 / length(&gold), held as f64 / length(&items))
 }
 
 /// The planner's input for a query over `docs` (see the module doc).
@@ -299,4 +327,23 @@ fn features(ctx: &Context, ix: &Indexed, qv: &[f32], docs: &[usize]) -> Vec<f32>
     let norm = opening.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
     let meta = [(1.0 + tokens as f32).ln() / 12.0, (1.0 + sections_n as f32).ln() / 6.0, depth as f32 / 6.0, (1.0 + units as f32).ln() / 10.0];
     qv.iter().copied().chain(opening.iter().map(|x| x / norm)).chain(meta).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use arbor_datasets::Span;
+
+    use super::*;
+
+    /// Items [0, 10) and [20, 30) of document 0 against gold [5, 25) of document 0 and [0, 10) of
+    /// document 1: 10 of the 30 gold bytes held, 10 of the 20 handed-on bytes gold.
+    #[test]
+    fn gold_overlap_reads_recall_and_precision_in_bytes() {
+        let at = |doc, s, e| DocSpan { doc, span: Span::new(s, e) };
+        let (recall, precision) = gold_overlap(&[at(0, 0, 10), at(0, 20, 30)], &[at(0, 5, 25), at(1, 0, 10)]);
+        assert!((recall - 10.0 / 30.0).abs() < 1e-12 && (precision - 0.5).abs() < 1e-12, "{recall} {precision}");
+        // Overlapping items count once; nothing handed on holds nothing.
+        assert_eq!(gold_overlap(&[at(0, 5, 15), at(0, 10, 25)], &[at(0, 5, 25)]), (1.0, 1.0));
+        assert_eq!(gold_overlap(&[], &[at(0, 5, 25)]), (0.0, 0.0));
+    }
 }

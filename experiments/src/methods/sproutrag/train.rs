@@ -20,7 +20,7 @@ use burn::backend::Autodiff;
 use super::SproutRagConfig;
 use crate::cache::{Artefact, key};
 use crate::methods::Context;
-use crate::methods::training::{Needs, data_key, evidence_by_doc, pretrained, queries_by_doc, train_docs};
+use crate::methods::training::{Needs, data_key, evidence_by_doc, pretrained, queries_by_doc, train_docs, training_queries};
 use crate::progress::{bar, with_bar};
 use crate::trained::Located;
 use crate::validation::VALIDATION;
@@ -95,7 +95,7 @@ pub(super) fn train_model(
     training: &TrainConfig,
 ) -> anyhow::Result<(SproutRagModel<DefaultBackend>, PathBuf)> {
     let (corpus, encoder, keys) = (ctx.corpus, ctx.encoder, ctx.keys);
-    let by_doc = queries_by_doc(corpus, &training.split);
+    let by_doc = training_queries(corpus, training);
     let held = queries_by_doc(corpus, VALIDATION);
     let Located { dir: train_dir, may_train } = ctx.training.locate(label, &config.model_settings(), &keys.encoder, || {
         let data = (data_key(ctx, &by_doc), data_key(ctx, &held));
@@ -104,7 +104,7 @@ pub(super) fn train_model(
     let dims = (encoder.dim(), encoder.config.vocab_size);
     // The pretrained weights again, on the autodiff backend, when they are fine-tuned (read once).
     let encoder_weights = if training.freeze_encoder { None } else { Some(pretrained(ctx)?) };
-    if let Some(model) = arbor_trainers::sproutrag::finished(&config.model, config.aggregation, dims, encoder_weights.clone(), &train_dir)? {
+    if let Some(model) = arbor_trainers::sproutrag::finished(&config.model, config.aggregation, dims, encoder_weights.as_ref().map(|t| t.bert.clone()), &train_dir)? {
         eprintln!("using the trained model in {}", train_dir.display());
         return Ok((model, train_dir));
     }

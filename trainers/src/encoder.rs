@@ -1,0 +1,127 @@
+//! Where a trainer's pooled vectors come from (SproutRAG's and its dense control's, Section 4's encoder
+//! E): the frozen encoder's, computed once before training; or the encoder fine-tuned inside the model,
+//! which a step runs with gradients (whole, or its upper blocks only: `training.frozen_layers`,
+//! [`FrozenLayers`]) and validation runs through the inference kernel of its current weights (the CPU
+//! kernel, padding nothing; what the evaluator will use after training).
+
+use arbor_models::bert::{Bert, FrozenLayers};
+use arbor_models::encoder::{Kernel, pool_ids};
+use burn::tensor::backend::Backend;
+use burn::tensor::{Tensor, TensorData};
+
+use crate::data::{TrainDoc, TrainQuery};
+
+/// The pretrained encoder a trainer fine-tunes (`training.freeze_encoder: false`), with its layer norms'
+/// epsilon (the CPU kernel needs it; Burn's `LayerNorm` keeps its own private).
+#[derive(Debug, Clone)]
+pub struct FineTune<B: Backend> {
+    pub bert: Bert<B>,
+    pub layer_norm_eps: f64,
+}
+
+/// How a fine-tuning run computes vectors, fixed before its first step.
+#[derive(Debug, Clone)]
+pub struct StepEncoder {
+    frozen: Option<FrozenLayers>,
+    layer_norm_eps: f64,
+}
+
+impl StepEncoder {
+    /// `frozen_layers`: the blocks (with the embeddings) kept at their pretrained weights, or `None`.
+    pub fn new<B: Backend>(tune: &FineTune<B>, frozen_layers: Option<usize>) -> anyhow::Result<Self> {
+        let frozen = frozen_layers.map(|k| FrozenLayers::new(&tune.bert, tune.layer_norm_eps, k)).transpose().map_err(anyhow::Error::msg)?;
+        Ok(StepEncoder { frozen, layer_norm_eps: tune.layer_norm_eps })
+    }
+}
+
+/// The source of a trainer's pooled (L2-normalised) vectors.
+pub enum Vectors<'a, B: Backend> {
+    /// The frozen encoder's: `TrainDoc::pooled` and `TrainQuery::pooled`.
+    Given,
+    /// A training step's: through the model's `bert`, with gradients.
+    Step(&'a StepEncoder, &'a Bert<B>),
+    /// Validation's: the fine-tuned weights in the inference kernel, no gradient.
+    Kernel(Kernel<B>),
+}
+
+impl<'a, B: Backend> Vectors<'a, B> {
+    /// For validation: the model's fine-tuned `bert`, if any, in the inference kernel; else the given vectors.
+    pub fn validation(encoder: Option<&StepEncoder>, bert: Option<&Bert<B>>) -> Self {
+        match (encoder, bert) {
+            (Some(e), Some(bert)) => Vectors::Kernel(Kernel::new(bert, e.layer_norm_eps)),
+            _ => Vectors::Given,
+        }
+    }
+
+    /// For a step: the model's fine-tuned `bert` through `encoder`, if any; else the given vectors.
+    pub fn step(encoder: Option<&'a StepEncoder>, bert: Option<&'a Bert<B>>) -> Self {
+        match (encoder, bert) {
+            (Some(e), Some(bert)) => Vectors::Step(e, bert),
+            _ => Vectors::Given,
+        }
+    }
+
+    /// The vectors of `doc`'s units `kept`, in that order, `[kept, hidden]`.
+    pub fn units(&self, doc: &TrainDoc, kept: &[usize], device: &B::Device) -> Tensor<B, 2> {
+        let ids = || kept.iter().map(|&u| doc.ids[u].as_slice()).collect();
+        self.rows(ids, || kept.iter().map(|&u| doc.pooled[u].as_slice()).collect(), device)
+    }
+
+    /// The vectors of every unit of `doc`: those of `kept` (sorted) as [`Self::units`], the others the
+    /// frozen encoder's (`TrainDoc::pooled`, read as data: no gradient). The sampled step of a model that
+    /// reads whole documents (SproutRAG's SLLM): the encoder's cost is the window's, the document stays
+    /// whole, and with every unit kept it is [`Self::all_units`].
+    pub fn units_within(&self, doc: &TrainDoc, kept: &[usize], device: &B::Device) -> Tensor<B, 2> {
+        let n = doc.units.len();
+        if kept.len() == n || matches!(self, Vectors::Given) {
+            return self.all_units(doc, device);
+        }
+        let others: Vec<usize> = (0..n).filter(|u| kept.binary_search(u).is_err()).collect();
+        let frozen = matrix(&others.iter().map(|&u| doc.pooled[u].as_slice()).collect::<Vec<_>>(), device);
+        // Unit u's row in [window; others].
+        let row = |u: usize| match kept.binary_search(&u) {
+            Ok(i) => i,
+            Err(_) => kept.len() + others.binary_search(&u).expect("every unit is in one of the two"),
+        };
+        let order = Tensor::from_data(TensorData::new((0..n).map(|u| row(u) as i64).collect::<Vec<_>>(), [n]), device);
+        Tensor::cat(vec![self.units(doc, kept, device), frozen], 0).select(0, order)
+    }
+
+    /// Whether the vectors come from an encoder a step fine-tunes.
+    pub fn fine_tuned(&self) -> bool {
+        matches!(self, Vectors::Step(..))
+    }
+
+    /// The vectors of `doc`'s every unit.
+    pub fn all_units(&self, doc: &TrainDoc, device: &B::Device) -> Tensor<B, 2> {
+        self.units(doc, &(0..doc.units.len()).collect::<Vec<_>>(), device)
+    }
+
+    /// The vectors of `queries`, `[queries, hidden]`.
+    pub fn queries(&self, queries: &[&TrainQuery], device: &B::Device) -> Tensor<B, 2> {
+        let ids = || queries.iter().map(|q| q.ids.as_slice()).collect();
+        self.rows(ids, || queries.iter().map(|q| q.pooled.as_slice()).collect(), device)
+    }
+
+    /// The rows of the given vectors, or of the token ids through the encoder (each read only when needed:
+    /// a frozen run holds no token ids).
+    fn rows<'r>(&self, ids: impl FnOnce() -> Vec<&'r [u32]>, given: impl FnOnce() -> Vec<&'r [f32]>, device: &B::Device) -> Tensor<B, 2> {
+        match self {
+            Vectors::Given => matrix(&given(), device),
+            Vectors::Step(e, bert) => match &e.frozen {
+                Some(frozen) => frozen.pool(bert, &ids(), device),
+                None => pool_ids(bert, &ids(), device),
+            },
+            Vectors::Kernel(kernel) => {
+                let rows = kernel.embed_ids(&ids(), 32, device, &mut |_| {});
+                matrix(&rows.iter().map(Vec::as_slice).collect::<Vec<_>>(), device)
+            }
+        }
+    }
+}
+
+/// Rows of equal width as a `[rows, width]` tensor.
+pub fn matrix<B: Backend>(rows: &[&[f32]], device: &B::Device) -> Tensor<B, 2> {
+    let width = rows.first().map_or(0, |r| r.len());
+    Tensor::from_data(TensorData::new(rows.concat(), [rows.len(), width]), device)
+}
