@@ -64,8 +64,10 @@ impl MethodSpec for DenseConfig {
         match t.freeze_encoder {
             false => {
                 let mut window = t.step_tokens.map_or(String::new(), |n| format!(", {n}-token windows"));
-                if let Some(k) = t.frozen_layers {
-                    window += &format!(", blocks 0-{k} frozen");
+                match t.frozen_layers {
+                    Some(0) => window += ", embeddings frozen",
+                    Some(k) => window += &format!(", embeddings and blocks 0-{} frozen", k - 1),
+                    None => {}
                 }
                 format!("Dense, encoder fine-tuned at {} by InfoNCE alone ({} epochs{window})", t.lr_encoder, t.schedule.epochs)
             }
