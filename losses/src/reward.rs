@@ -4,7 +4,7 @@
 //! R = R_QA + R_Cost + R_Format + R_Length (+ R_PlanningAcc)
 //! R_QA          = 1 if retrieval within the planned levels recovers the gold evidence, else 0
 //!                 (arbor's IE-aware reading, `qa: Ie`: the handed-on text's IE = recall × precision
-//!                  of the gold characters, in [0, 1], so a plan that recovers the gold inside a long
+//!                  of the gold bytes, in [0, 1], so a plan that recovers the gold inside a long
 //!                  chunk earns less than one that hands on little else)
 //! R_Cost        = -alpha * ChunkCost          (the chunks built and scored for the plan)
 //! R_Format      = gamma if the output parses as a plan, else 0

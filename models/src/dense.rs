@@ -12,7 +12,6 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 
 use crate::bert::Bert;
-use crate::encoder::pool_ids;
 
 #[derive(Module, Debug)]
 pub struct DenseModel<B: Backend> {
@@ -32,15 +31,6 @@ impl<B: Backend> DenseModel<B> {
             linear
         });
         DenseModel { encoder, adapter }
-    }
-
-    /// Pooled, L2-normalised vectors of token-id rows through the fine-tuned encoder.
-    ///
-    /// # Shapes
-    /// - returns `[rows, hidden]`; panics without an encoder (a frozen one lives outside the model)
-    pub fn pool(&self, rows: &[&[u32]], device: &B::Device) -> Tensor<B, 2> {
-        let encoder = self.encoder.as_ref().expect("pool needs the fine-tuned encoder inside the model");
-        pool_ids(encoder, rows, device)
     }
 
     /// The vectors compared by cosine: `pooled` through the adapter (then L2-normalised), or as they are.

@@ -2,7 +2,7 @@
 //! unit vectors -> SentenceVAE latents z (or the vectors themselves without a VAE) -> SLLM over a whole
 //! document -> contextual unit embeddings e_i and attention A[l, h] -> HeadAggregator -> M. The encoder
 //! is frozen (its pooled vectors come in as data), or, when fine-tuned, a module of the model
-//! ([`SproutRagModel::pool`] turns token ids into the pooled vectors).
+//! (the trainer runs it over token ids: `arbor_trainers::encoder`).
 //!
 //! Queries go through the same path as a one-unit document, so InfoNCE trains exactly the cosine between
 //! query and unit (and, through progressive means, node) embeddings that beam search compares.
@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::aggregator::{AggregationInit, HeadAggregator};
 use crate::bert::Bert;
-use crate::encoder::pool_ids;
 use crate::sentence_vae::{SentenceVae, SentenceVaeConfig, VaeOutput};
 use crate::sllm::{Sllm, SllmConfig};
 
@@ -65,15 +64,6 @@ impl<B: Backend> SproutRagModel<B> {
     /// The model with the pretrained encoder inside it, to be fine-tuned.
     pub fn with_encoder(self, encoder: Bert<B>) -> Self {
         SproutRagModel { encoder: Some(encoder), ..self }
-    }
-
-    /// Pooled, L2-normalised vectors of token-id rows through the model's own (fine-tuned) encoder.
-    ///
-    /// # Shapes
-    /// - returns `[rows, hidden]`; panics if the model has no encoder (a frozen one lives outside it)
-    pub fn pool(&self, rows: &[&[u32]], device: &B::Device) -> Tensor<B, 2> {
-        let encoder = self.encoder.as_ref().expect("pool needs the fine-tuned encoder inside the model");
-        pool_ids(encoder, rows, device)
     }
 
     /// # Shapes

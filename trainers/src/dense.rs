@@ -85,12 +85,11 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
         let doc = &self.train[batch.doc];
         let device = Default::default();
         let queries: Vec<&TrainQuery> = batch.queries.iter().map(|&q| &doc.queries[q]).collect();
+        let vectors = Vectors::step(self.encoder.as_ref(), model.encoder.as_ref());
         // The adapter reads frozen vectors: every unit costs nothing, so only the encoder's step is windowed.
-        let budget = model.encoder.as_ref().and(self.config.step_tokens);
-        let kept = window(doc, &queries, budget);
+        let kept = window(doc, &queries, self.config.step_tokens.filter(|_| vectors.fine_tuned()));
         let at = |u: usize| kept.binary_search(&u).expect("the window holds every positive");
         let positives: Vec<usize> = queries.iter().map(|q| at(q.positive)).collect();
-        let vectors = Vectors::step(self.encoder.as_ref(), model.encoder.as_ref());
         let (units, eq) = (model.embed(vectors.units(doc, &kept, &device)), model.embed(vectors.queries(&queries, &device)));
         let terms = vec![("loss/ret", retrieval_loss(units, eq, &positives, self.config))];
         let scalars = vec![("step/units", kept.len() as f64)];

@@ -7,7 +7,7 @@
 use arbor_models::bert::{Bert, FrozenLayers};
 use arbor_models::encoder::{Kernel, pool_ids};
 use burn::tensor::backend::Backend;
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::{Int, Tensor, TensorData};
 
 use crate::data::{TrainDoc, TrainQuery};
 
@@ -83,8 +83,8 @@ impl<'a, B: Backend> Vectors<'a, B> {
             Ok(i) => i,
             Err(_) => kept.len() + others.binary_search(&u).expect("every unit is in one of the two"),
         };
-        let order = Tensor::from_data(TensorData::new((0..n).map(|u| row(u) as i64).collect::<Vec<_>>(), [n]), device);
-        Tensor::cat(vec![self.units(doc, kept, device), frozen], 0).select(0, order)
+        let order: Vec<usize> = (0..n).map(row).collect();
+        Tensor::cat(vec![self.units(doc, kept, device), frozen], 0).select(0, index(&order, device))
     }
 
     /// Whether the vectors come from an encoder a step fine-tunes.
@@ -118,6 +118,11 @@ impl<'a, B: Backend> Vectors<'a, B> {
             }
         }
     }
+}
+
+/// Positions as the index tensor `select` takes, `[values]`.
+pub fn index<B: Backend>(values: &[usize], device: &B::Device) -> Tensor<B, 1, Int> {
+    Tensor::from_data(TensorData::new(values.iter().map(|&i| i as i64).collect::<Vec<_>>(), [values.len()]), device)
 }
 
 /// Rows of equal width as a `[rows, width]` tensor.

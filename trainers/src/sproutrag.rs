@@ -31,11 +31,11 @@ use arbor_models::sproutrag::{SproutRagModel, SproutRagModelConfig};
 use burn::module::AutodiffModule;
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::{Bool, Int, Tensor, TensorData};
+use burn::tensor::{Bool, Tensor, TensorData};
 
 use crate::config::TrainConfig;
 use crate::data::{EpochBatches, TrainDoc, TrainQuery};
-use crate::encoder::{FineTune, StepEncoder, Vectors};
+use crate::encoder::{FineTune, StepEncoder, Vectors, index};
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
 use crate::window::window;
 
@@ -196,7 +196,7 @@ fn losses<B: AutodiffBackend>(
             }
         }
         let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(mask, [b, t]), device);
-        let pick = ids(&positives, device);
+        let pick = index(&positives, device);
         let logits = vae.decode(latents.z.select(0, pick.clone()), Tensor::from_data(TensorData::new(inputs, [b, t]), device), mask.clone());
         let targets = Tensor::from_data(TensorData::new(targets, [b, t]), device);
         let (ce, kl) = vae_loss(logits, targets, mask, latents.mu.select(0, pick.clone()), latents.log_var.select(0, pick));
@@ -252,11 +252,7 @@ fn node_loss<B: Backend>(
     let weights = Tensor::<B, 2>::from_data(TensorData::new(weights, [nodes.len(), n]), &device);
     let positive: Vec<usize> = targets.iter().map(|t| row(t.positive)).collect();
     let candidates = Tensor::from_data(TensorData::new(candidates, [kept.len(), nodes.len()]), &device);
-    Some(node_contrastive(eq.select(0, ids(&kept, &device)), weights.matmul(units), ids(&positive, &device), candidates, tau))
-}
-
-fn ids<B: Backend>(values: &[usize], device: &B::Device) -> Tensor<B, 1, Int> {
-    Tensor::from_data(TensorData::new(values.iter().map(|&i| i as i64).collect::<Vec<_>>(), [values.len()]), device)
+    Some(node_contrastive(eq.select(0, index(&kept, &device)), weights.matmul(units), index(&positive, &device), candidates, tau))
 }
 
 /// L_ret: InfoNCE between the batch's query embeddings and their positive units, the batch's other
@@ -267,9 +263,9 @@ fn ids<B: Backend>(values: &[usize], device: &B::Device) -> Tensor<B, 1, Int> {
 pub fn retrieval_loss<B: Backend>(units: Tensor<B, 2>, queries: Tensor<B, 2>, positives: &[usize], config: &TrainConfig) -> Tensor<B, 1> {
     let device = units.device();
     let n = units.dims()[0];
-    let ep = units.clone().select(0, ids(positives, &device));
+    let ep = units.clone().select(0, index(positives, &device));
     let others: Vec<usize> = (0..n).filter(|u| !positives.contains(u)).collect();
-    let hard = (config.hard_negatives && !others.is_empty()).then(|| units.select(0, ids(&others, &device)));
+    let hard = (config.hard_negatives && !others.is_empty()).then(|| units.select(0, index(&others, &device)));
     info_nce(queries, ep, hard, config.tau)
 }
 

@@ -54,12 +54,13 @@ impl MethodSpec for RseConfig {
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
-        let (mut headers, mut described) = (vec![String::new(); ctx.corpus.documents.len()], String::from("no AutoContext"));
-        if self.auto_context {
-            let (written, summariser) = document_headers(ctx, &self.summariser, self.context_tokens)?;
-            headers = written;
-            described = format!("AutoContext headers: title + {} tokens of summary, {summariser}", self.context_tokens);
-        }
+        let (headers, described) = match self.auto_context {
+            true => {
+                let (headers, summariser) = document_headers(ctx, &self.summariser, self.context_tokens)?;
+                (headers, format!("AutoContext headers: title + {} tokens of summary, {summariser}", self.context_tokens))
+            }
+            false => (vec![String::new(); ctx.corpus.documents.len()], String::from("no AutoContext")),
+        };
         let header = |d: usize| headers[d].clone();
         let context = self.auto_context.then_some(("auto_context", &header as &dyn Fn(usize) -> String));
         let (chunks, embeddings) = self.chunks.embedded(ctx, context)?;

@@ -11,7 +11,7 @@ use burn::tensor::{Bool, Tensor, TensorData};
 use super::{Bert, CpuBert};
 use crate::encoder::mean_pool_normalise;
 
-/// The frozen lower part of an encoder: the embeddings and its first [`FrozenLayers::layers`] blocks.
+/// The frozen lower part of an encoder: the embeddings and its first `layers` blocks.
 #[derive(Debug, Clone)]
 pub struct FrozenLayers {
     lower: CpuBert,
@@ -30,11 +30,6 @@ impl FrozenLayers {
             ));
         }
         Ok(FrozenLayers { lower: CpuBert::lower(bert, eps, layers), layers })
-    }
-
-    /// How many blocks are frozen.
-    pub fn layers(&self) -> usize {
-        self.layers
     }
 
     /// Pooled, L2-normalised vectors of token-id rows: the frozen blocks here, the rest through `bert`'s

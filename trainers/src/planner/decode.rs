@@ -8,6 +8,7 @@ use burn::tensor::{Bool, Int, Tensor, TensorData};
 use rand::{Rng, SeedableRng};
 
 use super::{Outcome, PlanExample, PlanScores};
+use crate::encoder::matrix;
 
 /// Writes an output per row: `prefixes[r]` given, then sampled (greedy when `temperature` is 0) until EOS
 /// (kept) or `max_len` tokens.
@@ -21,8 +22,7 @@ pub fn decode<B: Backend>(
 ) -> Vec<Vec<u32>> {
     let device = model.output.weight.device();
     let rows = features.len();
-    let d = features[0].len();
-    let f = Tensor::<B, 2>::from_data(TensorData::new(features.concat(), [rows, d]), &device);
+    let f = matrix::<B>(features, &device);
     let mut out: Vec<Vec<u32>> = prefixes.to_vec();
     let done = |o: &Vec<u32>| o.last() == Some(&PlanVocab::EOS) || o.len() >= max_len;
     while !out.iter().all(done) {
