@@ -1,18 +1,24 @@
-//! Backend selection: the default is Burn's ndarray CPU backend; `--features cuda` selects burn-cuda with
-//! no other change. Every model is generic over `B: Backend`; binaries name [`DefaultBackend`].
+//! Backend selection: the default is Burn's ndarray CPU backend; `--features cuda` selects burn-cuda and
+//! `--features wgpu` Burn's wgpu backend (any Vulkan, Metal or DX12 device, a software Vulkan driver
+//! included), with no other change. Every model is generic over `B: Backend`; binaries name
+//! [`DefaultBackend`]. With both features on, CUDA is chosen.
 
-#[cfg(not(feature = "cuda"))]
+#[cfg(not(any(feature = "cuda", feature = "wgpu")))]
 pub type DefaultBackend = burn::backend::NdArray<f32>;
 #[cfg(feature = "cuda")]
 pub type DefaultBackend = burn::backend::Cuda<f32, i32>;
+#[cfg(all(feature = "wgpu", not(feature = "cuda")))]
+pub type DefaultBackend = burn::backend::Wgpu<f32, i32>;
 
-/// The device binaries run on: the CPU, or the first CUDA GPU.
+/// The device binaries run on: the CPU, the first CUDA GPU, or wgpu's default adapter.
 pub fn default_device() -> burn::tensor::Device<DefaultBackend> {
     Default::default()
 }
 
 /// The backend's name, for the provenance of reports.
-#[cfg(not(feature = "cuda"))]
+#[cfg(not(any(feature = "cuda", feature = "wgpu")))]
 pub const NAME: &str = "burn ndarray (CPU)";
 #[cfg(feature = "cuda")]
 pub const NAME: &str = "burn-cuda (GPU)";
+#[cfg(all(feature = "wgpu", not(feature = "cuda")))]
+pub const NAME: &str = "burn-wgpu";
