@@ -214,7 +214,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
 }
 
 /// The report's rows: the experiment's methods (trained or not), then the matched controls of its trained
-/// methods, each naming the rows it controls.
+/// methods, each naming the rows it controls (a control already among the methods is that row).
 pub fn rows(exp: &Experiment) -> Vec<(Method, Role)> {
     let labels: Vec<String> = exp.methods.iter().map(Method::label).collect();
     let mut rows: Vec<(Method, Role)> = exp
@@ -229,7 +229,13 @@ pub fn rows(exp: &Experiment) -> Vec<(Method, Role)> {
         })
         .collect();
     for (control, of) in matched(&exp.methods, &exp.controls) {
-        rows.push((control, Role::Control { of: of.iter().map(|&i| labels[i].clone()).collect() }));
+        let of: Vec<String> = of.iter().map(|&i| labels[i].clone()).collect();
+        // A control the experiment lists as a method keeps its row, compared as a control as well.
+        match exp.methods.iter().position(|m| *m == control) {
+            Some(j) if rows[j].1.is_trained() => rows[j].1 = Role::TrainedControl { of },
+            Some(j) => rows[j].1 = Role::Control { of },
+            None => rows.push((control, Role::Control { of })),
+        }
     }
     rows
 }

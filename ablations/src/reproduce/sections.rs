@@ -131,7 +131,7 @@ pub(super) fn legalbench(sweep: &SweepOutcome) -> Section {
     // paper's baseline) is compared with it on the same queries.
     let report = sweep.selected.as_ref().map(|s| &s.report);
     let rows = report.map_or(&[][..], |r| r.methods.as_slice());
-    let sprout = rows.iter().find(|r| r.role == Role::Trained && r.name.starts_with("SproutRAG trained"));
+    let sprout = rows.iter().find(|r| r.role.is_trained() && r.name.starts_with("SproutRAG trained"));
     let raptor = rows.iter().find(|r| r.name.starts_with("RAPTOR (collapsed"));
     let (holds, verdict) = match (report, sprout, raptor) {
         (Some(report), Some(s), Some(r)) => {

@@ -25,6 +25,24 @@ pub enum Role {
     /// A matched control: the same training queries, epochs and units as the trained rows it names,
     /// without their method.
     Control { of: Vec<String> },
+    /// A trained method of the experiment that is also the matched control of the trained rows it names
+    /// (a fine-tuned dense row listed beside the SproutRAG rows it controls): compared as both.
+    TrainedControl { of: Vec<String> },
+}
+
+impl Role {
+    /// Trained on the training split: a trained method, listed as a control of others or not.
+    pub fn is_trained(&self) -> bool {
+        matches!(self, Role::Trained | Role::TrainedControl { .. })
+    }
+
+    /// The rows this one is the matched control of (none for a method that controls nothing).
+    pub fn controls(&self) -> &[String] {
+        match self {
+            Role::Control { of } | Role::TrainedControl { of } => of,
+            Role::Untrained | Role::Trained => &[],
+        }
+    }
 }
 
 /// Latency of retrieval per query, in milliseconds (query embedding excluded).
@@ -198,9 +216,8 @@ impl Report {
             pairs.extend(rows.iter().filter(|r| r.name != best.name && usable(r)).map(|r| (r, best, Against::BestUntrained)));
         }
         for control in rows.iter().filter(|r| usable(r)) {
-            if let Role::Control { of } = &control.role {
-                pairs.extend(rows.iter().filter(|r| of.contains(&r.name) && usable(r)).map(|r| (r, control, Against::MatchedControl)));
-            }
+            let of = control.role.controls();
+            pairs.extend(rows.iter().filter(|r| of.contains(&r.name) && usable(r)).map(|r| (r, control, Against::MatchedControl)));
         }
         let tested: Vec<Paired> = pairs.iter().map(|(a, b, _)| paired(&a.per_query, &b.per_query)).collect();
         let adjusted = holm(&tested.iter().map(|t| t.p).collect::<Vec<_>>());
@@ -293,8 +310,8 @@ impl Report {
 
     /// The comparisons as a table, with what they mean; a sentence when there are none.
     pub fn comparisons_markdown(&self) -> String {
-        let trained = self.methods.iter().any(|r| r.role == Role::Trained);
-        let controlled = |name: &str| self.methods.iter().any(|r| matches!(&r.role, Role::Control { of } if of.iter().any(|o| o == name)));
+        let trained = self.methods.iter().any(|r| r.role.is_trained());
+        let controlled = |name: &str| self.methods.iter().any(|r| r.role.controls().iter().any(|o| o == name));
         let mut md = String::from("\n## Differences in IE mean, with their uncertainty\n\n");
         if self.comparisons.is_empty() {
             md.push_str("No comparison: the report has fewer than two rows with per-query figures.\n");
@@ -320,8 +337,7 @@ impl Report {
                 self.comparisons.len()
             ));
         }
-        let uncontrolled: Vec<&str> =
-            self.methods.iter().filter(|r| r.role == Role::Trained && !controlled(&r.name)).map(|r| r.name.as_str()).collect();
+        let uncontrolled: Vec<&str> = self.methods.iter().filter(|r| r.role.is_trained() && !controlled(&r.name)).map(|r| r.name.as_str()).collect();
         if trained && !uncontrolled.is_empty() {
             md.push_str(&format!(
                 "\n**No matched control** for {}: a margin over untrained baselines includes whatever any use of the \
@@ -345,11 +361,15 @@ fn role_cell(role: &Role, rows: &[MethodResult]) -> String {
     match role {
         Role::Untrained => "untrained".into(),
         Role::Trained => "trained".into(),
-        Role::Control { of } => {
-            let at: Vec<String> = of.iter().filter_map(|o| rows.iter().position(|r| &r.name == o)).map(|i| format!("{}", i + 1)).collect();
-            format!("control of row {}", at.join(", "))
-        }
+        Role::Control { of } => format!("control of row {}", row_numbers(of, rows)),
+        Role::TrainedControl { of } => format!("trained; control of row {}", row_numbers(of, rows)),
     }
+}
+
+/// The table's row numbers (from 1) of the rows named `of`.
+fn row_numbers(of: &[String], rows: &[MethodResult]) -> String {
+    let at: Vec<String> = of.iter().filter_map(|o| rows.iter().position(|r| &r.name == o)).map(|i| format!("{}", i + 1)).collect();
+    at.join(", ")
 }
 
 /// The IE cells every table shows, in order: IE@1, IE@3, IE@5, **IE mean**, ref. IE generous, ref. IE strict.
@@ -416,6 +436,21 @@ mod tests {
         }
     }
 
+    /// A report of `methods` over `queries`, not yet compared.
+    fn report_of(methods: Vec<MethodResult>, queries: Vec<String>) -> Report {
+        Report {
+            experiment: "t".into(),
+            setting: String::new(),
+            inputs: Inputs::default(),
+            units: UnitStats::default(),
+            methods,
+            selection: String::new(),
+            queries,
+            comparisons: vec![],
+            provenance: None,
+        }
+    }
+
     #[test]
     fn every_row_meets_the_best_untrained_baseline_and_trained_rows_their_controls() {
         let queries: Vec<String> = (0..30).map(|i| format!("q{i}")).collect();
@@ -423,23 +458,16 @@ mod tests {
         let bm25: Vec<f64> = (0..30).map(|i| (i % 3) as f64 + 1.0).collect();
         let trained: Vec<f64> = bm25.iter().map(|x| x + 5.0).collect();
         let control: Vec<f64> = bm25.iter().map(|x| x + 4.9).collect();
-        let mut report = Report {
-            experiment: "t".into(),
-            setting: String::new(),
-            inputs: Inputs::default(),
-            units: UnitStats::default(),
-            methods: vec![
+        let mut report = report_of(
+            vec![
                 row("flat", Role::Untrained, flat),
                 row("bm25", Role::Untrained, bm25),
                 row("sprout", Role::Trained, trained.clone()),
                 row("control", Role::Control { of: vec!["sprout".into()] }, control),
                 row("lone", Role::Trained, trained),
             ],
-            selection: String::new(),
             queries,
-            comparisons: vec![],
-            provenance: None,
-        };
+        );
         report.compare();
         let pairs: Vec<(&str, &str, Against)> = report.comparisons.iter().map(|c| (c.row.as_str(), c.against.as_str(), c.why)).collect();
         assert_eq!(
@@ -461,5 +489,29 @@ mod tests {
         assert!(md.contains("| control | control of row 3 |"), "{md}");
         assert!(md.contains("**No matched control** for `lone`"), "{md}");
         assert!(!md.contains("`sprout`,"), "sprout has its control");
+    }
+
+    #[test]
+    fn a_trained_row_that_controls_others_is_compared_as_both() {
+        let queries: Vec<String> = (0..20).map(|i| format!("q{i}")).collect();
+        let base: Vec<f64> = (0..20).map(|i| (i % 4) as f64).collect();
+        let plus = |d: f64| base.iter().map(|x| x + d).collect::<Vec<f64>>();
+        let mut report = report_of(
+            vec![
+                row("flat", Role::Untrained, base.clone()),
+                row("dense", Role::TrainedControl { of: vec!["sprout".into()] }, plus(2.0)),
+                row("sprout", Role::Trained, plus(1.0)),
+                row("exemplars", Role::Control { of: vec!["dense".into(), "sprout".into()] }, plus(3.0)),
+            ],
+            queries,
+        );
+        report.compare();
+        let pairs: Vec<(&str, &str)> =
+            report.comparisons.iter().filter(|c| c.why == Against::MatchedControl).map(|c| (c.row.as_str(), c.against.as_str())).collect();
+        assert_eq!(pairs, [("sprout", "dense"), ("dense", "exemplars"), ("sprout", "exemplars")]);
+        assert_eq!(report.comparisons.iter().find(|c| (c.row.as_str(), c.against.as_str()) == ("sprout", "dense")).unwrap().verdict(), "worse");
+        let md = report.markdown();
+        assert!(md.contains("| dense | trained; control of row 3 |"), "{md}");
+        assert!(!md.contains("No matched control"), "both trained rows have controls: {md}");
     }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use arbor_eval::formats::files::atomic_write;
-use arbor_eval::scoring::report::{Report, Role};
+use arbor_eval::scoring::report::Report;
 use arbor_eval::scoring::retrievals::{self, Retrieval};
 use clap::Parser;
 
@@ -82,8 +82,8 @@ fn choose_pair(report: &Report, rows: &[usize], pair: &[String]) -> anyhow::Resu
         return Ok(Some((find_row(report, a)?, find_row(report, b)?)));
     }
     let m = &report.methods;
-    let control_of = |t: usize| rows.iter().copied().find(|&c| matches!(&m[c].role, Role::Control { of } if of.contains(&m[t].name)));
-    if let Some((t, c)) = rows.iter().find_map(|&t| (m[t].role == Role::Trained).then(|| control_of(t).map(|c| (t, c))).flatten()) {
+    let control_of = |t: usize| rows.iter().copied().find(|&c| m[c].role.controls().contains(&m[t].name));
+    if let Some((t, c)) = rows.iter().find_map(|&t| m[t].role.is_trained().then(|| control_of(t).map(|c| (t, c))).flatten()) {
         return Ok(Some((t, c)));
     }
     let mut best: Vec<usize> = rows.to_vec();

@@ -87,6 +87,7 @@ fn legend(html: &mut String, inp: &Inputs) {
             Role::Untrained => "untrained".to_owned(),
             Role::Trained => "trained".to_owned(),
             Role::Control { of } => format!("control of {}", of.join("; ")),
+            Role::TrainedControl { of } => format!("trained; control of {}", of.join("; ")),
         };
         let _ = write!(
             html,

@@ -35,7 +35,9 @@ impl ControlKind {
 }
 
 /// The matched controls of `methods` (those in `kinds`), each with the indices of the methods it controls,
-/// in the order they are first needed; none that repeats a method already in the list.
+/// in the order they are first needed. A control that is itself one of `methods` (a fine-tuned dense row
+/// listed beside the SproutRAG rows it controls) is listed too: the report gives that row the control's
+/// role rather than a second row. No method is its own control.
 pub fn matched(methods: &[Method], kinds: &[ControlKind]) -> Vec<(Method, Vec<usize>)> {
     let mut out: Vec<(Method, Vec<usize>)> = Vec::new();
     for (i, method) in methods.iter().enumerate() {
@@ -56,7 +58,7 @@ pub fn matched(methods: &[Method], kinds: &[ControlKind]) -> Vec<(Method, Vec<us
             rows.push(fused(exemplars(ExemplarRanker::Dense)));
         }
         for row in rows {
-            if methods.contains(&row) {
+            if row == *method {
                 continue;
             }
             match out.iter_mut().find(|(m, _)| *m == row) {
@@ -90,9 +92,12 @@ mod tests {
         assert_eq!((dense.training.schedule.epochs, dense.training.lambda), (2, 0.1), "epochs matched, the method's own terms not read");
         assert!(matched(&methods("Flat, Bm25"), &ControlKind::all()).is_empty());
         assert_eq!(matched(&list, &[ControlKind::Exemplars]).len(), 2);
-        // A control already in the list is not added twice.
+        // A control already in the list is listed with the rows it controls; it does not control itself.
         let mut with_dense = list.clone();
         with_dense.push(controls[0].0.clone());
-        assert_eq!(matched(&with_dense, &ControlKind::all()).len(), 4);
+        let again = matched(&with_dense, &ControlKind::all());
+        assert_eq!(again.len(), 5);
+        assert_eq!(again[0], (controls[0].0.clone(), vec![2, 3]), "the listed dense row controls both SproutRAG rows, not itself");
+        assert!(again[1..].iter().all(|(_, of)| of == &[2, 3, 4]), "the exemplars control the dense row too");
     }
 }
