@@ -84,7 +84,9 @@ impl Artefact {
             Artefact::Trees => 4,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`.
             Artefact::SproutRag | Artefact::HeadWeights | Artefact::Reranker | Artefact::Compressor => 3,
-            Artefact::Planner | Artefact::Dense => 3,
+            Artefact::Dense => 3,
+            // 4: the report names every plan the planner made (its distribution over the evaluated queries).
+            Artefact::Planner => 4,
         }
     }
 

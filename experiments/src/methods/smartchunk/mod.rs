@@ -121,6 +121,17 @@ impl SmartChunkConfig {
             LevelScheme::Tokens(sizes) => sizes.len() + 2,
         }
     }
+
+    /// The name of level `level` of the scheme (0: the units), as the report's plans name it.
+    fn level_name(&self, level: usize) -> String {
+        let top = self.level_count() - 1;
+        match (&self.levels, level) {
+            (_, 0) => "unit".into(),
+            (_, l) if l == top => "document".into(),
+            (LevelScheme::Structure, l) => ["paragraph", "subsection", "section"][l - 1].into(),
+            (LevelScheme::Tokens(sizes), l) => format!("{}-token", sizes[l - 1]),
+        }
+    }
 }
 
 impl MethodSpec for SmartChunkConfig {
