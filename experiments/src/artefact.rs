@@ -83,10 +83,16 @@ impl Artefact {
             // 3: the CPU kernel; 4: the encoder's code.
             Artefact::Trees => 4,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`.
-            Artefact::SproutRag | Artefact::HeadWeights | Artefact::Reranker | Artefact::Compressor => 3,
-            Artefact::Dense => 3,
-            // 4: the report names every plan the planner made (its distribution over the evaluated queries).
-            Artefact::Planner => 4,
+            Artefact::HeadWeights | Artefact::Reranker => 3,
+            // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources.
+            Artefact::SproutRag => 4,
+            // 4: the Learner keeps the epoch validation chooses (`Fit::select`).
+            Artefact::Compressor => 4,
+            // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner.
+            Artefact::Dense => 4,
+            // 4: the report names every plan the planner made (its distribution over the evaluated queries);
+            // 5: `Fit::select`, and trainers' encoder.rs listed among the sources.
+            Artefact::Planner => 5,
         }
     }
 
@@ -110,6 +116,8 @@ impl Artefact {
             ],
             Artefact::SproutRag => &[
                 "trainers/src/sproutrag.rs",
+                "trainers/src/encoder.rs",
+                "trainers/src/window.rs",
                 "models/src/sproutrag.rs",
                 "models/src/sllm.rs",
                 "models/src/sentence_vae.rs",
@@ -131,12 +139,20 @@ impl Artefact {
                 "trainers/src/planner",
                 "trainers/src/stitch.rs",
                 "trainers/src/learner.rs",
+                "trainers/src/encoder.rs",
                 "models/src/planner.rs",
                 "experiments/src/methods/smartchunk/plan.rs",
             ],
-            Artefact::Dense => {
-                &["trainers/src/dense.rs", "models/src/dense.rs", "experiments/src/methods/dense.rs", "experiments/src/methods/training.rs"]
-            }
+            Artefact::Dense => &[
+                "trainers/src/dense.rs",
+                "trainers/src/parallel.rs",
+                "trainers/src/learner.rs",
+                "trainers/src/encoder.rs",
+                "trainers/src/window.rs",
+                "models/src/dense.rs",
+                "experiments/src/methods/dense.rs",
+                "experiments/src/methods/training.rs",
+            ],
         };
         let trained = !matches!(self, Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Trees | Artefact::Raptor);
         let mut all: Vec<&'static str> = own.to_vec();

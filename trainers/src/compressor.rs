@@ -70,6 +70,7 @@ pub fn train<B: AutodiffBackend>(
         batch_size: config.batch_size,
         run_dir,
         reference: vec![("eval/comp_mean_pooling", mean_pooling_mse(holdout))],
+        select: None,
     };
     let trained =
         learner::fit(|guard| CompressorStep { compressor, guard }, Chunks, train.to_vec(), holdout.to_vec(), &how, &|_| Vec::new(), progress)?;

@@ -12,6 +12,8 @@
 //! `step_tokens`, a fine-tuning step encodes only a window of its document ([`crate::window`]): the
 //! positives and the negatives nearest the queries, the same loss when the window holds the document.
 //! With `frozen_layers`, the step's gradient reaches the encoder's upper blocks only ([`crate::encoder`]).
+//! With `schedule.devices`, the fine-tuning runs on burn-train's Learner, data parallel over those
+//! devices ([`crate::parallel`]).
 
 use std::path::Path;
 
@@ -26,6 +28,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use crate::config::TrainConfig;
 use crate::data::{EpochBatches, TrainDoc, TrainQuery};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
+use crate::parallel;
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
 use crate::sproutrag::{flat_on_held_out, retrieval_loss};
 use crate::window::window;
@@ -53,6 +56,14 @@ pub fn train<B: AutodiffBackend>(
     };
     let step_encoder = encoder.as_ref().map(|tune| StepEncoder::new(tune, config.frozen_layers)).transpose()?;
     let model = DenseModel::new(dim, encoder.map(|tune| tune.bert), &device);
+    if let (Some(encoder), Some(_)) = (&step_encoder, &config.schedule.devices) {
+        anyhow::ensure!(
+            holdout.iter().any(|d| !d.queries.is_empty()),
+            "schedule.devices: the data-parallel fine-tuning chooses its epoch on validation, and no validation document has a query"
+        );
+        let validate = |m: &DenseModel<B::InnerBackend>| held_out_figures(corpus, holdout, Some(encoder), m);
+        return parallel::fit_windows(model, encoder.clone(), config, train, holdout, 1, run_dir, &validate, progress);
+    }
     let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
     let mut task = PlainRetrieval { config, corpus, train, holdout, batches, encoder: step_encoder };
     Ok(skeleton::train(&mut task, model, &[group], &config.schedule, run_dir, progress)?.valid())
@@ -101,18 +112,29 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
     }
 
     fn evaluate(&self, model: &DenseModel<B::InnerBackend>) -> Vec<(&'static str, f64)> {
-        if self.holdout.is_empty() {
-            return Vec::new();
-        }
-        let device = Default::default();
-        let vectors = Vectors::validation(self.encoder.as_ref(), model.encoder.as_ref());
-        let m = flat_on_held_out(self.corpus, self.holdout, |doc| held_out(model, &vectors, doc, &device));
-        vec![("eval/ie_mean", m.ie_mean), ("eval/hit@1", m.hit[0]), ("eval/hit@5", m.hit[2])]
+        held_out_figures(self.corpus, self.holdout, self.encoder.as_ref(), model)
     }
 
     fn select_by(&self) -> Option<SelectBy> {
         Some(SelectBy { figure: "eval/ie_mean", higher_is_better: true })
     }
+}
+
+/// Validation IE and hit@1, 5 of `model` on the `holdout` documents (none when there is none), its
+/// fine-tuned encoder run by the inference kernel.
+pub(crate) fn held_out_figures<B: Backend>(
+    corpus: &Corpus,
+    holdout: &[TrainDoc],
+    encoder: Option<&StepEncoder>,
+    model: &DenseModel<B>,
+) -> Vec<(&'static str, f64)> {
+    if holdout.is_empty() {
+        return Vec::new();
+    }
+    let device = Default::default();
+    let vectors = Vectors::validation(encoder, model.encoder.as_ref());
+    let m = flat_on_held_out(corpus, holdout, |doc| held_out(model, &vectors, doc, &device));
+    vec![("eval/ie_mean", m.ie_mean), ("eval/hit@1", m.hit[0]), ("eval/hit@5", m.hit[2])]
 }
 
 /// A held-out document's unit and query embeddings.
@@ -201,5 +223,25 @@ mod tests {
             let frozen = loss_frozen(None, true, Some(k));
             assert!((frozen - whole).abs() < 1e-4 * whole.abs().max(1.0), "{k} frozen blocks: {frozen} against {whole}");
         }
+    }
+
+    /// The data-parallel trainer's step ([`crate::parallel`]) on its first window is the skeleton's step 0:
+    /// the same batch, the same window (here two of the five units), the same InfoNCE.
+    #[test]
+    fn the_learner_step_is_the_skeleton_step() {
+        let crate::fixtures::Lease { corpus, docs, tune, ids, dim } = crate::fixtures::lease();
+        let device = Default::default();
+        let model = DenseModel::new(dim, Some(tune.bert.clone()), &device);
+        let step_tokens = Some(ids[0].len() + ids[1].len());
+        let config = TrainConfig { batch_size: 2, step_tokens, frozen_layers: Some(3), ..TrainConfig::default() };
+        let encoder = StepEncoder::new(&tune, config.frozen_layers).unwrap();
+        let batches = EpochBatches::new(&docs, 2, config.schedule.seed);
+        let mut task = PlainRetrieval { config: &config, corpus: &corpus, train: &docs, holdout: &[], batches, encoder: Some(encoder.clone()) };
+        let step = Task::<Autodiff<DefaultBackend>>::step(&mut task, &model, 0).unwrap();
+        assert!(step.context.ends_with("2 of 5 units"), "{}", step.context);
+        let skeleton: f32 = step.terms[0].1.clone().into_scalar();
+        let windows = parallel::windows(&docs, &config);
+        let learner: f32 = parallel::DenseStep::new(model, encoder, config.clone()).loss(&windows[..1]).into_scalar();
+        assert!((skeleton - learner).abs() < 1e-5 * skeleton.abs().max(1.0), "skeleton {skeleton}, Learner {learner}");
     }
 }

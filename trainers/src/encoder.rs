@@ -32,6 +32,15 @@ impl StepEncoder {
         let frozen = frozen_layers.map(|k| FrozenLayers::new(&tune.bert, tune.layer_norm_eps, k)).transpose().map_err(anyhow::Error::msg)?;
         Ok(StepEncoder { frozen, layer_norm_eps: tune.layer_norm_eps })
     }
+
+    /// Pooled, L2-normalised vectors of token-id rows through `bert`, with gradients above the frozen
+    /// blocks (through every block when none is frozen), `[rows, hidden]`.
+    pub fn pool<B: Backend>(&self, bert: &Bert<B>, ids: &[&[u32]], device: &B::Device) -> Tensor<B, 2> {
+        match &self.frozen {
+            Some(frozen) => frozen.pool(bert, ids, device),
+            None => pool_ids(bert, ids, device),
+        }
+    }
 }
 
 /// The source of a trainer's pooled (L2-normalised) vectors.
@@ -108,10 +117,7 @@ impl<'a, B: Backend> Vectors<'a, B> {
     fn rows<'r>(&self, ids: impl FnOnce() -> Vec<&'r [u32]>, given: impl FnOnce() -> Vec<&'r [f32]>, device: &B::Device) -> Tensor<B, 2> {
         match self {
             Vectors::Given => matrix(&given(), device),
-            Vectors::Step(e, bert) => match &e.frozen {
-                Some(frozen) => frozen.pool(bert, &ids(), device),
-                None => pool_ids(bert, &ids(), device),
-            },
+            Vectors::Step(e, bert) => e.pool(bert, &ids(), device),
             Vectors::Kernel(kernel) => {
                 let rows = kernel.embed_ids(&ids(), 32, device, &mut |_| {});
                 matrix(&rows.iter().map(Vec::as_slice).collect::<Vec<_>>(), device)

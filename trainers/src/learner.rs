@@ -55,6 +55,7 @@ use serde::de::DeserializeOwned;
 use crate::checkpoint;
 use crate::logger::Logger;
 use crate::schedule::Schedule;
+use crate::skeleton::SelectBy;
 
 /// Records like `BinFileRecorder` (full precision), through a temporary file that is fsynced and renamed.
 #[derive(Debug, Default, Clone)]
@@ -144,12 +145,17 @@ pub struct Fit<'a> {
     pub run_dir: &'a Path,
     /// Figures logged beside every held-out evaluation (a baseline to beat).
     pub reference: Vec<(&'static str, f64)>,
+    /// The figure of `finish` that chooses the epoch kept (`None`: the last epoch's model, `finish` on it
+    /// alone). With it, burn-train keeps every epoch's checkpoint and `finish` scores each, after training.
+    pub select: Option<SelectBy>,
 }
 
 /// Trains the model `make` builds around the run's [`NanStop`] (its `TrainStep` checks it) with
 /// burn-train's Learner on `train`, its loss on `valid` logged after every epoch; `finish` gives figures of the trained model
-/// logged once at the last step (a rerun over a finished training logs them no second time). Returns the
-/// model without autodiff.
+/// logged once at the last step (a rerun over a finished training logs them no second time). With
+/// `how.select`, `finish` scores every epoch's model instead (logged at the epoch's last step) and the
+/// best epoch's is kept, committed as the checkpoint's `best` (what [`crate::skeleton::finished`] reads
+/// back). Returns the model kept, without autodiff.
 pub fn fit<B, M, I, BT>(
     make: impl FnOnce(NanStop) -> M,
     batcher: BT,
@@ -208,7 +214,7 @@ where
         .init();
     let scheduler = WarmupLinear { schedule: how.schedule.clone(), lr: how.lr, total: optimizer_steps, step: 0 };
     let sink = LogSink { logger, step: start, per_epoch, names: HashMap::new(), valid: Vec::new(), reference: how.reference.clone() };
-    let (interrupter, epochs, counter) = (guard.0.clone(), how.schedule.epochs, done.clone());
+    let (interrupter, epochs, counter, select) = (guard.0.clone(), how.schedule.epochs, done.clone(), how.select);
     // burn-train's training is not `Send`: it is built on the thread that runs it, while this one
     // drives the progress bar.
     let result = std::thread::scope(|s| {
@@ -218,7 +224,7 @@ where
                 .metric_valid_numeric(LossMetric::<Flex>::new())
                 .metric_train_numeric(LearningRateMetric::new())
                 .with_file_checkpointer(AtomicRecorder::default())
-                .with_checkpointing_strategy(KeepLastNCheckpoints::new(2))
+                .with_checkpointing_strategy(KeepLastNCheckpoints::new(if select.is_some() { epochs.max(2) } else { 2 }))
                 .with_metric_logger(sink)
                 .renderer(Progress { done: counter, per_epoch })
                 .with_application_logger(None)
@@ -243,18 +249,58 @@ where
         anyhow::bail!("training stopped in {}: {reason}", dir.display());
     }
     progress(total, total);
-    if resume.is_none_or(|e| e < how.schedule.epochs) {
-        let figures = finish(&model);
-        if !figures.is_empty() {
-            let mut log = Logger::open(dir, None)?;
-            log.log(total, &figures)?;
-            log.flush()?;
+    let ckpt = dir.join("checkpoints");
+    let fresh = resume.is_none_or(|e| e < how.schedule.epochs);
+    let (model, best) = match how.select {
+        Some(by) if fresh => {
+            let (kept, best) = best_epoch::<B, M::InnerModule>(model.clone(), dir, per_epoch, epochs, by, finish)?;
+            let file = checkpoint::write_item::<B::InnerBackend, _>(&ckpt, "best", best.step, kept.clone().into_record())?;
+            (kept, Some(checkpoint::Best { file, ..best }))
+        }
+        _ => {
+            let figures = if fresh { finish(&model) } else { Vec::new() };
+            if !figures.is_empty() {
+                let mut log = Logger::open(dir, None)?;
+                log.log(total, &figures)?;
+                log.flush()?;
+            }
+            (model, None)
+        }
+    };
+    let file = checkpoint::write_item::<B::InnerBackend, _>(&ckpt, "model", total, model.clone().into_record())?;
+    checkpoint::commit(&ckpt, total, vec![file], true, best)?;
+    Ok(model)
+}
+
+/// Scores every epoch's model burn-train checkpointed under `run_dir` with `finish`, logs the figures at
+/// the epoch's last step, and returns the best epoch's model by `by` with its step and score.
+fn best_epoch<B: AutodiffBackend, M: Module<B::InnerBackend>>(
+    model: M,
+    run_dir: &Path,
+    per_epoch: usize,
+    epochs: usize,
+    by: SelectBy,
+    finish: &dyn Fn(&M) -> Vec<(&'static str, f64)>,
+) -> anyhow::Result<(M, checkpoint::Best)> {
+    let mut log = Logger::open(run_dir, None)?;
+    let mut kept: Option<(M, checkpoint::Best)> = None;
+    for epoch in 1..=epochs {
+        let path = run_dir.join("checkpoints").join("learner").join("checkpoint").join(format!("model-{epoch}"));
+        let record = Recorder::<B::InnerBackend>::load(&AtomicRecorder::default(), path.clone(), &Default::default())
+            .with_context(|| format!("cannot read epoch {epoch}'s checkpoint {}.bin", path.display()))?;
+        let at_epoch = model.clone().load_record(record);
+        let figures = finish(&at_epoch);
+        let step = epoch * per_epoch;
+        log.log(step, &figures)?;
+        let score = figures.iter().find(|(n, _)| *n == by.figure).map(|&(_, v)| v);
+        let score = score.with_context(|| format!("the held-out figures name no {}", by.figure))?;
+        let better = kept.as_ref().is_none_or(|(_, b)| if by.higher_is_better { score > b.score } else { score < b.score });
+        if better {
+            kept = Some((at_epoch, checkpoint::Best { step, score, file: String::new() }));
         }
     }
-    let ckpt = dir.join("checkpoints");
-    let file = checkpoint::write_item::<B::InnerBackend, _>(&ckpt, "model", total, model.clone().into_record())?;
-    checkpoint::commit(&ckpt, total, vec![file], true, None)?;
-    Ok(model)
+    log.flush()?;
+    kept.context("training.epochs is at least 1")
 }
 
 /// The last epoch whose model, optimizer and scheduler are all in burn-train's checkpoint folder.

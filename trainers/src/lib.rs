@@ -20,6 +20,8 @@
 //! - [`config::TrainConfig`], [`data`]: SproutRAG's settings and the per-document batches.
 //! - [`encoder`]: where a trainer's pooled vectors come from (frozen, fine-tuned whole or above
 //!   `frozen_layers`, the inference kernel for validation).
+//! - [`parallel`]: the encoder's fine-tuning (the dense control's) on burn-train's Learner, data
+//!   parallel over `schedule.devices`.
 //! - [`window`]: the sampled step's units (positives, then the nearest negatives within a token budget).
 
 pub mod checkpoint;
@@ -33,6 +35,7 @@ mod fixtures;
 pub mod head_weights;
 pub mod learner;
 pub mod logger;
+pub mod parallel;
 pub mod planner;
 pub mod reranker;
 pub mod schedule;

@@ -27,8 +27,9 @@ pub struct Schedule {
     /// cuda`; the CPU backend has one device, which `[0, 0]` uses twice): burn-train's
     /// `ExecutionStrategy::MultiDevice`, each device a slice of every epoch's examples and `batch_size`
     /// of them per step, their gradients summed on the first device for one optimizer step. The trainers on
-    /// burn-train's Learner read it (SmartChunk's compressor, the planner's SFT); the skeleton's trainers
-    /// refuse it. `None`: the default device.
+    /// burn-train's Learner read it (SmartChunk's compressor, the planner's SFT, and the encoder's
+    /// fine-tuning of the dense control, which it moves onto the Learner: `crate::parallel`); the skeleton's
+    /// other trainers refuse more than one device. `None`: the default device.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub devices: Option<Vec<u16>>,
 }

@@ -167,7 +167,7 @@ pub fn train<B: AutodiffBackend>(
         anyhow::ensure!(!examples.is_empty(), "no training query has a pseudo-label: SFT has nothing to imitate");
         let dir = run_dir.join("sft");
         let schedule = config.phase(examples.len());
-        let how = Fit { schedule: &schedule, lr: config.lr, batch_size: config.batch_size, run_dir: &dir, reference: Vec::new() };
+        let how = Fit { schedule: &schedule, lr: config.lr, batch_size: config.batch_size, run_dir: &dir, reference: Vec::new(), select: None };
         // The held-back queries' plan scores of the SFT policy, once at its last step.
         let scores = |m: &SftStep<B::InnerBackend>| eval.scalars(&m.planner);
         let sft = learner::fit(|guard| SftStep { planner: model, guard }, Traces(vocab), examples, held, &how, &scores, progress)?.planner;

@@ -202,13 +202,21 @@ pub(super) fn planned(
         describe: format!("{:?}, trained in {}", settings.training.strategy, dir.display()),
         scores: format!(
             "planning accuracy {:.1} % against the pseudo-labels of {labelled} evaluated queries, R_QA {:.1} %, {:.1} chunks scored per query, \
-             format {:.1} %; plans (levels searched, share of the {} evaluated queries): {}",
+             format {:.1} %; plans (levels searched, share of the {} evaluated queries): {}; their pseudo-labels: {}{}",
             100.0 * s.planning_acc,
             100.0 * s.recall,
             s.cost,
             100.0 * s.format,
             plans.len(),
-            distribution(&plans, |l| config.level_name(l))
+            distribution(&plans, "unparsed", |l| config.level_name(l)),
+            distribution(&examples.iter().map(|e| e.label).collect::<Vec<_>>(), "none", |l| config.level_name(l)),
+            match settings.qa {
+                QaReward::Recovered => String::new(),
+                QaReward::Ie => format!(
+                    "; the plan of highest R_QA (IE) per query: {}",
+                    distribution(&examples.iter().map(|e| best_qa(e, vocab.levels)).collect::<Vec<_>>(), "none", |l| config.level_name(l))
+                ),
+            }
         ),
     })
 }
@@ -321,9 +329,17 @@ fn features(ctx: &Context, ix: &Indexed, qv: &[f32], docs: &[usize]) -> Vec<f32>
     qv.iter().copied().chain(opening.iter().map(|x| x / norm)).chain(meta).collect()
 }
 
-/// Every plan the planner made, from the most frequent, with its share of the queries: "unit-section
-/// 61.2 %"; a plan that did not parse (the query falls back to every level) is "unparsed".
-fn distribution(plans: &[Option<(usize, usize)>], name: impl Fn(usize) -> String) -> String {
+/// The plan whose retrieval earns `example` the highest R_QA (the first of equals, in (lo, hi) order;
+/// `None` when every plan earns 0).
+fn best_qa(example: &PlanExample, levels: usize) -> Option<(usize, usize)> {
+    let plans = (0..levels).flat_map(|lo| (lo..levels).map(move |hi| (lo, hi)));
+    let qa = |(lo, hi): (usize, usize)| example.outcomes[lo * levels + hi].qa;
+    plans.filter(|&p| qa(p) > 0.0).fold(None, |best, p| if best.is_none_or(|b| qa(p) > qa(b)) { Some(p) } else { best })
+}
+
+/// Every plan made (or pseudo-label), from the most frequent, with its share of the queries: "unit-section
+/// 61.2 %"; `None` (a plan that did not parse, or a query no plan recovers) is named `none`.
+fn distribution(plans: &[Option<(usize, usize)>], none: &str, name: impl Fn(usize) -> String) -> String {
     let mut used: Vec<(Option<(usize, usize)>, usize)> = Vec::new();
     for p in plans {
         match used.iter_mut().find(|(q, _)| q == p) {
@@ -336,7 +352,7 @@ fn distribution(plans: &[Option<(usize, usize)>], name: impl Fn(usize) -> String
     let plan = |p: Option<(usize, usize)>| match p {
         Some((lo, hi)) if lo == hi => name(lo),
         Some((lo, hi)) => format!("{}-{}", name(lo), name(hi)),
-        None => "unparsed".into(),
+        None => none.into(),
     };
     used.iter().map(|&(p, n)| format!("{} {:.1} %", plan(p), share(n))).collect::<Vec<_>>().join(", ")
 }
@@ -365,8 +381,22 @@ mod tests {
     fn the_distribution_names_every_plan_with_its_share() {
         let names = ["unit", "section", "document"];
         let plans = [Some((0, 1)), None, Some((2, 2)), Some((0, 1)), Some((1, 2))];
-        let text = distribution(&plans, |l| names[l].to_owned());
+        let text = distribution(&plans, "unparsed", |l| names[l].to_owned());
         assert_eq!(text, "unit-section 40.0 %, unparsed 20.0 %, section-document 20.0 %, document 20.0 %");
-        assert_eq!(distribution(&[], |l| names[l].to_owned()), "");
+        assert_eq!(distribution(&[], "none", |l| names[l].to_owned()), "");
+    }
+
+    /// Two levels, plans (0, 0), (0, 1), (1, 1): the highest R_QA wins, the first of equals, none when
+    /// every plan earns 0.
+    #[test]
+    fn the_best_plan_is_the_one_of_highest_r_qa() {
+        let with = |qa: [f64; 3]| {
+            let outcome = |qa| Outcome { recovered: qa > 0.0, chunk_cost: 1, qa };
+            // Index lo * 2 + hi: (0, 0) at 0, (0, 1) at 1, (1, 1) at 3; index 2, (1, 0), is no plan.
+            PlanExample { features: vec![], label: None, outcomes: vec![outcome(qa[0]), outcome(qa[1]), outcome(9.0), outcome(qa[2])] }
+        };
+        assert_eq!(best_qa(&with([0.1, 0.3, 0.2]), 2), Some((0, 1)));
+        assert_eq!(best_qa(&with([0.2, 0.1, 0.2]), 2), Some((0, 0)));
+        assert_eq!(best_qa(&with([0.0, 0.0, 0.0]), 2), None);
     }
 }
