@@ -84,15 +84,18 @@ impl Artefact {
             Artefact::Trees => 4,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`.
             Artefact::HeadWeights | Artefact::Reranker => 3,
-            // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources.
-            Artefact::SproutRag => 4,
-            // 4: the Learner keeps the epoch validation chooses (`Fit::select`).
-            Artefact::Compressor => 4,
-            // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner.
-            Artefact::Dense => 4,
+            // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
+            // 5: `schedule.devices` trains on the Learner (trainers' parallel/).
+            Artefact::SproutRag => 5,
+            // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
+            // `parallel::Grouped`.
+            Artefact::Compressor => 5,
+            // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
+            // 5: the Learner's optimizer is `parallel::Grouped`.
+            Artefact::Dense => 5,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
-            // 5: `Fit::select`, and trainers' encoder.rs listed among the sources.
-            Artefact::Planner => 5,
+            // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`.
+            Artefact::Planner => 6,
         }
     }
 
@@ -118,6 +121,8 @@ impl Artefact {
                 "trainers/src/sproutrag.rs",
                 "trainers/src/encoder.rs",
                 "trainers/src/window.rs",
+                "trainers/src/parallel",
+                "trainers/src/learner.rs",
                 "models/src/sproutrag.rs",
                 "models/src/sllm.rs",
                 "models/src/sentence_vae.rs",
@@ -132,20 +137,25 @@ impl Artefact {
                 "experiments/src/methods/sproutrag/train.rs",
             ],
             Artefact::Reranker => &["trainers/src/reranker.rs", "models/src/reranker.rs", "experiments/src/methods/rerank.rs"],
-            Artefact::Compressor => {
-                &["trainers/src/compressor.rs", "trainers/src/learner.rs", "models/src/compressor.rs", "experiments/src/methods/smartchunk/train.rs"]
-            }
+            Artefact::Compressor => &[
+                "trainers/src/compressor.rs",
+                "trainers/src/learner.rs",
+                "trainers/src/parallel/mod.rs",
+                "models/src/compressor.rs",
+                "experiments/src/methods/smartchunk/train.rs",
+            ],
             Artefact::Planner => &[
                 "trainers/src/planner",
                 "trainers/src/stitch.rs",
                 "trainers/src/learner.rs",
+                "trainers/src/parallel/mod.rs",
                 "trainers/src/encoder.rs",
                 "models/src/planner.rs",
                 "experiments/src/methods/smartchunk/plan.rs",
             ],
             Artefact::Dense => &[
                 "trainers/src/dense.rs",
-                "trainers/src/parallel.rs",
+                "trainers/src/parallel",
                 "trainers/src/learner.rs",
                 "trainers/src/encoder.rs",
                 "trainers/src/window.rs",

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Removed;
 
 use crate::learner::{self, Fit, NanStop};
+use crate::parallel::Grouped;
 use crate::schedule::Schedule;
 use crate::skeleton;
 
@@ -72,8 +73,15 @@ pub fn train<B: AutodiffBackend>(
         reference: vec![("eval/comp_mean_pooling", mean_pooling_mse(holdout))],
         select: None,
     };
-    let trained =
-        learner::fit(|guard| CompressorStep { compressor, guard }, Chunks, train.to_vec(), holdout.to_vec(), &how, &|_| Vec::new(), progress)?;
+    let trained = learner::fit(
+        |guard| (CompressorStep { compressor, guard }, Grouped::single(&config.schedule)),
+        Chunks,
+        train.to_vec(),
+        holdout.to_vec(),
+        &how,
+        &|_| Vec::new(),
+        progress,
+    )?;
     Ok(trained.compressor)
 }
 

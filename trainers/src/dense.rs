@@ -30,7 +30,7 @@ use crate::data::{EpochBatches, TrainDoc, TrainQuery};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
 use crate::parallel;
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
-use crate::sproutrag::{flat_on_held_out, retrieval_loss};
+use crate::sproutrag::{flat_on_held_out, retrieval_loss, validation_figures};
 use crate::window::window;
 
 /// Trains the control; `encoder`: the pretrained encoder when it is fine-tuned (else the frozen vectors
@@ -62,7 +62,7 @@ pub fn train<B: AutodiffBackend>(
             "schedule.devices: the data-parallel fine-tuning chooses its epoch on validation, and no validation document has a query"
         );
         let validate = |m: &DenseModel<B::InnerBackend>| held_out_figures(corpus, holdout, Some(encoder), m);
-        return parallel::fit_windows(model, encoder.clone(), config, train, holdout, 1, run_dir, &validate, progress);
+        return parallel::dense::fit_windows(model, encoder.clone(), config, train, holdout, 1, run_dir, &validate, progress);
     }
     let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
     let mut task = PlainRetrieval { config, corpus, train, holdout, batches, encoder: step_encoder };
@@ -133,8 +133,7 @@ pub(crate) fn held_out_figures<B: Backend>(
     }
     let device = Default::default();
     let vectors = Vectors::validation(encoder, model.encoder.as_ref());
-    let m = flat_on_held_out(corpus, holdout, |doc| held_out(model, &vectors, doc, &device));
-    vec![("eval/ie_mean", m.ie_mean), ("eval/hit@1", m.hit[0]), ("eval/hit@5", m.hit[2])]
+    validation_figures(&flat_on_held_out(corpus, holdout, |doc| held_out(model, &vectors, doc, &device)))
 }
 
 /// A held-out document's unit and query embeddings.
@@ -240,8 +239,8 @@ mod tests {
         let step = Task::<Autodiff<DefaultBackend>>::step(&mut task, &model, 0).unwrap();
         assert!(step.context.ends_with("2 of 5 units"), "{}", step.context);
         let skeleton: f32 = step.terms[0].1.clone().into_scalar();
-        let windows = parallel::windows(&docs, &config);
-        let learner: f32 = parallel::DenseStep::new(model, encoder, config.clone()).loss(&windows[..1]).into_scalar();
+        let windows = parallel::dense::windows(&docs, &config);
+        let learner: f32 = parallel::dense::DenseStep::new(model, encoder, config.clone()).loss(&windows[..1]).into_scalar();
         assert!((skeleton - learner).abs() < 1e-5 * skeleton.abs().max(1.0), "skeleton {skeleton}, Learner {learner}");
     }
 }

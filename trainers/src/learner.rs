@@ -34,8 +34,7 @@ use burn::data::dataloader::DataLoaderBuilder;
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::InMemDataset;
 use burn::module::{AutodiffModule, Module};
-use burn::optim::AdamWConfig;
-use burn::optim::grad_clipping::GradientClippingConfig;
+use burn::optim::Optimizer;
 use burn::optim::lr_scheduler::LrScheduler;
 use burn::record::{BinFileRecorder, FileRecorder, FullPrecisionSettings, Recorder, RecorderError};
 use burn::tensor::backend::{AutodiffBackend, Backend, Device as _, DeviceId};
@@ -150,14 +149,14 @@ pub struct Fit<'a> {
     pub select: Option<SelectBy>,
 }
 
-/// Trains the model `make` builds around the run's [`NanStop`] (its `TrainStep` checks it) with
-/// burn-train's Learner on `train`, its loss on `valid` logged after every epoch; `finish` gives figures of the trained model
+/// Trains the model `make` builds around the run's [`NanStop`] (its `TrainStep` checks it) by the
+/// optimizer `make` gives with it (at `how.lr` under the schedule) with burn-train's Learner on `train`, its loss on `valid` logged after every epoch; `finish` gives figures of the trained model
 /// logged once at the last step (a rerun over a finished training logs them no second time). With
 /// `how.select`, `finish` scores every epoch's model instead (logged at the epoch's last step) and the
 /// best epoch's is kept, committed as the checkpoint's `best` (what [`crate::skeleton::finished`] reads
 /// back). Returns the model kept, without autodiff.
-pub fn fit<B, M, I, BT>(
-    make: impl FnOnce(NanStop) -> M,
+pub fn fit<B, M, I, BT, O>(
+    make: impl FnOnce(NanStop) -> (M, O),
     batcher: BT,
     train: Vec<I>,
     valid: Vec<I>,
@@ -175,12 +174,13 @@ where
     <<M::InnerModule as InferenceStep>::Output as ItemLazy>::ItemSync: Adaptor<LossInput<Flex>>,
     I: Clone + Send + Sync + std::fmt::Debug + 'static,
     BT: Batcher<B, I, M::Input> + Batcher<B::InnerBackend, I, <M::InnerModule as InferenceStep>::Input> + Clone + Send + Sync + 'static,
+    O: Optimizer<M, B> + 'static,
 {
     anyhow::ensure!(how.batch_size > 0 && how.schedule.epochs > 0, "training.epochs and batch_size must be at least 1");
     anyhow::ensure!(!train.is_empty(), "nothing to train on in {}", how.run_dir.display());
     let dir = how.run_dir;
     let guard = NanStop::default();
-    let model = make(guard.clone());
+    let (model, optim) = make(guard.clone());
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let devices: Vec<B::Device> = match &how.schedule.devices {
         Some(ids) => ids.iter().map(|&index_id| B::Device::from_id(DeviceId { type_id: 0, index_id })).collect(),
@@ -208,10 +208,6 @@ where
     let valid = DataLoaderBuilder::<B::InnerBackend, I, <M::InnerModule as InferenceStep>::Input>::new(batcher)
         .batch_size(how.batch_size)
         .build(InMemDataset::new(valid));
-    let optim = AdamWConfig::new()
-        .with_weight_decay(how.schedule.weight_decay)
-        .with_grad_clipping(Some(GradientClippingConfig::Norm(how.schedule.grad_clip)))
-        .init();
     let scheduler = WarmupLinear { schedule: how.schedule.clone(), lr: how.lr, total: optimizer_steps, step: 0 };
     let sink = LogSink { logger, step: start, per_epoch, names: HashMap::new(), valid: Vec::new(), reference: how.reference.clone() };
     let (interrupter, epochs, counter, select) = (guard.0.clone(), how.schedule.epochs, done.clone(), how.select);

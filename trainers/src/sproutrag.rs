@@ -11,7 +11,8 @@
 //! a query's smallest node covering its gold above that node's ancestors and the siblings on its path.
 //! The encoder is frozen (units and queries arrive as pooled vectors), or fine-tuned: it
 //! is then part of the model and runs over the document's units and the batch's queries every step.
-//! On the trainer skeleton ([`crate::skeleton`]): AdamW groups with separate learning rates for the
+//! With `schedule.devices`, on burn-train's Learner, data parallel ([`crate::parallel::sproutrag`]); else
+//! on the trainer skeleton ([`crate::skeleton`]): AdamW groups with separate learning rates for the
 //! aggregation weights, the fine-tuned encoder and the new modules, linear warmup and decay, gradient
 //! clipping, checkpoints and resume with the same batches, a NaN stop naming the step and the term.
 
@@ -36,6 +37,7 @@ use burn::tensor::{Bool, Tensor, TensorData};
 use crate::config::TrainConfig;
 use crate::data::{EpochBatches, TrainDoc, TrainQuery};
 use crate::encoder::{FineTune, StepEncoder, Vectors, index};
+use crate::parallel;
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
 use crate::window::window;
 
@@ -81,8 +83,12 @@ pub fn train<B: AutodiffBackend>(
         });
     }
     groups.push(Group { name: "new", lr: config.lr_new, params: |g, m| GradientsParams::from_module(g, m) });
-    let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
     let max_tokens = model_config.vae.map_or(0, |v| v.max_tokens);
+    if config.schedule.devices.is_some() {
+        let how = parallel::sproutrag::Joint { config, max_tokens, corpus, train, holdout, run_dir };
+        return parallel::sproutrag::fit(model, step_encoder, &how, progress);
+    }
+    let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
     let mut task = Joint { config, corpus, train, holdout, max_tokens, batches, encoder: step_encoder };
     Ok(skeleton::train(&mut task, model, &groups, &config.schedule, run_dir, progress)?.valid())
 }
@@ -145,11 +151,7 @@ impl<B: AutodiffBackend> Task<B> for Joint<'_> {
     }
 
     fn evaluate(&self, model: &SproutRagModel<B::InnerBackend>) -> Vec<(&'static str, f64)> {
-        if self.holdout.is_empty() {
-            return Vec::new();
-        }
-        let m = evaluate(model, &Vectors::validation(self.encoder.as_ref(), model.encoder.as_ref()), self.corpus, self.holdout);
-        vec![("eval/ie_mean", m.ie_mean), ("eval/hit@1", m.hit[0]), ("eval/hit@5", m.hit[2])]
+        held_out_figures(self.corpus, self.holdout, self.encoder.as_ref(), model)
     }
 
     fn select_by(&self) -> Option<SelectBy> {
@@ -157,8 +159,27 @@ impl<B: AutodiffBackend> Task<B> for Joint<'_> {
     }
 }
 
+/// Validation IE and hit@1, 5 of `model` on the `holdout` documents (none when there is none), a
+/// fine-tuned encoder run by the inference kernel.
+pub(crate) fn held_out_figures<B: Backend>(
+    corpus: &Corpus,
+    holdout: &[TrainDoc],
+    encoder: Option<&StepEncoder>,
+    model: &SproutRagModel<B>,
+) -> Vec<(&'static str, f64)> {
+    if holdout.is_empty() {
+        return Vec::new();
+    }
+    validation_figures(&evaluate(model, &Vectors::validation(encoder, model.encoder.as_ref()), corpus, holdout))
+}
+
+/// What a trainer logs of its held-out metrics, and chooses its epoch by (`eval/ie_mean`).
+pub(crate) fn validation_figures(m: &Metrics) -> Vec<(&'static str, f64)> {
+    vec![("eval/ie_mean", m.ie_mean), ("eval/hit@1", m.hit[0]), ("eval/hit@5", m.hit[2])]
+}
+
 /// The loss terms of one batch, by name: InfoNCE, lambda * L_attn, and the VAE's CE and beta * KL.
-fn losses<B: AutodiffBackend>(
+pub(crate) fn losses<B: Backend>(
     model: &SproutRagModel<B>,
     vectors: &Vectors<B>,
     config: &TrainConfig,

@@ -69,6 +69,9 @@ impl MethodSpec for DenseConfig {
                     Some(k) => window += &format!(", embeddings and blocks 0-{} frozen", k - 1),
                     None => {}
                 }
+                if let Some(devices) = &t.schedule.devices {
+                    window += &format!(", burn-train's Learner on devices {devices:?}");
+                }
                 format!("Dense, encoder fine-tuned at {} by InfoNCE alone ({} epochs{window})", t.lr_encoder, t.schedule.epochs)
             }
             true => format!("Dense, a linear map over the frozen encoder trained at {} by InfoNCE alone ({} epochs)", t.lr_new, t.schedule.epochs),

@@ -33,6 +33,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use serde::{Deserialize, Serialize};
 
 use crate::learner::{self, Fit, NanStop};
+use crate::parallel::Grouped;
 use crate::schedule::Schedule;
 use crate::skeleton::{self, Group};
 use crate::stitch::Stitch;
@@ -170,7 +171,16 @@ pub fn train<B: AutodiffBackend>(
         let how = Fit { schedule: &schedule, lr: config.lr, batch_size: config.batch_size, run_dir: &dir, reference: Vec::new(), select: None };
         // The held-back queries' plan scores of the SFT policy, once at its last step.
         let scores = |m: &SftStep<B::InnerBackend>| eval.scalars(&m.planner);
-        let sft = learner::fit(|guard| SftStep { planner: model, guard }, Traces(vocab), examples, held, &how, &scores, progress)?.planner;
+        let sft = learner::fit(
+            |guard| (SftStep { planner: model, guard }, Grouped::single(&schedule)),
+            Traces(vocab),
+            examples,
+            held,
+            &how,
+            &scores,
+            progress,
+        )?
+        .planner;
         if config.strategy == Strategy::Sft {
             return Ok(sft);
         }

@@ -1,6 +1,5 @@
-//! The encoder's fine-tuning on burn-train's Learner, so that it runs data parallel over the devices
-//! `schedule.devices` names (`ExecutionStrategy::MultiDevice`): the matched control's training
-//! ([`crate::dense`], SproutRAG's L_ret alone, Section 4),
+//! The encoder's fine-tuning on burn-train's Learner, data parallel over `schedule.devices`: the matched
+//! control's training ([`crate::dense`], SproutRAG's L_ret alone, Section 4),
 //!
 //! ```text
 //! L = InfoNCE(queries, positive units; in-batch and in-document negatives, tau)
@@ -23,18 +22,16 @@ use std::path::Path;
 
 use arbor_models::bert::Bert;
 use arbor_models::dense::DenseModel;
-use burn::data::dataloader::batcher::Batcher;
 use burn::module::Module;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{ElementConversion, Tensor};
-use burn_flex::Flex;
-use burn_train::metric::{Adaptor, LossInput};
-use burn_train::{InferenceStep, ItemLazy, TrainOutput, TrainStep};
+use burn_train::{InferenceStep, TrainOutput, TrainStep};
 
 use crate::config::TrainConfig;
 use crate::data::{TrainDoc, TrainQuery, epoch_batches};
 use crate::encoder::StepEncoder;
 use crate::learner::{self, Fit, NanStop};
+use crate::parallel::{AsTheyAre, Grouped, Items, LossOutput};
 use crate::skeleton::SelectBy;
 use crate::sproutrag::retrieval_loss;
 use crate::window::window;
@@ -111,56 +108,24 @@ fn rows(ids: &[Vec<u32>]) -> Vec<&[u32]> {
     ids.iter().map(Vec::as_slice).collect()
 }
 
-/// A batch of windows (they are encoded in the step, on the device of the model's copy).
-#[derive(Debug, Clone)]
-pub struct WindowBatch(Vec<WindowItem>);
-
-#[derive(Debug, Clone, Copy)]
-struct Windows;
-
-impl<B: Backend> Batcher<B, WindowItem, WindowBatch> for Windows {
-    fn batch(&self, items: Vec<WindowItem>, _device: &B::Device) -> WindowBatch {
-        WindowBatch(items)
-    }
-}
-
-/// A step's loss, the one figure burn-train's loss metric reads.
-pub struct LossOutput<B: Backend> {
-    loss: Tensor<B, 1>,
-}
-
-impl<B: Backend> ItemLazy for LossOutput<B> {
-    type ItemSync = LossOutput<Flex>;
-
-    fn sync(self) -> LossOutput<Flex> {
-        LossOutput { loss: Tensor::from_data(self.loss.into_data(), &Default::default()) }
-    }
-}
-
-impl<B: Backend> Adaptor<LossInput<B>> for LossOutput<B> {
-    fn adapt(&self) -> LossInput<B> {
-        LossInput::new(self.loss.clone())
-    }
-}
-
 impl<B: AutodiffBackend> TrainStep for DenseStep<B> {
-    type Input = WindowBatch;
+    type Input = Items<WindowItem>;
     type Output = LossOutput<B>;
 
-    fn step(&self, WindowBatch(items): WindowBatch) -> TrainOutput<LossOutput<B>> {
+    fn step(&self, Items(items): Items<WindowItem>) -> TrainOutput<LossOutput<B>> {
         let loss = self.loss(&items);
         let context = || items.iter().map(|i| i.context.as_str()).collect::<Vec<_>>().join("; ");
         self.guard.check(loss.clone().into_scalar().elem(), context);
-        TrainOutput::new(self, loss.backward(), LossOutput { loss })
+        TrainOutput::new(self, loss.backward(), LossOutput::new(loss))
     }
 }
 
 impl<B: Backend> InferenceStep for DenseStep<B> {
-    type Input = WindowBatch;
+    type Input = Items<WindowItem>;
     type Output = LossOutput<B>;
 
-    fn step(&self, WindowBatch(items): WindowBatch) -> LossOutput<B> {
-        LossOutput { loss: self.loss(&items) }
+    fn step(&self, Items(items): Items<WindowItem>) -> LossOutput<B> {
+        LossOutput::new(self.loss(&items))
     }
 }
 
@@ -189,8 +154,15 @@ pub fn fit_windows<B: AutodiffBackend>(
         select: (!holdout.is_empty()).then_some(SelectBy { figure: "eval/ie_mean", higher_is_better: true }),
     };
     let (train, valid) = (windows(train, config), windows(holdout, config));
-    let make = |guard| DenseStep { guard, ..DenseStep::new(model, encoder, config.clone()) };
-    let trained = learner::fit(make, Windows, train, valid, &how, &|step: &DenseStep<B::InnerBackend>| validate(&step.model), progress)?;
+    let trained = learner::fit(
+        |guard| (DenseStep { guard, ..DenseStep::new(model, encoder, config.clone()) }, Grouped::single(&config.schedule)),
+        AsTheyAre,
+        train,
+        valid,
+        &how,
+        &|step: &DenseStep<B::InnerBackend>| validate(&step.model),
+        progress,
+    )?;
     Ok(trained.model)
 }
 
