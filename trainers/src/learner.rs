@@ -1,5 +1,6 @@
-//! burn-train's `Learner` for arbor's plain supervised trainers (SmartChunk's compressor, Section 4.3):
-//! burn-train runs the epochs, the `TrainStep` / `InferenceStep` of the model, its data loader (shuffled
+//! burn-train's `Learner` for arbor's plain supervised trainers (SmartChunk's compressor, Section 4.3; the
+//! planner's SFT) and, with `schedule.devices`, the encoder's fine-tuning and SproutRAG's joint training
+//! ([`crate::parallel`]): burn-train runs the epochs, the `TrainStep` / `InferenceStep` of the model, its data loader (shuffled
 //! batches), its loss metrics and its checkpointer; arbor supplies what its rules need that burn-train
 //! does not do itself:
 //!
@@ -10,7 +11,8 @@
 //!   learning rate) on `log.jsonl` and TensorBoard, as the skeleton logs;
 //! - a renderer feeding arbor's progress bar instead of burn-train's terminal UI;
 //! - [`NanStop`]: a step whose loss is not finite stops the run (burn-train's interrupter) before the
-//!   epoch is checkpointed, and [`fit`] returns an error naming the step.
+//!   epoch is checkpointed, and [`fit`] returns an error naming the step;
+//! - [`Fit::select`]: the epoch kept chosen on validation (every epoch's checkpoint scored after training).
 //!
 //! Both loops keep one layout: `checkpoints/state.json` commits the final model in the skeleton's format
 //! (so [`crate::skeleton::finished`] reads it), and burn-train's own per-epoch resume points (model, optimizer and
@@ -150,8 +152,9 @@ pub struct Fit<'a> {
 }
 
 /// Trains the model `make` builds around the run's [`NanStop`] (its `TrainStep` checks it) by the
-/// optimizer `make` gives with it (at `how.lr` under the schedule) with burn-train's Learner on `train`, its loss on `valid` logged after every epoch; `finish` gives figures of the trained model
-/// logged once at the last step (a rerun over a finished training logs them no second time). With
+/// optimizer `make` gives with it (at `how.lr` under the schedule) with burn-train's Learner on `train`,
+/// its loss on `valid` logged after every epoch; `finish` gives figures of the trained model logged once
+/// at the last step (a rerun over a finished training logs them no second time). With
 /// `how.select`, `finish` scores every epoch's model instead (logged at the epoch's last step) and the
 /// best epoch's is kept, committed as the checkpoint's `best` (what [`crate::skeleton::finished`] reads
 /// back). Returns the model kept, without autodiff.

@@ -11,8 +11,10 @@
 //! queries); each device takes one item a step from its slice of the epoch, and their gradients are summed
 //! on the first device for one AdamW step at `lr_encoder` under the shared schedule. AdamW's step hardly
 //! depends on the gradient's scale, so two devices taking one window each make nearly the step one
-//! device makes over both windows at once ([`fit_windows`]'s `per_device`): a test checks it. Every epoch's model is scored on the held-out documents (validation
-//! IE, as the skeleton does) after training, and the best epoch's is kept.
+//! device makes over both windows at once ([`fit_windows`]'s `per_device`): a test checks it. Every
+//! epoch's model is scored on the held-out documents (validation IE, as the skeleton does) after
+//! training, and the best epoch's is kept. Two devices make half as many steps per epoch as one: the
+//! same settings train less (see experiments/finetune-devices-legalbench.ron).
 //!
 //! What differs from the skeleton's loop: the items are the first epoch's batches, visited in an order
 //! burn-train's data loader shuffles every epoch (the skeleton regroups the queries every epoch), and a
