@@ -80,22 +80,24 @@ impl Artefact {
             // least 3: the encoder's code gained the frozen lower blocks and the kernel's own batching.
             Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Raptor => 3,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
-            // 3: the CPU kernel; 4: the encoder's code.
-            Artefact::Trees => 4,
+            // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices.
+            Artefact::Trees => 5,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`.
             Artefact::HeadWeights | Artefact::Reranker => 3,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
-            // 5: `schedule.devices` trains on the Learner (trainers' parallel/).
-            Artefact::SproutRag => 5,
+            // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`.
+            Artefact::SproutRag => 6,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
-            // `parallel::Grouped`.
-            Artefact::Compressor => 5,
+            // `parallel::Grouped`; 6: `parallel::items` beside it.
+            Artefact::Compressor => 6,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
-            // 5: the Learner's optimizer is `parallel::Grouped`.
-            Artefact::Dense => 5,
+            // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
+            // `plain_loss` for both loops.
+            Artefact::Dense => 6,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
-            // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`.
-            Artefact::Planner => 6,
+            // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
+            // 7: `parallel::items` beside it.
+            Artefact::Planner => 7,
         }
     }
 

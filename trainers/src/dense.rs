@@ -56,13 +56,9 @@ pub fn train<B: AutodiffBackend>(
     };
     let step_encoder = encoder.as_ref().map(|tune| StepEncoder::new(tune, config.frozen_layers)).transpose()?;
     let model = DenseModel::new(dim, encoder.map(|tune| tune.bert), &device);
-    if let (Some(encoder), Some(_)) = (&step_encoder, &config.schedule.devices) {
-        anyhow::ensure!(
-            holdout.iter().any(|d| !d.queries.is_empty()),
-            "schedule.devices: the data-parallel fine-tuning chooses its epoch on validation, and no validation document has a query"
-        );
-        let validate = |m: &DenseModel<B::InnerBackend>| held_out_figures(corpus, holdout, Some(encoder), m);
-        return parallel::dense::fit_windows(model, encoder.clone(), config, train, holdout, 1, run_dir, &validate, progress);
+    if config.schedule.devices.is_some() {
+        let how = parallel::Data { config, corpus, train, holdout, run_dir };
+        return parallel::dense::fit(model, step_encoder, &how, 1, progress);
     }
     let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
     let mut task = PlainRetrieval { config, corpus, train, holdout, batches, encoder: step_encoder };
@@ -94,20 +90,12 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
     fn step(&mut self, model: &DenseModel<B>, step: usize) -> anyhow::Result<Step<B>> {
         let batch = self.batches.at(self.train, step);
         let doc = &self.train[batch.doc];
-        let device = Default::default();
-        let queries: Vec<&TrainQuery> = batch.queries.iter().map(|&q| &doc.queries[q]).collect();
         let vectors = Vectors::step(self.encoder.as_ref(), model.encoder.as_ref());
-        // The adapter reads frozen vectors: every unit costs nothing, so only the encoder's step is windowed.
-        let kept = window(doc, &queries, self.config.step_tokens.filter(|_| vectors.fine_tuned()));
-        let at = |u: usize| kept.binary_search(&u).expect("the window holds every positive");
-        let positives: Vec<usize> = queries.iter().map(|q| at(q.positive)).collect();
-        let (units, eq) = (model.embed(vectors.units(doc, &kept, &device)), model.embed(vectors.queries(&queries, &device)));
-        let terms = vec![("loss/ret", retrieval_loss(units, eq, &positives, self.config))];
-        let scalars = vec![("step/units", kept.len() as f64)];
+        let (loss, kept) = plain_loss(model, &vectors, self.config, doc, &batch.queries, &Default::default());
         Ok(Step {
-            terms,
-            scalars,
-            context: format!("document {}, {} queries, {} of {} units", batch.doc, batch.queries.len(), kept.len(), doc.units.len()),
+            terms: vec![("loss/ret", loss)],
+            scalars: vec![("step/units", kept as f64)],
+            context: format!("document {}, {} queries, {kept} of {} units", batch.doc, batch.queries.len(), doc.units.len()),
         })
     }
 
@@ -118,6 +106,25 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
     fn select_by(&self) -> Option<SelectBy> {
         Some(SelectBy { figure: "eval/ie_mean", higher_is_better: true })
     }
+}
+
+/// L_ret of a batch of `doc`'s `queries` (by index) and the units it encoded: a fine-tuned encoder runs
+/// over the window of `step_tokens`; the adapter reads frozen vectors, every unit at no cost, so only
+/// the encoder's step is windowed.
+pub(crate) fn plain_loss<B: Backend>(
+    model: &DenseModel<B>,
+    vectors: &Vectors<B>,
+    config: &TrainConfig,
+    doc: &TrainDoc,
+    queries: &[usize],
+    device: &B::Device,
+) -> (Tensor<B, 1>, usize) {
+    let queries: Vec<&TrainQuery> = queries.iter().map(|&q| &doc.queries[q]).collect();
+    let kept = window(doc, &queries, config.step_tokens.filter(|_| vectors.fine_tuned()));
+    let at = |u: usize| kept.binary_search(&u).expect("the window holds every positive");
+    let positives: Vec<usize> = queries.iter().map(|q| at(q.positive)).collect();
+    let (units, eq) = (model.embed(vectors.units(doc, &kept, device)), model.embed(vectors.queries(&queries, device)));
+    (retrieval_loss(units, eq, &positives, config), kept.len())
 }
 
 /// Validation IE and hit@1, 5 of `model` on the `holdout` documents (none when there is none), its
@@ -239,8 +246,8 @@ mod tests {
         let step = Task::<Autodiff<DefaultBackend>>::step(&mut task, &model, 0).unwrap();
         assert!(step.context.ends_with("2 of 5 units"), "{}", step.context);
         let skeleton: f32 = step.terms[0].1.clone().into_scalar();
-        let windows = parallel::dense::windows(&docs, &config);
-        let learner: f32 = parallel::dense::DenseStep::new(model, encoder, config.clone()).loss(&windows[..1]).into_scalar();
+        let items = parallel::items(&docs, &config);
+        let learner: f32 = parallel::dense::DenseStep::new(model, Some(encoder), config.clone()).loss(&items[..1]).into_scalar();
         assert!((skeleton - learner).abs() < 1e-5 * skeleton.abs().max(1.0), "skeleton {skeleton}, Learner {learner}");
     }
 }

@@ -85,8 +85,8 @@ pub fn train<B: AutodiffBackend>(
     groups.push(Group { name: "new", lr: config.lr_new, params: |g, m| GradientsParams::from_module(g, m) });
     let max_tokens = model_config.vae.map_or(0, |v| v.max_tokens);
     if config.schedule.devices.is_some() {
-        let how = parallel::sproutrag::Joint { config, max_tokens, corpus, train, holdout, run_dir };
-        return parallel::sproutrag::fit(model, step_encoder, &how, progress);
+        let data = parallel::Data { config, corpus, train, holdout, run_dir };
+        return parallel::sproutrag::fit(model, step_encoder, &data, max_tokens, 1, progress);
     }
     let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
     let mut task = Joint { config, corpus, train, holdout, max_tokens, batches, encoder: step_encoder };

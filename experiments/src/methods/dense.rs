@@ -16,7 +16,7 @@ use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use super::training::{Needs, data_key, pretrained, queries_by_doc, train_docs, training_queries};
+use super::training::{Needs, data_key, on_devices, pretrained, queries_by_doc, train_docs, training_queries};
 use super::{Built, Context, MethodSpec, QueryVectors};
 use crate::cache::{Artefact, key};
 use crate::progress::with_bar;
@@ -69,12 +69,15 @@ impl MethodSpec for DenseConfig {
                     Some(k) => window += &format!(", embeddings and blocks 0-{} frozen", k - 1),
                     None => {}
                 }
-                if let Some(devices) = &t.schedule.devices {
-                    window += &format!(", burn-train's Learner on devices {devices:?}");
+                if let Some(devices) = on_devices(t) {
+                    window += &format!(", {devices}");
                 }
                 format!("Dense, encoder fine-tuned at {} by InfoNCE alone ({} epochs{window})", t.lr_encoder, t.schedule.epochs)
             }
-            true => format!("Dense, a linear map over the frozen encoder trained at {} by InfoNCE alone ({} epochs)", t.lr_new, t.schedule.epochs),
+            true => {
+                let devices = on_devices(t).map_or(String::new(), |d| format!(", {d}"));
+                format!("Dense, a linear map over the frozen encoder trained at {} by InfoNCE alone ({} epochs{devices})", t.lr_new, t.schedule.epochs)
+            }
         }
     }
 

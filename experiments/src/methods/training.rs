@@ -19,6 +19,12 @@ use burn::backend::Autodiff;
 use super::Context;
 use crate::cache::key;
 
+/// A row's name says so when its training runs on burn-train's Learner over `schedule.devices`
+/// (another training procedure, so another row): "Learner on devices [0, 1]".
+pub fn on_devices(training: &TrainConfig) -> Option<String> {
+    training.schedule.devices.as_ref().map(|d| format!("Learner on devices {d:?}"))
+}
+
 /// A split's queries with gold evidence, by the document of their first gold span.
 pub fn queries_by_doc<'c>(corpus: &'c Corpus, split: &str) -> BTreeMap<usize, Vec<&'c Query>> {
     by_doc(corpus, corpus.eval_queries(Some(split)))
@@ -151,6 +157,25 @@ fn positive_unit(units: &[DocSpan], gold: &[DocSpan]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::methods::Method;
+
+    /// Rows that differ only in the devices their training runs on are two rows: the dense control's and
+    /// SproutRAG's names say the devices, and nothing when none are named.
+    #[test]
+    fn a_row_trained_on_devices_says_so() {
+        let row = |text: &str| -> String { ron::from_str::<Method>(text).unwrap().label() };
+        for method in [
+            "Dense((training: (schedule: (epochs: 2{}), freeze_encoder: {})))",
+            "SproutRag((attention: Sllm, training: Some((schedule: (epochs: 2{}), freeze_encoder: {}))))",
+        ] {
+            for frozen in ["true", "false"] {
+                let with = |devices: &str| row(&method.replacen("{}", devices, 1).replacen("{}", frozen, 1));
+                let (plain, two) = (with(""), with(", devices: Some([0, 0])"));
+                assert!(!plain.contains("devices"), "{plain}");
+                assert!(two.contains("Learner on devices [0, 0]") && two != plain, "{two}");
+            }
+        }
+    }
 
     #[test]
     fn the_positive_unit_holds_most_gold_text() {

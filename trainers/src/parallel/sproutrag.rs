@@ -13,46 +13,16 @@
 //! burn-train's data loader every epoch; the log holds the summed loss, not each term; a run resumes at
 //! epoch granularity.
 
-use std::path::Path;
-use std::sync::Arc;
-
-use arbor_datasets::Corpus;
 use arbor_models::sproutrag::SproutRagModel;
 use burn::module::Module;
+use burn::tensor::Tensor;
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::{ElementConversion, Tensor};
-use burn_train::{InferenceStep, TrainOutput, TrainStep};
 
-use super::{AsTheyAre, Grouped, Items, LossOutput, Take, take};
+use super::{AsTheyAre, Data, DocItem, Grouped, Take, items, take};
 use crate::config::TrainConfig;
-use crate::data::{TrainDoc, epoch_batches};
 use crate::encoder::{StepEncoder, Vectors};
-use crate::learner::{self, Fit, NanStop};
-use crate::skeleton::SelectBy;
+use crate::learner::{self, NanStop};
 use crate::sproutrag::{held_out_figures, losses};
-
-/// One step's batch: a document and its queries (by index).
-#[derive(Clone)]
-pub struct DocItem {
-    doc: Arc<TrainDoc>,
-    at: usize,
-    queries: Vec<usize>,
-}
-
-impl std::fmt::Debug for DocItem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "document {}, {} queries", self.at, self.queries.len())
-    }
-}
-
-/// The first epoch's batches of `docs` ([`epoch_batches`]).
-pub fn items(docs: &[TrainDoc], config: &TrainConfig) -> Vec<DocItem> {
-    let shared: Vec<Arc<TrainDoc>> = docs.iter().cloned().map(Arc::new).collect();
-    epoch_batches(docs, config.batch_size, config.schedule.seed, 0)
-        .into_iter()
-        .map(|b| DocItem { doc: shared[b.doc].clone(), at: b.doc, queries: b.queries })
-        .collect()
-}
 
 /// SproutRAG as burn-train trains it: the mean over a batch's items of the skeleton's summed loss terms
 /// is its training and held-out step.
@@ -89,60 +59,20 @@ impl<B: Backend> SproutStep<B> {
     }
 }
 
-impl<B: AutodiffBackend> TrainStep for SproutStep<B> {
-    type Input = Items<DocItem>;
-    type Output = LossOutput<B>;
+learner_steps!(SproutStep);
 
-    fn step(&self, Items(items): Items<DocItem>) -> TrainOutput<LossOutput<B>> {
-        let loss = self.loss(&items);
-        self.guard.check(loss.clone().into_scalar().elem(), || format!("{items:?}"));
-        TrainOutput::new(self, loss.backward(), LossOutput::new(loss))
-    }
-}
-
-impl<B: Backend> InferenceStep for SproutStep<B> {
-    type Input = Items<DocItem>;
-    type Output = LossOutput<B>;
-
-    fn step(&self, Items(items): Items<DocItem>) -> LossOutput<B> {
-        LossOutput::new(self.loss(&items))
-    }
-}
-
-/// What the joint training reads besides the model.
-pub struct Joint<'a> {
-    pub config: &'a TrainConfig,
-    pub max_tokens: usize,
-    pub corpus: &'a Corpus,
-    pub train: &'a [TrainDoc],
-    pub holdout: &'a [TrainDoc],
-    pub run_dir: &'a Path,
-}
-
-/// Trains `model` on `how.train`'s batches, one a step on each device of `schedule.devices`; the held-out
-/// loss on `how.holdout`'s batches after every epoch, and the epoch of the best validation IE kept.
+/// Trains `model` on `data.train`'s batches, `per_device` of them a step on each device of
+/// `schedule.devices`; the held-out loss on `data.holdout`'s batches after every epoch, and the epoch of
+/// the best validation IE kept. `max_tokens`: the VAE's reconstruction length.
 pub fn fit<B: AutodiffBackend>(
     model: SproutRagModel<B>,
     encoder: Option<StepEncoder>,
-    how: &Joint,
-    progress: &mut dyn FnMut(usize, usize),
-) -> anyhow::Result<SproutRagModel<B::InnerBackend>> {
-    fit_items(model, encoder, how, 1, progress)
-}
-
-/// [`fit`] with `per_device` items a step on each device.
-pub(crate) fn fit_items<B: AutodiffBackend>(
-    model: SproutRagModel<B>,
-    encoder: Option<StepEncoder>,
-    how: &Joint,
+    data: &Data,
+    max_tokens: usize,
     per_device: usize,
     progress: &mut dyn FnMut(usize, usize),
 ) -> anyhow::Result<SproutRagModel<B::InnerBackend>> {
-    let config = how.config;
-    anyhow::ensure!(
-        how.holdout.iter().any(|d| !d.queries.is_empty()),
-        "schedule.devices: the data-parallel training chooses its epoch on validation, and no validation document has a query"
-    );
+    let config = data.config;
     // Learning rates as scales of the scheduler's 1.0 (its factor): aggregation, encoder, the rest.
     let aggregation: Take<SproutStep<B>> = |s, g| take(g, &s.model.aggregator);
     let mut groups = vec![(config.lr_aggregation, Some(aggregation))];
@@ -151,18 +81,11 @@ pub(crate) fn fit_items<B: AutodiffBackend>(
         groups.push((config.lr_encoder, Some(fine_tuned)));
     }
     groups.push((config.lr_new, None));
-    let fit = Fit {
-        schedule: &config.schedule,
-        lr: 1.0,
-        batch_size: per_device,
-        run_dir: how.run_dir,
-        reference: Vec::new(),
-        select: Some(SelectBy { figure: "eval/ie_mean", higher_is_better: true }),
-    };
-    let validate = |s: &SproutStep<B::InnerBackend>| held_out_figures(how.corpus, how.holdout, s.encoder.as_ref(), &s.model);
+    let fit = data.fit(1.0, per_device)?;
+    let validate = |s: &SproutStep<B::InnerBackend>| held_out_figures(data.corpus, data.holdout, s.encoder.as_ref(), &s.model);
     let optim = Grouped::new(&config.schedule, groups);
-    let make = |guard| (SproutStep { guard, ..SproutStep::new(model, encoder, config.clone(), how.max_tokens) }, optim);
-    let (train, valid) = (items(how.train, config), items(how.holdout, config));
+    let make = |guard| (SproutStep { guard, ..SproutStep::new(model, encoder, config.clone(), max_tokens) }, optim);
+    let (train, valid) = (items(data.train, config), items(data.holdout, config));
     Ok(learner::fit(make, AsTheyAre, train, valid, &fit, &validate, progress)?.model)
 }
 
@@ -176,6 +99,7 @@ mod tests {
     use burn::module::AutodiffModule;
 
     use super::*;
+    use crate::parallel::two_devices::{assert_close, logged};
     use crate::schedule::Schedule;
 
     type A = Autodiff<DefaultBackend>;
@@ -213,24 +137,15 @@ mod tests {
                 lr_new: 1e-3,
                 ..TrainConfig::default()
             };
-            let how = Joint { config: &config, max_tokens: 0, corpus: &corpus, train: &docs, holdout: &docs, run_dir: dir.path() };
-            let trained = fit_items(fresh(), Some(encoder.clone()), &how, per_device, &mut |_, _| {}).unwrap();
-            let log = std::fs::read_to_string(dir.path().join("log.jsonl")).unwrap();
-            let rows: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-            let held: Vec<f64> = rows.iter().filter_map(|r| r["eval/loss"].as_f64()).collect();
+            let data = Data { config: &config, corpus: &corpus, train: &docs, holdout: &docs, run_dir: dir.path() };
+            let trained = fit(fresh(), Some(encoder.clone()), &data, 0, per_device, &mut |_, _| {}).unwrap();
+            let held = logged(dir.path(), "eval/loss");
             let state = crate::checkpoint::state(&dir.path().join("checkpoints")).unwrap().unwrap();
             assert!(state.best.is_some(), "the epoch is chosen on validation");
             (held, embeddings(&trained))
         };
         let (one, e_one) = run(vec![0], 2);
         let (two, e_two) = run(vec![0, 0], 1);
-        assert_eq!((one.len(), two.len()), (3, 3), "a held-out loss per epoch");
-        let start = embeddings(&fresh().valid());
-        let gap = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
-        let (moved, apart) = (gap(&e_one, &start), gap(&e_one, &e_two));
-        assert!(moved > 1e-2 && apart < 0.05 * moved, "training moved the unit embeddings by {moved}; one and two devices differ by {apart}");
-        for (a, b) in one.iter().zip(&two) {
-            assert!((a - b).abs() < 0.01 * a, "held-out loss per epoch: one device {one:?}, two {two:?}");
-        }
+        assert_close((&one, &e_one), (&two, &e_two), &embeddings(&fresh().valid()));
     }
 }

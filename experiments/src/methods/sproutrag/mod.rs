@@ -30,6 +30,7 @@ use arbor_trainers::config::TrainConfig;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
+use super::training::on_devices;
 use super::{Built, Context, MethodSpec, QueryVectors, Trains};
 use crate::cache::{Artefact, key};
 use crate::progress::bar;
@@ -189,6 +190,7 @@ impl MethodSpec for SproutRagConfig {
                     parts.push("leaves and queries: the encoder's vectors".into());
                 }
                 parts.push(format!("{} epochs", t.schedule.epochs));
+                parts.extend(on_devices(t));
                 format!("SproutRAG trained ({}, {search})", parts.join(", "))
             }
             (AttentionSource::Sllm, None) => "SproutRAG (untrained SLLM: rejected)".into(),
