@@ -85,19 +85,20 @@ impl Artefact {
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`.
             Artefact::HeadWeights | Artefact::Reranker => 3,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
-            // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`.
-            Artefact::SproutRag => 6,
+            // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
+            // Learner run rerun after its last epoch still keeps the epoch validation chose.
+            Artefact::SproutRag => 7,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
-            // `parallel::Grouped`; 6: `parallel::items` beside it.
-            Artefact::Compressor => 6,
+            // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too.
+            Artefact::Compressor => 7,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
-            // `plain_loss` for both loops.
-            Artefact::Dense => 6,
+            // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too.
+            Artefact::Dense => 7,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
-            // 7: `parallel::items` beside it.
-            Artefact::Planner => 7,
+            // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too.
+            Artefact::Planner => 8,
         }
     }
 

@@ -159,10 +159,9 @@ mod tests {
     use burn::backend::Autodiff;
 
     /// Two documents of five units in 8-d: units 0-3 are the axes e0..e3, unit 4 is e7; query k asks for unit
-    /// k but its pooled vector is e_k + 2 e7, nearer unit 4. The map must learn to shrink e7, and validation
-    /// hit@1 goes from 0 to 100.
-    #[test]
-    fn the_adapter_learns_what_the_queries_teach_and_keeps_the_best_epoch() {
+    /// k but its pooled vector is e_k + 2 e7, nearer unit 4: the corpus, the training and the held-out
+    /// document.
+    fn axis_docs() -> (Corpus, Vec<TrainDoc>, Vec<TrainDoc>) {
         let text = "aaaa bbbb cccc dddd eeee";
         let corpus = Corpus::new(
             (0..2).map(|i| Document { id: format!("d{i}"), title: String::new(), text: text.into(), sections: vec![], split: None }).collect(),
@@ -180,7 +179,13 @@ mod tests {
             };
             TrainDoc { units: units.clone(), pooled, ids: vec![], pairs: vec![], tokens: vec![], queries: (0..4).map(query).collect() }
         };
-        let (train_docs, holdout) = (vec![doc(0)], vec![doc(1)]);
+        (corpus, vec![doc(0)], vec![doc(1)])
+    }
+
+    /// On [`axis_docs`] the map must learn to shrink e7, and validation hit@1 goes from 0 to 100.
+    #[test]
+    fn the_adapter_learns_what_the_queries_teach_and_keeps_the_best_epoch() {
+        let (corpus, train_docs, holdout) = axis_docs();
         let config = TrainConfig {
             schedule: Schedule { epochs: 20, checkpoint_every: 1000, ..Schedule::default() },
             batch_size: 4,
@@ -198,6 +203,30 @@ mod tests {
         assert!(state.best.is_some(), "the best epoch on validation is kept");
         let probe = crate::encoder::matrix::<DefaultBackend>(&[&[0.3; 8]], &Default::default());
         assert_eq!(back.embed(probe.clone()).into_data(), model.embed(probe).into_data(), "the trained model is the best epoch's");
+    }
+
+    /// The same lesson on burn-train's Learner (`devices: Some([0])`); and a run killed after its last
+    /// epoch but before its commit (`state.json` gone) still keeps the epoch validation chose when rerun:
+    /// the same best step, the same model.
+    #[test]
+    fn on_the_learner_a_rerun_after_the_last_epoch_keeps_the_chosen_epoch() {
+        let (corpus, train_docs, holdout) = axis_docs();
+        let schedule = Schedule { epochs: 20, checkpoint_every: 1000, devices: Some(vec![0]), ..Schedule::default() };
+        let config = TrainConfig { schedule, batch_size: 4, lr_new: 0.05, ..TrainConfig::default() };
+        let dir = tempfile::tempdir().unwrap();
+        let run = || train::<Autodiff<DefaultBackend>>(&config, 8, None, &corpus, &train_docs, &holdout, dir.path(), &mut |_, _| {}).unwrap();
+        let hit1 =
+            |m: &DenseModel<DefaultBackend>| flat_on_held_out(&corpus, &holdout, |d| held_out(m, &Vectors::Given, d, &Default::default())).hit[0];
+        let first = run();
+        assert_eq!(hit1(&first), 100.0);
+        let ckpt = dir.path().join("checkpoints");
+        let best = crate::checkpoint::state(&ckpt).unwrap().unwrap().best.expect("the epoch is chosen on validation");
+        std::fs::remove_file(ckpt.join("state.json")).unwrap();
+        let again = run();
+        let state = crate::checkpoint::state(&ckpt).unwrap().unwrap();
+        assert_eq!(state.best.map(|b| (b.step, b.score)), Some((best.step, best.score)), "the rerun keeps the chosen epoch");
+        let probe = crate::encoder::matrix::<DefaultBackend>(&[&[0.3; 8]], &Default::default());
+        assert_eq!(again.embed(probe.clone()).into_data(), first.embed(probe).into_data(), "and its model");
     }
 
     /// A real step with the pretrained encoder: a window holding the whole document gives the whole-document

@@ -200,7 +200,8 @@ where
     let optimizer_steps = batches.iter().max().copied().unwrap_or(0) * how.schedule.epochs;
     // burn-train's per-epoch resume points live beside the skeleton's commits, in checkpoints/learner/.
     let learner_dir = dir.join("checkpoints").join("learner");
-    let resume = last_epoch(&learner_dir.join("checkpoint"));
+    let epochs_dir = learner_dir.join("checkpoint");
+    let resume = last_epoch(&epochs_dir);
     let logger = Logger::open(dir, resume.map(|e| e * per_epoch))?;
     let start = resume.unwrap_or(0) * per_epoch;
     let done = Arc::new(AtomicUsize::new(start));
@@ -249,14 +250,16 @@ where
     }
     progress(total, total);
     let ckpt = dir.join("checkpoints");
+    // A rerun over a finished training logs no figure a second time, but still chooses its epoch.
     let fresh = resume.is_none_or(|e| e < how.schedule.epochs);
     let (model, best) = match how.select {
-        Some(by) if fresh => {
-            let (kept, best) = best_epoch::<B, M::InnerModule>(model.clone(), dir, per_epoch, epochs, by, finish)?;
+        Some(by) => {
+            let log = if fresh { Some(Logger::open(dir, None)?) } else { None };
+            let (kept, best) = best_epoch::<B, M::InnerModule>(model.clone(), &epochs_dir, per_epoch, epochs, by, finish, log)?;
             let file = checkpoint::write_item::<B::InnerBackend, _>(&ckpt, "best", best.step, kept.clone().into_record())?;
             (kept, Some(checkpoint::Best { file, ..best }))
         }
-        _ => {
+        None => {
             let figures = if fresh { finish(&model) } else { Vec::new() };
             if !figures.is_empty() {
                 let mut log = Logger::open(dir, None)?;
@@ -271,26 +274,29 @@ where
     Ok(model)
 }
 
-/// Scores every epoch's model burn-train checkpointed under `run_dir` with `finish`, logs the figures at
-/// the epoch's last step, and returns the best epoch's model by `by` with its step and score.
+/// Scores every epoch's model burn-train checkpointed in `epochs_dir` with `finish`, logs the figures at
+/// the epoch's last step (when given a log), and returns the best epoch's model by `by` with its step
+/// and score.
 fn best_epoch<B: AutodiffBackend, M: Module<B::InnerBackend>>(
     model: M,
-    run_dir: &Path,
+    epochs_dir: &Path,
     per_epoch: usize,
     epochs: usize,
     by: SelectBy,
     finish: &dyn Fn(&M) -> Vec<(&'static str, f64)>,
+    mut log: Option<Logger>,
 ) -> anyhow::Result<(M, checkpoint::Best)> {
-    let mut log = Logger::open(run_dir, None)?;
     let mut kept: Option<(M, checkpoint::Best)> = None;
     for epoch in 1..=epochs {
-        let path = run_dir.join("checkpoints").join("learner").join("checkpoint").join(format!("model-{epoch}"));
+        let path = epochs_dir.join(format!("model-{epoch}"));
         let record = Recorder::<B::InnerBackend>::load(&AtomicRecorder::default(), path.clone(), &Default::default())
             .with_context(|| format!("cannot read epoch {epoch}'s checkpoint {}.bin", path.display()))?;
         let at_epoch = model.clone().load_record(record);
         let figures = finish(&at_epoch);
         let step = epoch * per_epoch;
-        log.log(step, &figures)?;
+        if let Some(log) = log.as_mut() {
+            log.log(step, &figures)?;
+        }
         let score = figures.iter().find(|(n, _)| *n == by.figure).map(|&(_, v)| v);
         let score = score.with_context(|| format!("the held-out figures name no {}", by.figure))?;
         let better = kept.as_ref().is_none_or(|(_, b)| if by.higher_is_better { score > b.score } else { score < b.score });
@@ -298,7 +304,9 @@ fn best_epoch<B: AutodiffBackend, M: Module<B::InnerBackend>>(
             kept = Some((at_epoch, checkpoint::Best { step, score, file: String::new() }));
         }
     }
-    log.flush()?;
+    if let Some(log) = log.as_mut() {
+        log.flush()?;
+    }
     kept.context("training.epochs is at least 1")
 }
 
