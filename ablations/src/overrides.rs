@@ -8,8 +8,11 @@
 //!   it, so one path reaches the same setting of every method;
 //! - an enum variant is looked through (`search.beam_width` reaches `search: Beam((beam_width: ..))`).
 //!
-//! A path that reaches nothing is an error naming the first field that was not found and the fields
-//! that exist there.
+//! A setting left at its default is often not written out (`node_loss`, `frozen_layers`): a path
+//! reaching the object that would hold it, without passing through a list without an index, adds it
+//! (`methods[9].training.node_loss`); reading the experiment back then rejects a name the struct does not
+//! have. Otherwise a path that reaches nothing is an error naming the first field that was not found and
+//! the fields that exist there.
 
 use serde_json::Value;
 
@@ -54,17 +57,18 @@ struct Miss {
 /// Sets every field that `path` reaches in `root` to `value`; returns how many fields were set.
 pub fn set(root: &mut Value, path: &str, value: &Value) -> Result<usize, String> {
     let steps = parse(path)?;
-    apply(root, &steps, 0, value).map_err(|m| format!("`{path}` reaches no field of the experiment: {}", m.message))
+    apply(root, &steps, 0, false, value).map_err(|m| format!("`{path}` reaches no field of the experiment: {}", m.message))
 }
 
-fn apply(node: &mut Value, steps: &[Step], depth: usize, value: &Value) -> Result<usize, Miss> {
+/// `fanned`: the path went through a list without an index (then only fields written out are set).
+fn apply(node: &mut Value, steps: &[Step], depth: usize, fanned: bool, value: &Value) -> Result<usize, Miss> {
     let step = &steps[0];
     match node {
         Value::Array(items) => {
             // A list without an index: every element that has the rest of the path.
             let (mut set, mut deepest) = (0, None::<Miss>);
             for item in items.iter_mut() {
-                match apply(item, steps, depth, value) {
+                match apply(item, steps, depth, true, value) {
                     Ok(n) => set += n,
                     Err(m) => {
                         if deepest.as_ref().is_none_or(|d| m.depth > d.depth) {
@@ -95,12 +99,17 @@ fn apply(node: &mut Value, steps: &[Step], depth: usize, value: &Value) -> Resul
                 *target = value.clone();
                 return Ok(1);
             }
-            apply(target, &steps[1..], depth + 1, value)
+            apply(target, &steps[1..], depth + 1, fanned, value)
         }
         // An enum variant with fields: look through it.
         Value::Object(fields) if fields.len() == 1 && fields.keys().all(|k| k.starts_with(|c: char| c.is_ascii_uppercase())) => {
             let (_, inner) = fields.iter_mut().next().expect("one entry");
-            apply(inner, steps, depth, value)
+            apply(inner, steps, depth, fanned, value)
+        }
+        // A setting at its default, not written out: added (the experiment's reading checks the name).
+        Value::Object(fields) if steps.len() == 1 && step.index.is_none() && !fanned => {
+            fields.insert(step.field.to_owned(), value.clone());
+            Ok(1)
         }
         Value::Object(fields) => {
             let known: Vec<&str> = fields.keys().map(String::as_str).collect();
@@ -172,5 +181,22 @@ mod tests {
         assert!(set(&mut e, "methods..search", &json!(1)).unwrap_err().contains("not a field name"));
         assert!(set(&mut e, "methods[x]", &json!(1)).unwrap_err().contains("write an index"));
         assert_eq!(e, experiment(), "a failed override changes nothing");
+    }
+
+    #[test]
+    fn a_setting_left_at_its_default_is_added_on_a_path_without_fan_out() {
+        let mut e = experiment();
+        assert_eq!(set(&mut e, "methods[2].training.node_loss", &json!(0.3)), Ok(1));
+        assert_eq!(e["methods"][2]["SproutRag"]["training"]["node_loss"], 0.3);
+        assert_eq!(e["methods"][2]["SproutRag"]["training"]["lambda"], 0.1, "the rest kept");
+        // Through a list without an index only written-out fields are set: which elements would take a
+        // new one is not known from the data.
+        let before = e.clone();
+        let err = set(&mut e, "methods.training.frozen_layers", &json!(3)).unwrap_err();
+        assert!(err.contains("reaches no field") && err.contains("`frozen_layers`"), "{err}");
+        assert_eq!(e, before);
+        // Only the last step may be added: a missing object on the way is still an error.
+        let err = set(&mut e, "methods[2].trainin.lambda", &json!(1)).unwrap_err();
+        assert!(err.contains("no field `trainin`"), "{err}");
     }
 }

@@ -339,6 +339,23 @@ mod tests {
     }
 
     #[test]
+    fn a_setting_left_at_its_default_is_reached_by_an_indexed_path() {
+        let trained = r#"Experiment(name: "b", data: (format: Jsonl, path: "corpus"), methods: [
+            Flat, SproutRag((attention: Sllm, training: Some((lambda: 0.1)))),
+        ])"#;
+        let base = Experiment::parse(trained, Path::new("base.ron")).unwrap();
+        let runs = expand(&sweep(r#"Values(path: "methods[1].training.node_loss", values: [0.0, 0.3])"#), &base).unwrap();
+        let node_loss = |e: &Experiment| match &e.methods[1] {
+            arbor_experiments::experiment::Method::SproutRag(c) => c.training.as_ref().map(|t| t.node_loss),
+            _ => None,
+        };
+        assert_eq!(runs.iter().map(|r| node_loss(&r.experiment)).collect::<Vec<_>>(), [Some(0.0), Some(0.3)]);
+        // A misspelt setting is added to the data, then refused by the experiment's reading.
+        let e = format!("{:#}", expand(&sweep(r#"Values(path: "methods[1].training.node_los", values: [0.3])"#), &base).unwrap_err());
+        assert!(e.contains("unknown field `node_los`") && e.contains("node_loss"), "{e}");
+    }
+
+    #[test]
     fn a_sweep_file_with_a_syntax_error_names_line_and_column() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("base.ron"), BASE).unwrap();
