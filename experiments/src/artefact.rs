@@ -30,8 +30,15 @@ pub enum Artefact {
 /// The encoder's code: every artefact computed through it lists these.
 const ENCODER: [&str; 3] = ["models/src/encoder.rs", "models/src/bert", "eval/src/formats/files.rs"];
 /// The trainer skeleton and the checkpoints every trained model goes through.
-const TRAINING: [&str; 5] =
-    ["trainers/src/skeleton.rs", "trainers/src/checkpoint.rs", "trainers/src/data.rs", "trainers/src/config.rs", "losses/src"];
+const TRAINING: [&str; 7] = [
+    "trainers/src/skeleton.rs",
+    "trainers/src/checkpoint.rs",
+    "trainers/src/data.rs",
+    "trainers/src/config.rs",
+    "trainers/src/schedule.rs",
+    "trainers/src/strategy.rs",
+    "losses/src",
+];
 
 impl Artefact {
     pub const ALL: [Artefact; 11] = [
@@ -82,23 +89,28 @@ impl Artefact {
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices.
             Artefact::Trees => 5,
-            // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`.
-            Artefact::HeadWeights | Artefact::Reranker => 3,
+            // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
+            // skeleton refuses `schedule.data_parallel: Ddp`.
+            Artefact::HeadWeights | Artefact::Reranker => 4,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
-            // Learner run rerun after its last epoch still keeps the epoch validation chose.
-            Artefact::SproutRag => 7,
+            // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
+            // execution strategy from `schedule.data_parallel` (trainers' strategy.rs).
+            Artefact::SproutRag => 8,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
-            // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too.
-            Artefact::Compressor => 7,
+            // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
+            // 8: the execution strategy from `schedule.data_parallel`.
+            Artefact::Compressor => 8,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
-            // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too.
-            Artefact::Dense => 7,
+            // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
+            // strategy from `schedule.data_parallel`.
+            Artefact::Dense => 8,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
-            // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too.
-            Artefact::Planner => 8,
+            // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
+            // strategy from `schedule.data_parallel`.
+            Artefact::Planner => 9,
         }
     }
 

@@ -23,7 +23,8 @@
 //! same batches).
 //! `schedule.devices` runs the epochs through burn-train's `ExecutionStrategy::MultiDevice` (data
 //! parallel: each device a slice of the examples, gradients summed on the first; with `--features cuda`
-//! one `CudaDevice` per GPU); without it, the single default device.
+//! one `CudaDevice` per GPU), or with `data_parallel: Ddp` its distributed data parallel
+//! ([`crate::strategy`]); without it, the single default device.
 
 use std::collections::HashMap;
 use std::fmt::Display;
@@ -39,7 +40,7 @@ use burn::module::{AutodiffModule, Module};
 use burn::optim::Optimizer;
 use burn::optim::lr_scheduler::LrScheduler;
 use burn::record::{BinFileRecorder, FileRecorder, FullPrecisionSettings, Recorder, RecorderError};
-use burn::tensor::backend::{AutodiffBackend, Backend, Device as _, DeviceId};
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn_flex::Flex;
 use burn_train::checkpoint::KeepLastNCheckpoints;
 use burn_train::logger::MetricLogger;
@@ -49,7 +50,7 @@ use burn_train::renderer::{
     EvaluationName, EvaluationProgress, MetricState, MetricsRenderer, MetricsRendererEvaluation, MetricsRendererTraining, ProgressType,
     TrainingProgress,
 };
-use burn_train::{ExecutionStrategy, InferenceStep, Interrupter, ItemLazy, Learner, MultiDeviceOptim, SupervisedTraining, TrainStep};
+use burn_train::{InferenceStep, Interrupter, ItemLazy, Learner, SupervisedTraining, TrainStep};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -57,6 +58,7 @@ use crate::checkpoint;
 use crate::logger::Logger;
 use crate::schedule::Schedule;
 use crate::skeleton::SelectBy;
+use crate::strategy::{self, DataParallel};
 
 /// Records like `BinFileRecorder` (full precision), through a temporary file that is fsynced and renamed.
 #[derive(Debug, Default, Clone)]
@@ -185,9 +187,18 @@ where
     let guard = NanStop::default();
     let (model, optim) = make(guard.clone());
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let devices: Vec<B::Device> = match &how.schedule.devices {
-        Some(ids) => ids.iter().map(|&index_id| B::Device::from_id(DeviceId { type_id: 0, index_id })).collect(),
-        None => vec![Default::default()],
+    let devices = strategy::devices::<B>(how.schedule);
+    let ddp = how.schedule.data_parallel == DataParallel::Ddp;
+    let train = match ddp {
+        true => {
+            let (kept, left) = strategy::even(train, devices.len());
+            if left > 0 {
+                eprintln!("DDP over {} devices: {left} of the training items left out, so that every device takes as many steps", devices.len());
+            }
+            anyhow::ensure!(!kept.is_empty(), "fewer training items than devices in {}", dir.display());
+            kept
+        }
+        false => train,
     };
     // Each device steps through its slice of the examples (burn-train's split: equal slices, the last one
     // takes the remainder); an optimizer step takes a batch from each device that has one left. Every
@@ -197,7 +208,8 @@ where
         (0..n).map(|i| if i + 1 == n { train.len() - (n - 1) * (train.len() / n) } else { train.len() / n }.div_ceil(how.batch_size)).collect();
     let per_epoch: usize = batches.iter().sum();
     let total = per_epoch * how.schedule.epochs;
-    let optimizer_steps = batches.iter().max().copied().unwrap_or(0) * how.schedule.epochs;
+    // Under DDP every device's copy of the schedule advances once per device at each step.
+    let schedule_steps = if ddp { total } else { batches.iter().max().copied().unwrap_or(0) * how.schedule.epochs };
     // burn-train's per-epoch resume points live beside the skeleton's commits, in checkpoints/learner/.
     let learner_dir = dir.join("checkpoints").join("learner");
     let epochs_dir = learner_dir.join("checkpoint");
@@ -212,8 +224,9 @@ where
     let valid = DataLoaderBuilder::<B::InnerBackend, I, <M::InnerModule as InferenceStep>::Input>::new(batcher)
         .batch_size(how.batch_size)
         .build(InMemDataset::new(valid));
-    let scheduler = WarmupLinear { schedule: how.schedule.clone(), lr: how.lr, total: optimizer_steps, step: 0 };
+    let scheduler = WarmupLinear { schedule: how.schedule.clone(), lr: how.lr, total: schedule_steps, step: 0 };
     let sink = LogSink { logger, step: start, per_epoch, names: HashMap::new(), valid: Vec::new(), reference: how.reference.clone() };
+    let strategy = strategy::execution::<B>(how.schedule.data_parallel, devices)?;
     let (interrupter, epochs, counter, select) = (guard.0.clone(), how.schedule.epochs, done.clone(), how.select);
     // burn-train's training is not `Send`: it is built on the thread that runs it, while this one
     // drives the progress bar.
@@ -230,8 +243,8 @@ where
                 .with_application_logger(None)
                 .with_interrupter(interrupter)
                 .num_epochs(epochs);
-            if devices.len() > 1 {
-                training = training.with_training_strategy(ExecutionStrategy::MultiDevice(devices, MultiDeviceOptim::OptimMainDevice).into());
+            if let Some(strategy) = strategy {
+                training = training.with_training_strategy(strategy.into());
             }
             if let Some(epoch) = resume {
                 training = training.checkpoint(epoch);

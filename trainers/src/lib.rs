@@ -42,4 +42,5 @@ pub mod schedule;
 pub mod skeleton;
 pub mod sproutrag;
 pub mod stitch;
+pub mod strategy;
 pub mod window;

@@ -7,7 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 /// `schedule: (epochs: 3, seed: 42, warmup_fraction: 0.05, weight_decay: 0.01, grad_clip: 1.0,
-/// checkpoint_every: 50, patience: None)`; fields left out take these defaults.
+/// checkpoint_every: 50, patience: None, devices: None, data_parallel: MultiDevice)`; fields left out
+/// take these defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Schedule {
@@ -32,6 +33,32 @@ pub struct Schedule {
     /// other trainers refuse more than one device. `None`: the default device.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub devices: Option<Vec<u16>>,
+    /// How the Learner runs data parallel over `devices` (`crate::strategy`): `MultiDevice` (the default)
+    /// or `Ddp`, burn-train's distributed data parallel (a replica of the model and its optimizer per
+    /// device, gradients all-reduced after every backward pass; a build with `--features ddp`, CUDA only
+    /// in Burn 0.21).
+    #[serde(skip_serializing_if = "DataParallel::is_default")]
+    pub data_parallel: DataParallel,
+}
+
+/// The data-parallel strategy of burn-train's Learner over `schedule.devices`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum DataParallel {
+    /// `ExecutionStrategy::MultiDevice`: one model on the first device; each step every device runs the
+    /// model on its batch and its gradients are summed on the first, which takes the optimizer step.
+    #[default]
+    MultiDevice,
+    /// `ExecutionStrategy::DistributedDataParallel`: a worker thread per device with its own model and
+    /// optimizer; each backward pass sums the gradients across devices (an all-reduce), so every replica
+    /// takes the same step. Burn 0.21 runs the all-reduce on CUDA (NCCL) only, within one process: it does
+    /// not span machines.
+    Ddp,
+}
+
+impl DataParallel {
+    fn is_default(&self) -> bool {
+        *self == DataParallel::default()
+    }
 }
 
 impl Default for Schedule {
@@ -45,6 +72,7 @@ impl Default for Schedule {
             checkpoint_every: 50,
             patience: None,
             devices: None,
+            data_parallel: DataParallel::MultiDevice,
         }
     }
 }
@@ -63,6 +91,9 @@ impl Schedule {
         }
         if self.devices.as_ref().is_some_and(Vec::is_empty) {
             return Err("schedule.devices must name at least one device (or None: the default device)".into());
+        }
+        if self.data_parallel == DataParallel::Ddp && self.devices.is_none() {
+            return Err("schedule.data_parallel: Ddp needs schedule.devices (the devices to run a replica on)".into());
         }
         if !(0.0..1.0).contains(&self.warmup_fraction) {
             return Err(format!("schedule.warmup_fraction must be in [0, 1), got {}", self.warmup_fraction));
@@ -97,6 +128,9 @@ mod tests {
         assert!(Schedule { patience: Some(0), ..Default::default() }.check().unwrap_err().contains("schedule.patience"));
         assert!(Schedule { warmup_fraction: 1.0, ..Default::default() }.check().unwrap_err().contains("warmup_fraction"));
         assert!(Schedule { devices: Some(vec![]), ..Default::default() }.check().unwrap_err().contains("schedule.devices"));
+        let ddp = Schedule { data_parallel: DataParallel::Ddp, ..Default::default() };
+        assert!(ddp.check().unwrap_err().contains("Ddp needs schedule.devices"));
+        assert!(Schedule { devices: Some(vec![0, 1]), ..ddp }.check().is_ok());
         assert!(Schedule::default().check().is_ok());
     }
 }

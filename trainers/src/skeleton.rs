@@ -97,9 +97,9 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
 ) -> anyhow::Result<T::Model> {
     schedule.check().map_err(anyhow::Error::msg)?;
     anyhow::ensure!(
-        schedule.devices.as_ref().is_none_or(|d| d.len() == 1),
-        "schedule.devices: this trainer runs arbor's own loop (one document's batch a step) on one device; data parallel over \
-         several is burn-train's, for the trainers on its Learner (the compressor, the planner's SFT)"
+        schedule.devices.as_ref().is_none_or(|d| d.len() == 1) && schedule.data_parallel == crate::schedule::DataParallel::MultiDevice,
+        "schedule.devices, schedule.data_parallel: this trainer runs arbor's own loop (one document's batch a step) on one \
+         device; data parallel over several is burn-train's, for the trainers on its Learner (the compressor, the planner's SFT)"
     );
     let per_epoch = task.steps_per_epoch();
     anyhow::ensure!(per_epoch > 0, "nothing to train on: an epoch has no step");

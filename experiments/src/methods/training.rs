@@ -20,9 +20,14 @@ use super::Context;
 use crate::cache::key;
 
 /// A row's name says so when its training runs on burn-train's Learner over `schedule.devices`
-/// (another training procedure, so another row): "Learner on devices [0, 1]".
+/// (another training procedure, so another row): "Learner on devices [0, 1]", "Learner, DDP on devices
+/// [0, 1]".
 pub fn on_devices(training: &TrainConfig) -> Option<String> {
-    training.schedule.devices.as_ref().map(|d| format!("Learner on devices {d:?}"))
+    let how = match training.schedule.data_parallel {
+        arbor_trainers::schedule::DataParallel::MultiDevice => "Learner",
+        arbor_trainers::schedule::DataParallel::Ddp => "Learner, DDP",
+    };
+    training.schedule.devices.as_ref().map(|d| format!("{how} on devices {d:?}"))
 }
 
 /// A split's queries with gold evidence, by the document of their first gold span.
@@ -173,6 +178,8 @@ mod tests {
                 let (plain, two) = (with(""), with(", devices: Some([0, 0])"));
                 assert!(!plain.contains("devices"), "{plain}");
                 assert!(two.contains("Learner on devices [0, 0]") && two != plain, "{two}");
+                let ddp = with(", devices: Some([0, 1]), data_parallel: Ddp");
+                assert!(ddp.contains("Learner, DDP on devices [0, 1]"), "{ddp}");
             }
         }
     }
