@@ -87,8 +87,9 @@ impl Artefact {
             // least 3: the encoder's code gained the frozen lower blocks and the kernel's own batching.
             Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Raptor => 3,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
-            // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices.
-            Artefact::Trees => 5,
+            // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
+            // `LeavesInContext` search's label.
+            Artefact::Trees => 6,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`.
             Artefact::HeadWeights | Artefact::Reranker => 4,

@@ -115,6 +115,30 @@ pub fn collapsed(tree: &Tree, query: &[f32], layers: Layers, k: usize) -> Vec<(u
     }
 }
 
+/// Every leaf ranked by its own cosine mixed with its context in the tree, top `k`:
+/// `(1 - weight) cos(q, leaf) + weight * mean over the leaf's ancestors a of cos(q, a)` (root included; a
+/// one-leaf tree has no ancestor and keeps its own score). Not in the paper: arbor's reading of the tree
+/// as score smoothing, the way passage retrieval mixes a passage's score with its document's. The items
+/// handed on are leaves, so only the ranking differs from `Layers::Leaves`; `weight` 0 is that ranking.
+pub fn in_context(tree: &Tree, query: &[f32], weight: f32, k: usize) -> Vec<(usize, f32)> {
+    let (n, all) = (tree.num_leaves(), tree.num_nodes());
+    let score: Vec<f32> = (0..all).map(|v| cosine(query, tree.embedding(v))).collect();
+    // Sum and count of each node's ancestors' scores, from the root down (a parent's id is above its children's).
+    let (mut above, mut count) = (vec![0f32; all], vec![0u32; all]);
+    for p in (n..all).rev() {
+        let (a, b) = tree.children(p).expect("parents have children");
+        for c in [a, b] {
+            above[c] = above[p] + score[p];
+            count[c] = count[p] + 1;
+        }
+    }
+    let mixed = (0..n).map(|l| match count[l] {
+        0 => (l, score[l]),
+        c => (l, (1.0 - weight) * score[l] + weight * above[l] / c as f32),
+    });
+    top_k(mixed, k)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,9 +208,60 @@ mod tests {
     }
 
     #[test]
+    fn in_context_mixes_each_leaf_with_its_ancestors_mean() {
+        let t = tree();
+        let q = [0.6, 0.8];
+        let cos: Vec<f32> = (0..7).map(|v| cosine(&q, t.embedding(v))).collect();
+        let ids = |got: Vec<(usize, f32)>| got.iter().map(|&(v, _)| v).collect::<Vec<_>>();
+        // Alone, leaf 2 (0.8) is above leaf 0 (0.6); leaf 0's branch (node 4, 0.82) is nearer the query
+        // than leaf 2's (node 5, 0.57), so with enough context the two swap.
+        assert_eq!(ids(in_context(&t, &q, 0.0, 4)), vec![1, 2, 0, 3]);
+        assert_eq!(ids(in_context(&t, &q, 0.0, 4)), ids(collapsed(&t, &q, Layers::Leaves, 4)), "weight 0: the leaves' ranking");
+        let got = in_context(&t, &q, 0.75, 4);
+        assert_eq!(ids(got.clone()), vec![1, 0, 2, 3]);
+        // Leaf 0's ancestors are node 4 and the root 6.
+        let want = 0.25 * cos[0] + 0.75 * (cos[4] + cos[6]) / 2.0;
+        assert!((got[1].1 - want).abs() < 1e-6, "{} vs {want}", got[1].1);
+        // At weight 1 two siblings share their context exactly.
+        let x = in_context(&t, &[1.0, 0.0], 1.0, 4);
+        assert!((x[0].1 - x[1].1).abs() < 1e-6 && x[2].1 < x[1].1, "{x:?}");
+        assert_eq!(in_context(&t, &q, 0.5, 2).len(), 2, "top k");
+    }
+
+    proptest::proptest! {
+        /// The top-down sums equal the mean over `Tree::path` (the root down to the leaf), leaf by leaf.
+        #[test]
+        fn in_context_scores_are_the_mean_over_each_leafs_path(
+            n in 1usize..10,
+            w in proptest::collection::vec(0.0f32..1.0, 100),
+            e in proptest::collection::vec(-1.0f32..1.0, 20),
+            q in (-1.0f32..1.0, -1.0f32..1.0),
+            weight in 0.0f32..1.0,
+        ) {
+            let leaves = (0..n).map(|i| DocSpan { doc: 0, span: Span::new(i, i + 1) }).collect();
+            let m: Vec<f32> = (0..n * n).map(|i| if i / n == i % n { 0.0 } else { w[(i / n).min(i % n) * 10 + (i / n).max(i % n)] }).collect();
+            let t = Tree::build(leaves, &e[..2 * n], 2, &Similarity::Dense { n, values: &m });
+            let query = [q.0, q.1 + 1e-3];
+            let got = in_context(&t, &query, weight, n);
+            proptest::prop_assert_eq!(got.len(), n);
+            for (leaf, score) in got {
+                let path = t.path(leaf);
+                let above = &path[..path.len() - 1];
+                let own = cosine(&query, t.embedding(leaf));
+                let want = match above.len() {
+                    0 => own,
+                    c => (1.0 - weight) * own + weight * above.iter().map(|&a| cosine(&query, t.embedding(a))).sum::<f32>() / c as f32,
+                };
+                proptest::prop_assert!((score - want).abs() < 1e-5, "leaf {}: {} vs {}", leaf, score, want);
+            }
+        }
+    }
+
+    #[test]
     fn a_single_leaf_tree_returns_its_leaf() {
         let t = Tree::build(vec![DocSpan { doc: 0, span: Span::new(0, 1) }], &[1.0, 0.0], 2, &Similarity::Dense { n: 1, values: &[0.0] });
         assert_eq!(beam_search(&t, &[1.0, 0.0], &BeamConfig::default(), 5), vec![(0, 1.0)]);
         assert_eq!(collapsed(&t, &[1.0, 0.0], Layers::Upper, 5), vec![(0, 1.0)]);
+        assert_eq!(in_context(&t, &[1.0, 0.0], 0.5, 5), vec![(0, 1.0)]);
     }
 }

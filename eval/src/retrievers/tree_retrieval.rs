@@ -1,10 +1,11 @@
-//! Retrieval over per-document SproutRAG trees: beam search (or the collapsed tree) in each of the query's
-//! documents, top k per document, then the best k overall (SproutRAG, Section 3; multi-document queries).
+//! Retrieval over per-document SproutRAG trees: beam search (or the collapsed tree, or the leaves ranked
+//! in their tree's context) in each of the query's documents, top k per document, then the best k overall
+//! (SproutRAG, Section 3; multi-document queries).
 
 use serde::{Deserialize, Serialize};
 
 use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, Step, top_k};
-use crate::retrievers::beam::{BeamConfig, Layers, beam_search, collapsed, cosine};
+use crate::retrievers::beam::{BeamConfig, Layers, beam_search, collapsed, cosine, in_context};
 use crate::structures::tree::Tree;
 
 /// How a tree is searched.
@@ -18,6 +19,9 @@ pub enum TreeSearch {
     LeavesOnly,
     /// The merged nodes only, ranked flat (RAPTOR's layer ablation: upper layers).
     UpperOnly,
+    /// The leaves, each ranked by its cosine mixed with its ancestors' mean at `weight`
+    /// (`beam::in_context`; arbor's addition): `LeavesInContext(weight: 0.5)`.
+    LeavesInContext { weight: f32 },
 }
 
 pub struct TreeRetriever<'a> {
@@ -49,6 +53,7 @@ impl Retriever for TreeRetriever<'_> {
                 TreeSearch::Collapsed => collapsed(tree, q, Layers::All, k),
                 TreeSearch::LeavesOnly => collapsed(tree, q, Layers::Leaves, k),
                 TreeSearch::UpperOnly => collapsed(tree, q, Layers::Upper, k),
+                TreeSearch::LeavesInContext { weight } => in_context(tree, q, *weight, k),
             };
             found.extend(hits.into_iter().map(|(node, s)| (d, node, s)));
         }

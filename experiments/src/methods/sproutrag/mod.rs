@@ -155,6 +155,7 @@ impl MethodSpec for SproutRagConfig {
             TreeSearch::Collapsed => "collapsed tree".into(),
             TreeSearch::LeavesOnly => "leaves only".into(),
             TreeSearch::UpperOnly => "upper nodes only".into(),
+            TreeSearch::LeavesInContext { weight } => format!("leaves in context w={weight}"),
         };
         match (&self.attention, &self.training) {
             (AttentionSource::TokenBlocks { window_tokens, leaf_vectors }, None) => {
@@ -203,6 +204,7 @@ impl MethodSpec for SproutRagConfig {
             TreeSearch::Collapsed => "collapsed",
             TreeSearch::LeavesOnly => "leaves only",
             TreeSearch::UpperOnly => "upper only",
+            TreeSearch::LeavesInContext { .. } => "leaves in context",
         };
         format!("SproutRAG {}, {search}", self.attention_kind())
     }
