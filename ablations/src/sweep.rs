@@ -79,6 +79,7 @@ impl SelectMetric {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Axis {
     /// One field set to each of `values` in turn; named after the path's last field unless `name` is given.
     Values {
@@ -343,16 +344,19 @@ mod tests {
         let trained = r#"Experiment(name: "b", data: (format: Jsonl, path: "corpus"), methods: [
             Flat, SproutRag((attention: Sllm, training: Some((lambda: 0.1)))),
         ])"#;
-        let base = Experiment::parse(trained, Path::new("base.ron")).unwrap();
-        let runs = expand(&sweep(r#"Values(path: "methods[1].training.node_loss", values: [0.0, 0.3])"#), &base).unwrap();
+        let sllm = Experiment::parse(trained, Path::new("base.ron")).unwrap();
+        let runs = expand(&sweep(r#"Values(path: "methods[1].training.node_loss", values: [0.0, 0.3])"#), &sllm).unwrap();
         let node_loss = |e: &Experiment| match &e.methods[1] {
             arbor_experiments::experiment::Method::SproutRag(c) => c.training.as_ref().map(|t| t.node_loss),
             _ => None,
         };
         assert_eq!(runs.iter().map(|r| node_loss(&r.experiment)).collect::<Vec<_>>(), [Some(0.0), Some(0.3)]);
         // A misspelt setting is added to the data, then refused by the experiment's reading.
-        let e = format!("{:#}", expand(&sweep(r#"Values(path: "methods[1].training.node_los", values: [0.3])"#), &base).unwrap_err());
+        let e = format!("{:#}", expand(&sweep(r#"Values(path: "methods[1].training.node_los", values: [0.3])"#), &sllm).unwrap_err());
         assert!(e.contains("unknown field `node_los`") && e.contains("node_loss"), "{e}");
+        // So is one inside an enum variant's fields (`TokenBlocks(window_tokens: ..)`).
+        let e = format!("{:#}", expand(&sweep(r#"Values(path: "methods[1].attention.window_tokns", values: [3])"#), &base()).unwrap_err());
+        assert!(e.contains("unknown field `window_tokns`") && e.contains("window_tokens"), "{e}");
     }
 
     #[test]

@@ -85,11 +85,13 @@ impl Artefact {
         match self {
             // Every kind is at least 2: the CPU kernel's attention and softmax changed (`gemm`, `exp_neg`); at
             // least 3: the encoder's code gained the frozen lower blocks and the kernel's own batching.
-            Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Raptor => 3,
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 3,
+            // 4: `RaptorSearchConfig` refuses unknown fields.
+            Artefact::Raptor => 4,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
-            // `LeavesInContext` search's label.
-            Artefact::Trees => 6,
+            // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields.
+            Artefact::Trees => 7,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`.
             Artefact::HeadWeights | Artefact::Reranker => 4,

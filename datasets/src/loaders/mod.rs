@@ -29,6 +29,7 @@ pub use squad::load_squad;
 
 /// The on-disk layout of a corpus.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Format {
     /// A folder with `documents.jsonl` and `queries.jsonl`.
     Jsonl,

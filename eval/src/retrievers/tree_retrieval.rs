@@ -10,6 +10,7 @@ use crate::structures::tree::Tree;
 
 /// How a tree is searched.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum TreeSearch {
     /// Hierarchical beam search from the root.
     Beam(BeamConfig),

@@ -15,6 +15,7 @@ use super::{Built, Context, MethodSpec, QueryVectors};
 
 /// How a document is cut into the chunks a method retrieves.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Chunking {
     /// The shared leaf units (`units` in the experiment).
     Units,

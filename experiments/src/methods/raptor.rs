@@ -49,6 +49,7 @@ pub struct RaptorConfig {
 
 /// How the tree is searched.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum RaptorSearchConfig {
     /// Every node ranked together (the token budget takes them in rank order).
     Collapsed,

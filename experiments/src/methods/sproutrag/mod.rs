@@ -71,6 +71,7 @@ impl Default for SproutRagConfig {
 
 /// The source of the unit-by-unit attention A[l, h].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum AttentionSource {
     /// The encoder's token attention mean-pooled into unit blocks over sliding windows of this many tokens.
     TokenBlocks {
