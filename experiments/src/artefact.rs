@@ -94,12 +94,15 @@ impl Artefact {
             Artefact::Trees => 7,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`.
-            Artefact::HeadWeights | Artefact::Reranker => 4,
+            Artefact::HeadWeights => 4,
+            // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`.
+            Artefact::Reranker => 5,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
-            // execution strategy from `schedule.data_parallel` (trainers' strategy.rs).
-            Artefact::SproutRag => 8,
+            // execution strategy from `schedule.data_parallel` (trainers' strategy.rs); 9: the training
+            // sample drawn by `training::sample`, shared with the reranker.
+            Artefact::SproutRag => 9,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -107,8 +110,8 @@ impl Artefact {
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
-            // strategy from `schedule.data_parallel`.
-            Artefact::Dense => 8,
+            // strategy from `schedule.data_parallel`; 9: `training::sample`, shared with the reranker.
+            Artefact::Dense => 9,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution

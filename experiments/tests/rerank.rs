@@ -12,7 +12,7 @@ const EXPERIMENT: &str = r#"Experiment(
     data: (format: Jsonl, path: "experiments/fixtures/squad-mini", split: Some("test"), max_queries: Some(30)),
     methods: [
         Flat,
-        Rerank((over: Flat, candidates: 8, training: (schedule: (epochs: 1, checkpoint_every: 4), max_queries: Some(24), negatives: 3, hard_negatives: 6, trainable_layers: 1))),
+        Rerank((over: Flat, candidates: 8, training: (schedule: (epochs: 1, checkpoint_every: 4), train_queries: Some(24), negatives: 3, hard_negatives: 6, trainable_layers: 1))),
     ],
     controls: [],
 )"#;

@@ -54,9 +54,13 @@ pub struct RerankerTraining {
     /// Replaced by the validation split: kept only to say so when an old experiment file sets it.
     #[serde(default, deserialize_with = "crate::config::removed", skip_serializing)]
     pub holdout_fraction: Option<Removed>,
-    /// At most this many of the split's queries (evenly spaced in file order), for quick runs; `None`: all.
+    /// Train on a sample of this many of the split's queries, drawn by `schedule.seed` as every trainer
+    /// draws it, so the matched control trains on the same sample; `None`: every query of the split.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_queries: Option<usize>,
+    pub train_queries: Option<usize>,
+    /// Replaced by `train_queries` (an evenly spaced subset its control did not share).
+    #[serde(default, deserialize_with = "crate::config::removed", skip_serializing)]
+    pub max_queries: Option<Removed>,
     pub schedule: Schedule,
     /// Queries per step.
     pub batch_size: usize,
@@ -79,6 +83,7 @@ impl Default for RerankerTraining {
         RerankerTraining {
             split: "train".into(),
             holdout_fraction: None,
+            train_queries: None,
             max_queries: None,
             schedule: Schedule { epochs: 4, warmup_fraction: 0.1, checkpoint_every: 100, ..Schedule::default() },
             batch_size: 4,
@@ -101,6 +106,14 @@ impl RerankerTraining {
         }
         if self.hard_negatives < self.negatives {
             return Err(format!("rerank training: hard_negatives ({}) must be at least negatives ({})", self.hard_negatives, self.negatives));
+        }
+        if self.train_queries == Some(0) {
+            return Err("rerank training: train_queries must be at least 1 (or None: every query of the split)".into());
+        }
+        if self.max_queries.is_some() {
+            return Err("rerank training: max_queries is now train_queries, a sample drawn by the schedule's seed that the \
+                        matched control trains on too: rename it"
+                .into());
         }
         if self.holdout_fraction.is_some() {
             return Err("rerank training: holdout_fraction is gone: the reranker holds out the validation split (`data: (..., \

@@ -100,4 +100,16 @@ mod tests {
         assert_eq!(again[0], (controls[0].0.clone(), vec![2, 3]), "the listed dense row controls both SproutRAG rows, not itself");
         assert!(again[1..].iter().all(|(_, of)| of == &[2, 3, 4]), "the exemplars control the dense row too");
     }
+
+    #[test]
+    fn a_reranker_trained_on_a_sample_is_controlled_on_that_sample() {
+        let list = methods("Flat, Rerank((over: Flat, training: (train_queries: Some(24), schedule: (epochs: 1, seed: 7))))");
+        let controls = matched(&list, &[ControlKind::Dense]);
+        let Method::Dense(dense) = &controls[0].0 else { panic!("a dense control") };
+        let t = &dense.training;
+        assert_eq!((t.train_queries, t.schedule.seed, t.schedule.epochs, t.freeze_encoder), (Some(24), 7, 1, false));
+        let text = r#"Experiment(name: "t", data: (format: Jsonl, path: "x"), methods: [Rerank((over: Flat, training: (max_queries: Some(24))))])"#;
+        let err = format!("{:#}", Experiment::parse(text, Path::new("t.ron")).unwrap_err());
+        assert!(err.contains("train_queries"), "{err}");
+    }
 }

@@ -58,10 +58,16 @@ impl MethodSpec for RerankConfig {
     }
 
     /// The reranker learns from the training queries: its dense control fine-tunes the encoder on the same
-    /// split and schedule, at the joint training's default rate.
+    /// split, sample and schedule, at the joint training's default rate.
     fn trains(&self) -> Trains {
         let t = &self.training;
-        Trains::Queries(TrainConfig { split: t.split.clone(), schedule: t.schedule.clone(), freeze_encoder: false, ..TrainConfig::default() })
+        Trains::Queries(TrainConfig {
+            split: t.split.clone(),
+            schedule: t.schedule.clone(),
+            freeze_encoder: false,
+            train_queries: t.train_queries,
+            ..TrainConfig::default()
+        })
     }
 
     fn check(&self) -> anyhow::Result<()> {
@@ -139,11 +145,7 @@ fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::
 /// The training examples of `training.split` and the held-out ones of the validation split.
 fn examples(ctx: &Context, training: &RerankerTraining) -> anyhow::Result<(Vec<RerankExample>, Vec<RerankExample>)> {
     let corpus = ctx.corpus;
-    let mut queries: Vec<&Query> = corpus.eval_queries(Some(&training.split));
-    if let Some(max) = training.max_queries.filter(|&m| m < queries.len()) {
-        // Evenly spaced in file order, so that a sample still spans the split's documents.
-        queries = (0..max).map(|i| queries[i * queries.len() / max]).collect();
-    }
+    let mut queries = super::training::sample(corpus.eval_queries(Some(&training.split)), training.train_queries, training.schedule.seed);
     let n_train = queries.len();
     queries.extend(corpus.eval_queries(Some(VALIDATION)));
     let mut docs: Vec<usize> = queries.iter().flat_map(|q| corpus.query_docs(q)).collect();

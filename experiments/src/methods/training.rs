@@ -39,14 +39,20 @@ pub fn queries_by_doc<'c>(corpus: &'c Corpus, split: &str) -> BTreeMap<usize, Ve
 /// drawn by its seed. Samples are nested (with one seed, the 100 queries of a sample are among the 1,000
 /// of a larger one), and a sample at least as large as the split is the split itself.
 pub fn training_queries<'c>(corpus: &'c Corpus, training: &TrainConfig) -> BTreeMap<usize, Vec<&'c Query>> {
-    let mut queries = corpus.eval_queries(Some(&training.split));
-    if let Some(n) = training.train_queries.filter(|&n| n < queries.len()) {
-        let mut order: Vec<(String, &str)> = queries.iter().map(|q| (key(&(training.schedule.seed, &q.id)), q.id.as_str())).collect();
+    by_doc(corpus, sample(corpus.eval_queries(Some(&training.split)), training.train_queries, training.schedule.seed))
+}
+
+/// At most `n` of `queries`, drawn by `seed`, in their own order: every trainer's sample of its split,
+/// so that a trained method and its matched control read the same queries. Nested across `n` for one
+/// seed; `None` (or `n` at least their number) keeps them all.
+pub fn sample<'c>(mut queries: Vec<&'c Query>, n: Option<usize>, seed: u64) -> Vec<&'c Query> {
+    if let Some(n) = n.filter(|&n| n < queries.len()) {
+        let mut order: Vec<(String, &str)> = queries.iter().map(|q| (key(&(seed, &q.id)), q.id.as_str())).collect();
         order.sort();
         let chosen: std::collections::HashSet<&str> = order[..n].iter().map(|(_, id)| *id).collect();
         queries.retain(|q| chosen.contains(q.id.as_str()));
     }
-    by_doc(corpus, queries)
+    queries
 }
 
 fn by_doc<'c>(corpus: &'c Corpus, queries: Vec<&'c Query>) -> BTreeMap<usize, Vec<&'c Query>> {
