@@ -95,7 +95,8 @@ impl Artefact {
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`.
             Artefact::HeadWeights => 4,
-            // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`.
+            // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
+            // the control's regime (`control`).
             Artefact::Reranker => 5,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a

@@ -103,11 +103,18 @@ mod tests {
 
     #[test]
     fn a_reranker_trained_on_a_sample_is_controlled_on_that_sample() {
-        let list = methods("Flat, Rerank((over: Flat, training: (train_queries: Some(24), schedule: (epochs: 1, seed: 7))))");
+        let list = methods(
+            "Flat, Rerank((over: Flat, training: (train_queries: Some(24), schedule: (epochs: 1, seed: 7)), \
+             control: (step_tokens: Some(512), frozen_layers: Some(4))))",
+        );
         let controls = matched(&list, &[ControlKind::Dense]);
         let Method::Dense(dense) = &controls[0].0 else { panic!("a dense control") };
         let t = &dense.training;
         assert_eq!((t.train_queries, t.schedule.seed, t.schedule.epochs, t.freeze_encoder), (Some(24), 7, 1, false));
+        assert_eq!((t.step_tokens, t.frozen_layers), (Some(512), Some(4)), "the control's regime as the file sets it");
+        let plain = methods("Rerank((over: Flat))");
+        let Method::Dense(dense) = &matched(&plain, &[ControlKind::Dense])[0].0 else { panic!("a dense control") };
+        assert_eq!((dense.training.step_tokens, dense.training.frozen_layers), (None, None), "by default the whole document, every block");
         let text = r#"Experiment(name: "t", data: (format: Jsonl, path: "x"), methods: [Rerank((over: Flat, training: (max_queries: Some(24))))])"#;
         let err = format!("{:#}", Experiment::parse(text, Path::new("t.ron")).unwrap_err());
         assert!(err.contains("train_queries"), "{err}");

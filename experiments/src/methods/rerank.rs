@@ -42,6 +42,26 @@ pub struct RerankConfig {
     pub candidates: usize,
     #[serde(default)]
     pub training: RerankerTraining,
+    /// How the matched dense control fine-tunes the encoder (on the reranker's queries and schedule).
+    #[serde(default, skip_serializing_if = "ControlRegime::is_default")]
+    pub control: ControlRegime,
+}
+
+/// The encoder regime of a reranker's dense control, as `step_tokens` and `frozen_layers` set it in any
+/// training: a window of this many word pieces per step instead of the whole document, and the
+/// embeddings and first blocks kept pretrained. On a large training set `frozen_layers` at the count of
+/// blocks the reranker keeps frozen (`trainable_layers` below the top) makes the same blocks learn in both.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ControlRegime {
+    pub step_tokens: Option<usize>,
+    pub frozen_layers: Option<usize>,
+}
+
+impl ControlRegime {
+    fn is_default(&self) -> bool {
+        *self == ControlRegime::default()
+    }
 }
 
 fn candidates() -> usize {
@@ -58,7 +78,7 @@ impl MethodSpec for RerankConfig {
     }
 
     /// The reranker learns from the training queries: its dense control fine-tunes the encoder on the same
-    /// split, sample and schedule, at the joint training's default rate.
+    /// split, sample and schedule, at the joint training's default rate, in the regime `control` sets.
     fn trains(&self) -> Trains {
         let t = &self.training;
         Trains::Queries(TrainConfig {
@@ -66,6 +86,8 @@ impl MethodSpec for RerankConfig {
             schedule: t.schedule.clone(),
             freeze_encoder: false,
             train_queries: t.train_queries,
+            step_tokens: self.control.step_tokens,
+            frozen_layers: self.control.frozen_layers,
             ..TrainConfig::default()
         })
     }
@@ -74,6 +96,8 @@ impl MethodSpec for RerankConfig {
         anyhow::ensure!(self.candidates > 0, "Rerank: candidates must be at least 1");
         anyhow::ensure!(!matches!(*self.over, Method::Rerank(_)), "Rerank: a reranked method cannot be reranked again");
         self.training.check().map_err(anyhow::Error::msg)?;
+        let Trains::Queries(control) = self.trains() else { unreachable!("a reranker trains on queries") };
+        control.check().map_err(|e| anyhow::anyhow!("Rerank control: {e}"))?;
         self.over.spec().check()
     }
 
