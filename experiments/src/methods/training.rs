@@ -45,7 +45,7 @@ pub fn training_queries<'c>(corpus: &'c Corpus, training: &TrainConfig) -> BTree
 /// At most `n` of `queries`, drawn by `seed`, in their own order: every trainer's sample of its split,
 /// so that a trained method and its matched control read the same queries. Nested across `n` for one
 /// seed; `None` (or `n` at least their number) keeps them all.
-pub fn sample<'c>(mut queries: Vec<&'c Query>, n: Option<usize>, seed: u64) -> Vec<&'c Query> {
+pub fn sample(mut queries: Vec<&Query>, n: Option<usize>, seed: u64) -> Vec<&Query> {
     if let Some(n) = n.filter(|&n| n < queries.len()) {
         let mut order: Vec<(String, &str)> = queries.iter().map(|q| (key(&(seed, &q.id)), q.id.as_str())).collect();
         order.sort();
