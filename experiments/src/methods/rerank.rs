@@ -68,6 +68,23 @@ fn candidates() -> usize {
     30
 }
 
+impl RerankConfig {
+    /// What the matched dense control trains by: the encoder fine-tuned on the reranker's split, sample and
+    /// schedule, at the joint training's default rate, in the regime `control` sets.
+    fn control_training(&self) -> TrainConfig {
+        let t = &self.training;
+        TrainConfig {
+            split: t.split.clone(),
+            schedule: t.schedule.clone(),
+            freeze_encoder: false,
+            train_queries: t.train_queries,
+            step_tokens: self.control.step_tokens,
+            frozen_layers: self.control.frozen_layers,
+            ..TrainConfig::default()
+        }
+    }
+}
+
 impl MethodSpec for RerankConfig {
     fn label(&self) -> String {
         format!("{} + reranker (top {} leaves)", self.over.label(), self.candidates)
@@ -77,27 +94,16 @@ impl MethodSpec for RerankConfig {
         format!("{} + reranker", self.over.kind())
     }
 
-    /// The reranker learns from the training queries: its dense control fine-tunes the encoder on the same
-    /// split, sample and schedule, at the joint training's default rate, in the regime `control` sets.
+    /// The reranker learns from the training queries (its dense control: `control_training`).
     fn trains(&self) -> Trains {
-        let t = &self.training;
-        Trains::Queries(TrainConfig {
-            split: t.split.clone(),
-            schedule: t.schedule.clone(),
-            freeze_encoder: false,
-            train_queries: t.train_queries,
-            step_tokens: self.control.step_tokens,
-            frozen_layers: self.control.frozen_layers,
-            ..TrainConfig::default()
-        })
+        Trains::Queries(self.control_training())
     }
 
     fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(self.candidates > 0, "Rerank: candidates must be at least 1");
         anyhow::ensure!(!matches!(*self.over, Method::Rerank(_)), "Rerank: a reranked method cannot be reranked again");
         self.training.check().map_err(anyhow::Error::msg)?;
-        let Trains::Queries(control) = self.trains() else { unreachable!("a reranker trains on queries") };
-        control.check().map_err(|e| anyhow::anyhow!("Rerank control: {e}"))?;
+        self.control_training().check().map_err(|e| anyhow::anyhow!("Rerank control: {e}"))?;
         self.over.spec().check()
     }
 
