@@ -12,6 +12,7 @@ use arbor_models::EncoderConfig;
 use serde::{Deserialize, Serialize};
 
 pub use crate::methods::Method;
+use crate::methods::Trains;
 use crate::methods::controls::ControlKind;
 pub use crate::methods::smartchunk::SmartChunkConfig;
 pub use crate::methods::sproutrag::{AttentionSource, SproutRagConfig};
@@ -184,6 +185,17 @@ impl Experiment {
         for m in &self.methods {
             m.spec().check()?;
         }
+        // A unit's header is read where the untrained encoder embeds units and BM25 indexes them, but every
+        // training tokenises the units' own text: the two would disagree about what a unit is.
+        if let (Some(_), Some(m)) =
+            (self.units.context, self.methods.iter().find(|m| matches!(m.spec().trains(), Trains::Queries(_) | Trains::Documents)))
+        {
+            bail!(
+                "units.context (a header read before each cut piece) is not read by trainings, which encode each unit's own \
+                 text; {:?} learns from the training split: leave units.context at None in an experiment with a trained method",
+                m.spec().label()
+            );
+        }
         if !self.data.train_with.is_empty() && self.retrieval.scope != Scope::QueryDocuments {
             bail!(
                 "data.train_with needs retrieval.scope: QueryDocuments (under Corpus the training corpora's documents would \
@@ -316,6 +328,10 @@ mod tests {
         let with = |from: &str, to: &str| Experiment::parse(&GOOD.replace(from, to), Path::new("x.ron")).unwrap_err().to_string();
         assert!(with("methods:", "retrieval: (top_k: 0), methods:").contains("retrieval.top_k"));
         assert!(with("methods:", "units: (context: Some(0)), methods:").contains("units.context"));
+        let trained = "methods: [Dense((training: (schedule: (epochs: 1))))]";
+        let err = with("methods: [Flat, Bm25]", &format!("units: (context: Some(32)), {trained}"));
+        assert!(err.contains("units.context") && err.contains("Dense"), "{err}");
+        assert!(Experiment::parse(&GOOD.replace("methods:", "units: (context: Some(32)), methods:"), Path::new("x.ron")).is_ok());
         for fraction in ["0.0", "1.0", "1.5"] {
             let err = with(r#"split: Some("test")"#, &format!(r#"split: Some("test"), validation: Some((fraction: {fraction}, seed: 0))"#));
             assert!(err.contains("data.validation.fraction"), "{err}");
