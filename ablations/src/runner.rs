@@ -88,7 +88,7 @@ pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcom
     // Today's input digests, per corpus and encoder (runs of a sweep mostly share one).
     let mut inputs: HashMap<String, Inputs> = HashMap::new();
     let points: Vec<SweepRun> = match loaded.sweep.select {
-        None => loaded.runs.clone(),
+        None => loaded.runs.iter().cloned().map(every_point_on_test).collect(),
         Some(_) => loaded.runs.iter().map(|r| on_split(r, VALIDATION, Selection::Fixed)).collect(),
     };
     let mut reports = Vec::new();
@@ -208,6 +208,15 @@ fn run_point(
     Ok((report, entry))
 }
 
+/// A point of a sweep without `select`: its report says that every point was scored on its split (a
+/// configuration the file fixed as chosen on test stays so).
+fn every_point_on_test(mut run: SweepRun) -> SweepRun {
+    if run.experiment.selection == Selection::Fixed {
+        run.experiment.selection = Selection::EveryPointOnTest;
+    }
+    run
+}
+
 /// `run` evaluated on `split`: its slug and settings say so, and its report says how it was chosen.
 fn on_split(run: &SweepRun, split: &str, selection: Selection) -> SweepRun {
     let mut experiment = run.experiment.clone();
@@ -240,7 +249,11 @@ fn finished(run_dir: &Path, exp: &Experiment) -> anyhow::Result<Option<Report>> 
     if !saved.exists() {
         return Ok(None);
     }
-    let before = Experiment::load(&saved)?;
+    let mut before = Experiment::load(&saved)?;
+    // A point run before sweeps labelled their points is the same run; its report is relabelled.
+    if before.selection == Selection::Fixed && exp.selection == Selection::EveryPointOnTest {
+        before.selection = Selection::EveryPointOnTest;
+    }
     anyhow::ensure!(
         before == *exp,
         "{} was run with a different experiment (the sweep or its base changed): move it away, or run the sweep with another --out",
@@ -250,7 +263,9 @@ fn finished(run_dir: &Path, exp: &Experiment) -> anyhow::Result<Option<Report>> 
         return Ok(None);
     }
     let text = std::fs::read_to_string(&report)?;
-    Ok(Some(serde_json::from_str(&text).with_context(|| format!("{} is damaged: delete it to rerun", report.display()))?))
+    let mut report: Report = serde_json::from_str(&text).with_context(|| format!("{} is damaged: delete it to rerun", report.display()))?;
+    report.selection = exp.selection.describe(exp.data.split.as_deref());
+    Ok(Some(report))
 }
 
 /// One row per method and matched control; rows of the same kind are told apart by their position.

@@ -180,6 +180,12 @@ impl LoadedSweep {
                 "{}: the base is already evaluated on validation; select scores the chosen point on the base's split",
                 path.display()
             );
+            anyhow::ensure!(
+                base.data.split.is_some(),
+                "{}: select needs the base's data.split, the split the chosen point is scored on once (e.g. Some(\"test\")); \
+                 with None every query would be scored, the validation queries that chose it included",
+                path.display()
+            );
         }
         Ok(LoadedSweep { sweep, path: path.to_owned(), text, base, runs })
     }
@@ -371,5 +377,13 @@ mod tests {
         let loaded = LoadedSweep::load(&path).unwrap();
         assert_eq!(loaded.runs.len(), 2);
         assert_eq!(loaded.base, base());
+        // A selection scores its chosen point on the base's split: a base with none (as BASE) is refused.
+        std::fs::write(
+            &path,
+            r#"Sweep(name: "s", base: "base.ron", axes: [Values(path: "units.max_sentences", values: [1, 3])], select: Some((metric: IeMean, method: 0)))"#,
+        )
+        .unwrap();
+        let e = format!("{:#}", LoadedSweep::load(&path).unwrap_err());
+        assert!(e.contains("select needs the base's data.split"), "{e}");
     }
 }

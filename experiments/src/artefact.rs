@@ -1,11 +1,12 @@
 //! The kinds of cached artefact ([`Artefact`]): for each, the folder prefix it lives under, the version of
-//! the code that makes it (part of every key of that kind) and the source files of that code, which
-//! tests/artefact_versions.rs digests against `experiments/artefact-versions.txt`.
+//! the code that makes it (part of every key of that kind) and the root files of that code, from which
+//! tests/artefact_versions/ follows every path the code names into the workspace's crates and digests
+//! what it reaches against `experiments/artefact-versions.txt`.
 
 /// A kind of cached artefact: the folder prefix it lives under, the version of the code that makes it, and
-/// the source files (relative to the workspace) that code lives in, which tests/artefact_versions.rs
-/// digests against `experiments/artefact-versions.txt`: change one of them and the test fails until the
-/// version is bumped (and recorded), so artefacts of the old code are never read back.
+/// the root files (relative to the workspace) of that code; tests/artefact_versions/ digests every file
+/// they reach against `experiments/artefact-versions.txt`: change any of them and the test fails until
+/// the version is bumped (and recorded), so artefacts of the old code are never read back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Artefact {
     /// The encoder's unit vectors (the frozen encoder's, or a fine-tuned one's).
@@ -86,42 +87,48 @@ impl Artefact {
             // Every kind is at least 2: the CPU kernel's attention and softmax changed (`gemm`, `exp_neg`); at
             // least 3: the encoder's code gained the frozen lower blocks and the kernel's own batching.
             Artefact::Units | Artefact::Queries | Artefact::Chunks => 3,
-            // 4: `RaptorSearchConfig` refuses unknown fields.
-            Artefact::Raptor => 4,
+            // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
+            Artefact::Raptor => 5,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
-            // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields.
-            Artefact::Trees => 7,
+            // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
+            // reaches every file the code names (the methods' registry, `Trains` with its split,
+            // `TrainedModel::trained_on`).
+            Artefact::Trees => 8,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
-            // skeleton refuses `schedule.data_parallel: Ddp`.
-            Artefact::HeadWeights => 4,
+            // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
+            // came to reach every file the code names, a damaged `state.json` came to be read as no
+            // checkpoint, models came to record what they trained on (`trained_on`), and the dense control's
+            // windowed step came to score every unit of its document as SproutRAG's does.
+            Artefact::HeadWeights => 5,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
-            Artefact::Reranker => 5,
+            Artefact::Reranker => 6,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
             // execution strategy from `schedule.data_parallel` (trainers' strategy.rs); 9: the training
             // sample drawn by `training::sample`, shared with the reranker.
-            Artefact::SproutRag => 9,
+            Artefact::SproutRag => 10,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
-            Artefact::Compressor => 8,
+            Artefact::Compressor => 9,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
             // strategy from `schedule.data_parallel`; 9: `training::sample`, shared with the reranker.
-            Artefact::Dense => 9,
+            Artefact::Dense => 10,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
             // strategy from `schedule.data_parallel`.
-            Artefact::Planner => 9,
+            Artefact::Planner => 10,
         }
     }
 
-    /// The source files and folders (relative to the workspace) of the code that makes it.
+    /// The root files and folders (relative to the workspace) of the code that makes it: the digest reaches
+    /// whatever they name from there, so a root list need only hold where the code starts.
     pub fn sources(self) -> Vec<&'static str> {
         let own: &[&str] = match self {
             Artefact::Units | Artefact::Queries | Artefact::Chunks => &["eval/src/formats/vectors_io.rs"],

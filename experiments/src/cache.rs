@@ -26,7 +26,7 @@
 //! interrupted run leaves complete files only, and the next one picks up what is there.
 //!
 //! Every kind of artefact has a version of the code that makes it (crate::artefact), part of its folder's key:
-//! bumped when that code changes (tests/artefact_versions.rs fails until it is), so artefacts made by older
+//! bumped when that code changes (tests/artefact_versions/ fails until it is), so artefacts made by older
 //! code are never read back. Every file carries a checksum checked on read (arbor_eval::formats::files): a damaged or
 //! cut-short artefact is rebuilt with a warning, never read silently and never a hard stop.
 //!

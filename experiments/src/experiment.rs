@@ -54,6 +54,9 @@ pub enum Selection {
     Validation,
     /// Chosen by looking at figures of the evaluated split itself: its figures are optimistic.
     Test,
+    /// A point of a sweep without `select` (set by `ablate`): every point is scored on the evaluated split,
+    /// so a point picked from the sweep's table is chosen on it.
+    EveryPointOnTest,
 }
 
 impl Selection {
@@ -65,6 +68,11 @@ impl Selection {
             Selection::Validation => format!(
                 "chosen on the validation split by `ablate` (its `select` step); split {split:?} was scored once, for this \
                  configuration only."
+            ),
+            Selection::EveryPointOnTest => format!(
+                "one point of a sweep without `select`: **every point was scored on split {split:?}**, so a point picked \
+                 from the sweep's table is chosen on {split:?} and its figures are optimistic. Select on validation \
+                 (`ablate` with `select`) for a fair figure."
             ),
             Selection::Test => format!(
                 "**chosen by looking at figures of split {split:?} itself**: the trained rows' figures here are optimistic \
@@ -188,7 +196,7 @@ impl Experiment {
         // A unit's header is read where the untrained encoder embeds units and BM25 indexes them, but every
         // training tokenises the units' own text: the two would disagree about what a unit is.
         if let (Some(_), Some(m)) =
-            (self.units.context, self.methods.iter().find(|m| matches!(m.spec().trains(), Trains::Queries(_) | Trains::Documents)))
+            (self.units.context, self.methods.iter().find(|m| matches!(m.spec().trains(), Trains::Queries(_) | Trains::Documents(_))))
         {
             bail!(
                 "units.context (a header read before each cut piece) is not read by trainings, which encode each unit's own \

@@ -1,35 +1,107 @@
 //! The code and machine behind a report ([`arbor_eval::scoring::report::Provenance`]): arbor's version, the git
 //! commit, dirty flag and source digest captured when the binary was built (build.rs), the Cargo.lock
-//! digest, the command line, the backend and the cores.
+//! digest, the command line, the backend and the cores; and, where the binary runs beside the checkout it
+//! was built from, that checkout as the run finds it ([`checkout`]): its dirty flag then is today's, and a
+//! binary older than the checkout's sources says so, on the terminal and in the report.
+
+use std::path::Path;
 
 use arbor_eval::scoring::report::Provenance;
+
+use crate::source_state;
 
 /// A digest of the workspace's sources as this binary was built from them: a finished run whose report
 /// names another was made by other code.
 pub const SOURCES: &str = env!("ARBOR_SOURCES");
 
-/// This process's provenance.
+/// The checkout at `root` against what the binary was built from (`sources`, `commit`): `None` when
+/// `root` is not a git checkout of arbor; else whether it is dirty now, and the sentence the report keeps.
+pub fn checkout(root: &Path, sources: &str, commit: &str) -> Option<(bool, String)> {
+    if !root.join("experiments").join("build.rs").is_file() {
+        return None;
+    }
+    let head = source_state::git(root, &["rev-parse", "HEAD"])?;
+    let dirty = source_state::dirty(root)?;
+    let now = source_state::source_digest(root);
+    let state = if dirty { "with uncommitted changes" } else { "clean" };
+    let sentence = if now == sources && head == commit {
+        format!("{} at commit `{head}`, {state}, holds the sources this binary was built from", root.display())
+    } else if now == sources {
+        format!("{} is now at commit `{head}` ({state}), whose sources are those this binary was built from", root.display())
+    } else {
+        format!(
+            "**{} now holds other sources (`{now}`, commit `{head}`, {state}) than this binary was built from (`{sources}`, \
+             commit `{commit}`)**: these figures come from the older code; rebuild to run the checkout's",
+            root.display()
+        )
+    };
+    Some((dirty, sentence))
+}
+
+/// This process's provenance, the checkout looked at when the binary runs beside it.
 pub fn current() -> Provenance {
+    let (commit, built_dirty) = (env!("ARBOR_COMMIT"), env!("ARBOR_DIRTY") != "false");
+    let found = checkout(Path::new(env!("ARBOR_WORKSPACE")), SOURCES, commit);
+    if let Some((_, sentence)) = found.as_ref().filter(|(_, s)| s.starts_with("**")) {
+        eprintln!("warning: {}", sentence.replace("**", ""));
+    }
     Provenance {
         version: env!("CARGO_PKG_VERSION").into(),
-        commit: env!("ARBOR_COMMIT").into(),
-        dirty: env!("ARBOR_DIRTY") != "false",
+        commit: commit.into(),
+        dirty: found.as_ref().map_or(built_dirty, |(d, _)| *d),
         source_digest: SOURCES.into(),
         cargo_lock: env!("ARBOR_CARGO_LOCK").into(),
         command: std::env::args().collect(),
         backend: arbor_models::backend::NAME.into(),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         started: crate::run::utc_stamp(std::time::SystemTime::now()),
+        checkout: found.map(|(_, s)| s),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn the_build_recorded_a_commit_or_said_it_could_not() {
-        let p = super::current();
+        let p = current();
         assert!(p.commit == "unknown" || (p.commit.len() == 40 && p.commit.chars().all(|c| c.is_ascii_hexdigit())), "{}", p.commit);
         assert_eq!(p.source_digest.len(), 16);
         assert!(p.cores >= 1 && !p.command.is_empty());
+    }
+
+    /// A scratch checkout: the run sees an edit to any crate (store/ included), an edited experiment file,
+    /// and not an untracked output folder.
+    #[test]
+    fn the_checkout_is_read_when_the_binary_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |p: &str, text: &str| {
+            std::fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
+            std::fs::write(root.join(p), text).unwrap();
+        };
+        write("experiments/build.rs", "fn main() {}");
+        write("store/src/lib.rs", "pub fn f() {}");
+        write("experiments/quickstart.ron", "Experiment()");
+        let git = |args: &[&str]| source_state::git(root, args).expect("git runs");
+        if source_state::git(root, &["init", "-q"]).is_none() {
+            eprintln!("no git here: skipped");
+            return;
+        }
+        git(&["-c", "user.email=a@b", "-c", "user.name=a", "add", "-A"]);
+        git(&["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"]);
+        let (commit, sources) = (git(&["rev-parse", "HEAD"]), source_state::source_digest(root));
+        let (dirty, sentence) = checkout(root, &sources, &commit).unwrap();
+        assert!(!dirty && sentence.contains("holds the sources"), "{sentence}");
+        write("runs/quickstart/report.md", "output");
+        assert!(!checkout(root, &sources, &commit).unwrap().0, "an output folder is not a change");
+        write("experiments/quickstart.ron", "Experiment(name: \"changed\")");
+        let (dirty, sentence) = checkout(root, &sources, &commit).unwrap();
+        assert!(dirty && sentence.contains("holds the sources"), "an edited experiment file is a change, not other code: {sentence}");
+        write("store/src/lib.rs", "pub fn g() {}");
+        let (_, sentence) = checkout(root, &sources, &commit).unwrap();
+        assert!(sentence.contains("now holds other sources"), "{sentence}");
+        assert!(checkout(&root.join("runs"), &sources, &commit).is_none(), "not a checkout");
     }
 }

@@ -142,6 +142,9 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     let leaves = leaf_index(&corpus, &units, &encoder)?;
     let keys = Keys::new(&corpus, &units, &encoder.fingerprint);
     let docs = ranked_docs(&corpus, own_from, &selected, exp.data.split.as_deref(), exp.retrieval.scope);
+    let rows = rows(exp);
+    let methods: Vec<Method> = rows.iter().map(|(m, _)| m.clone()).collect();
+    crate::leakage::check(exp, &methods, &corpus, &docs, matches!(training, Training::Allowed))?;
     let queries: Vec<EvalQuery> = selected
         .iter()
         .map(|q| {
@@ -173,14 +176,30 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     let mut index_ms: HashMap<String, Option<f64>> = HashMap::new();
     let mut models: Vec<TrainedModel> = Vec::new();
     let mut retrieved = Vec::new();
-    for (method, role) in rows(exp) {
+    let mut unchecked = Vec::new();
+    for (method, role) in rows {
         let spec = method.spec();
         let (built, ms) = ctx.build(spec)?;
         let ms = match spec.index_key() {
             Some(key) => *index_ms.entry(key).or_insert(ms),
             None => ms,
         };
-        let Built { retriever, queries: query_vectors, models: used, details } = built;
+        let Built { retriever, queries: query_vectors, models: mut used, details } = built;
+        // What each model trained on: recorded where it trains, checked against the scored documents where
+        // it comes from an earlier run.
+        match training {
+            Training::Allowed => {
+                let read = crate::leakage::trained_on(&corpus, &spec.reads_splits())?;
+                used.iter_mut().for_each(|m| m.trained_on = read.clone());
+            }
+            Training::Never(Some(earlier)) => {
+                unchecked.extend(crate::leakage::check_models(&used, earlier, &corpus, &docs)?);
+                for m in &mut used {
+                    m.trained_on = earlier.models.iter().find(|e| e.dir == m.dir).map_or(Vec::new(), |e| e.trained_on.clone());
+                }
+            }
+            Training::Never(None) => {}
+        }
         // A model several rows use (one compressor under several plans, one SLLM read two ways) is listed once.
         for m in used {
             if !models.iter().any(|known| known.dir == m.dir) {
@@ -205,6 +224,17 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         result.details = details.unwrap_or_default();
         result.role = role;
         report.methods.push(result);
+    }
+    if let Training::Never(Some(earlier)) = training {
+        report.setting.push_str(&match unchecked.is_empty() {
+            true => format!(" Trained models from {}: none of them trained on a document scored here (checked).", earlier.dir.display()),
+            false => format!(
+                " Trained models from {}: {} recorded no training documents (made before arbor kept them), so whether they \
+                 trained on documents scored here is not checked.",
+                earlier.dir.display(),
+                unchecked.join(", ")
+            ),
+        });
     }
     record(dir, &models)?;
     retrievals::write(dir, &retrieved)?;

@@ -13,7 +13,7 @@ use arbor_eval::formats::files::atomic_write;
 use serde::{Deserialize, Serialize};
 
 /// One trained model a run used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrainedModel {
     /// The method's row name in the report.
     pub method: String,
@@ -23,6 +23,10 @@ pub struct TrainedModel {
     pub encoder: String,
     /// Its training folder (checkpoints/, log.jsonl, tb/).
     pub dir: PathBuf,
+    /// The content keys of the documents its training read, validation included (crate::leakage): a later
+    /// `evaluate --from` refuses to score it on any of them. Empty in runs made before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trained_on: Vec<String>,
 }
 
 /// The file in a run folder that lists its trained models.

@@ -4,7 +4,8 @@
 //! collection with n >= 2 training documents gives round(fraction x n) of them, at least 1 and at most
 //! n - 1, so every collection keeps training documents. Their documents and every query that touches one
 //! take the split `validation`: trainers hold them out, choose their checkpoint on them, and sweeps select
-//! on them; a `test` document or query is never touched.
+//! on them; a `test` document or query is never touched. Documents a training query ties together move
+//! as one group, so no query reads both a training and a validation document.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -62,7 +63,22 @@ impl ValidationConfig {
             order.sort();
             held.extend(order.into_iter().take(take).map(|(_, d)| d));
         }
-        let ids: HashSet<String> = held.iter().map(|&d| corpus.documents[d].id.clone()).collect();
+        // A training query asked against several documents ties them: when one of them is held out, all are
+        // (whole connected groups move), so that no query is split between training and validation.
+        let mut ids: HashSet<String> = held.iter().map(|&d| corpus.documents[d].id.clone()).collect();
+        loop {
+            let before = ids.len();
+            for q in corpus.queries.iter().filter(|q| q.split.as_deref() == Some("train")) {
+                let docs = q.doc_ids.iter().chain(q.evidence.iter().map(|e| &e.doc_id));
+                if docs.clone().any(|d| ids.contains(d)) {
+                    ids.extend(docs.filter(|d| corpus.doc_index(d).is_some_and(|i| corpus.documents[i].split.as_deref() == Some("train"))).cloned());
+                }
+            }
+            if ids.len() == before {
+                break;
+            }
+        }
+        held.extend(ids.iter().filter_map(|id| corpus.doc_index(id)));
         for &d in &held {
             corpus.documents[d].split = Some(VALIDATION.into());
         }
@@ -130,6 +146,27 @@ mod tests {
         let other = ValidationConfig { seed: 7, ..Default::default() }.carve(corpus(&docs, &[])).0;
         assert!(other.documents.iter().zip(&carved.documents).any(|(a, b)| a.split != b.split));
         assert!(ValidationConfig { fraction: 1.0, seed: 0 }.check().is_err() && ValidationConfig { fraction: 0.0, seed: 0 }.check().is_err());
+    }
+
+    /// A training query asked against two documents moves both with it, whichever of them was drawn.
+    #[test]
+    fn documents_a_query_ties_together_move_as_one_group() {
+        let docs: Vec<(String, &str)> = (0..10).map(|i| (format!("c/{i}"), "train")).collect();
+        for seed in 0..20 {
+            let mut c = corpus(&docs, &(0..10).map(|d| (d, "train")).collect::<Vec<_>>());
+            for q in &mut c.queries {
+                // Documents pair up: c/0 with c/1, c/2 with c/3, ...
+                let partner = format!("c/{}", q.doc_ids[0][2..].parse::<usize>().unwrap() ^ 1);
+                q.doc_ids.push(partner);
+            }
+            let (carved, _) = ValidationConfig { fraction: 0.2, seed }.carve(c);
+            let split = |id: &str| carved.documents[carved.doc_index(id).unwrap()].split.clone();
+            for q in &carved.queries {
+                let splits: HashSet<Option<String>> = q.doc_ids.iter().map(|d| split(d)).collect();
+                assert_eq!(splits.len(), 1, "query {} reads {:?}", q.id, q.doc_ids);
+                assert_eq!(q.split, splits.into_iter().next().unwrap());
+            }
+        }
     }
 
     proptest! {

@@ -30,9 +30,14 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     let controls: Vec<&str> = report.methods[5..].iter().map(|m| m.name.as_str()).collect();
     assert!(controls[0].starts_with("Dense, a linear map over the frozen encoder") && controls[1].starts_with("Exemplars: BM25"), "{controls:?}");
     assert!(report.methods[5..].iter().all(|m| m.role == Role::Control { of: vec![report.methods[4].name.clone()] }));
-    // Every row against the best untrained baseline, the trained row against its five controls; intervals
-    // in report.md, the code that made it in report.json.
-    assert_eq!(report.comparisons.len(), 9 + 5);
+    // Every row against every untrained baseline (the three untrained rows once each pair, the seven
+    // others against all three), the trained row against its five controls; intervals in report.md, the
+    // code that made it in report.json.
+    assert_eq!(report.comparisons.len(), 3 + 7 * 3 + 5);
+    // Each model records the documents it trained on: the training and validation articles, no test one.
+    let models: Vec<arbor_experiments::trained::TrainedModel> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("models.json")).unwrap()).unwrap();
+    assert!(models.iter().all(|m| m.trained_on.len() == 4), "three training articles and one validation: {models:?}");
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("95 % interval") && md.contains("its matched control"), "{md}");
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();

@@ -1,6 +1,8 @@
 //! Attention between the units of a document from the encoder's own token attention, mean-pooled into
-//! unit blocks over a sliding window (what the public SproutRAG reference code does; ARCHITECTURE.md, "Paper to code",
-//! second attention source):
+//! unit blocks over a sliding window (ARCHITECTURE.md, "Paper to code", second attention source). The public
+//! SproutRAG reference code runs one encoder pass over the whole document, truncated at 512 tokens; on a
+//! document within one window the two are the same, and on a longer one the windows read what truncation
+//! drops:
 //!
 //! ```text
 //! window = [CLS] tokens(u_s) ... tokens(u_e) [SEP]         at most `window_tokens` tokens

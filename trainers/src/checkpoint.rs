@@ -83,14 +83,21 @@ pub fn commit(dir: &Path, step: usize, files: Vec<String>, complete: bool, best:
     Ok(())
 }
 
-/// The committed state of `dir`, if any.
+/// The committed state of `dir`, if any. A damaged `state.json` (unreadable, not UTF-8, cut short) is said
+/// on a warning line and read as no checkpoint: the training starts over, as for any damaged item.
 pub fn state(dir: &Path) -> anyhow::Result<Option<CheckpointState>> {
     let path = dir.join("state.json");
     if !path.exists() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(&path)?;
-    Ok(Some(serde_json::from_str(&text).with_context(|| format!("{} is damaged", path.display()))?))
+    let read = std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));
+    match read {
+        Ok(state) => Ok(Some(state)),
+        Err(e) => {
+            eprintln!("warning: {} is damaged ({e}): its checkpoint is not read back", path.display());
+            Ok(None)
+        }
+    }
 }
 
 /// Checks a committed file against its recorded digest: [`Damaged`] (as the error) when it does not match.
@@ -121,4 +128,17 @@ pub fn load_file<B: Backend, R: Record<B>>(dir: &Path, state: &CheckpointState, 
 /// Whether an error is (or wraps) a [`Damaged`] item.
 pub fn is_damage(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.is::<Damaged>())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_damaged_state_is_no_checkpoint_rather_than_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(super::state(dir.path()).unwrap().is_none());
+        std::fs::write(dir.path().join("state.json"), b"{\"step\": 3, \"fil").unwrap();
+        assert!(super::state(dir.path()).unwrap().is_none());
+        std::fs::write(dir.path().join("state.json"), [0xff, 0xfe]).unwrap();
+        assert!(super::state(dir.path()).unwrap().is_none());
+    }
 }

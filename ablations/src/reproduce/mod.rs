@@ -247,7 +247,8 @@ mod tests {
             let s = SweepOutcome { runs: vec![entry()], reports: vec![report], ..sweep("x", rows) };
             let section = table1(&s);
             assert_eq!(section.holds, want, "{}", section.verdict);
-            assert!(section.verdict.contains("against the best untrained baseline: `BM25`"), "{}", section.verdict);
+            assert!(section.verdict.contains("against the untrained baselines: `Flat`"), "{}", section.verdict);
+            assert!(section.verdict.contains("; `BM25`"), "every baseline, not the best on test: {}", section.verdict);
             assert!(section.verdict.contains("none (an unfair comparison)"), "no control in this run: {}", section.verdict);
         }
         assert_eq!(table1(&sweep("x", vec![])).holds, None);
@@ -279,29 +280,49 @@ mod tests {
         assert_eq!(better.paper.rows, &[SPROUT_TABLE1.rows[1]]);
     }
 
-    #[test]
-    fn the_best_beam_width_is_found_per_method() {
-        let rows = vec![
-            row("beam_width", "1", trained_beam(), 3.0),
-            row("beam_width", "5", trained_beam(), 9.0),
-            row("beam_width", "10", trained_beam(), 8.0),
-            row("beam_width", "5", Method::Flat, 21.0),
-        ];
-        let section = beam_width(&sweep("beam_width", rows.clone()));
-        assert_eq!(section.holds, Some(true));
-        assert!(section.verdict.contains("best b = 5 (IE 9.0)"), "{}", section.verdict);
-        let mut worse = rows;
-        worse[2].result.metrics.ie_mean = 12.0;
-        assert_eq!(beam_width(&sweep("beam_width", worse)).holds, Some(false));
+    /// `r` with per-query figures around its IE mean (the same noise on every row: paired differences
+    /// are constant, so as significant as 40 queries allow).
+    fn scored(mut r: Row) -> Row {
+        let ie = r.result.metrics.ie_mean;
+        r.result.per_query = (0..40).map(|i| ie + (i % 4) as f64 - 1.5).collect();
+        r
     }
 
     #[test]
-    fn the_layer_claim_needs_all_layers_to_win() {
+    fn b_5_must_beat_every_other_width_significantly_and_raw_figures_get_no_verdict() {
+        let rows = vec![
+            scored(row("beam_width", "1", trained_beam(), 3.0)),
+            scored(row("beam_width", "5", trained_beam(), 9.0)),
+            scored(row("beam_width", "10", trained_beam(), 8.0)),
+            scored(row("beam_width", "5", Method::Flat, 21.0)),
+        ];
+        let section = beam_width(&sweep("beam_width", rows.clone()));
+        assert_eq!(section.holds, Some(true), "{}", section.verdict);
+        assert!(section.verdict.contains("b = 5 vs b = 10: against `") && section.verdict.contains("+1.00 IE"), "{}", section.verdict);
+        assert!(section.verdict.contains("Holm over these 2"), "{}", section.verdict);
+        let mut worse = rows.clone();
+        worse[2] = scored(row("beam_width", "10", trained_beam(), 12.0));
+        assert_eq!(beam_width(&sweep("beam_width", worse)).holds, Some(false));
+        // Without per-query figures: the raw figures, no verdict.
+        let raw: Vec<Row> = rows
+            .into_iter()
+            .map(|mut r| {
+                r.result.per_query.clear();
+                r
+            })
+            .collect();
+        let section = beam_width(&sweep("beam_width", raw));
+        assert_eq!(section.holds, None);
+        assert!(section.verdict.starts_with("no verdict") && section.verdict.contains("b = 5 IE 9.0"), "{}", section.verdict);
+    }
+
+    #[test]
+    fn the_layer_claim_needs_all_layers_to_win_significantly() {
         let rows = |all: f64| {
             vec![
-                row("search", "LeavesOnly", trained("LeavesOnly"), 21.0),
-                row("search", "UpperOnly", trained("UpperOnly"), 6.0),
-                row("search", "Collapsed", trained("Collapsed"), all),
+                scored(row("search", "LeavesOnly", trained("LeavesOnly"), 21.0)),
+                scored(row("search", "UpperOnly", trained("UpperOnly"), 6.0)),
+                scored(row("search", "Collapsed", trained("Collapsed"), all)),
             ]
         };
         assert_eq!(layers(&sweep("search", rows(13.0))).holds, Some(false));

@@ -1,12 +1,15 @@
 //! One section of the report per paper claim: our table beside the paper's, and the verdict, read on the
-//! paper's configuration or the row chosen on validation, "holds" only where the report's paired test of
-//! character IE is significant.
+//! paper's configuration or the row chosen on validation, "holds" only where paired tests of character
+//! IE (a bootstrap interval and a Holm-adjusted p over the claim's comparisons, or the report's own) are
+//! significant. A claim no such test can read (its figure has no per-query values) gets its raw
+//! figures and no verdict.
 
 use std::collections::BTreeMap;
 
 use arbor_eval::Report;
 use arbor_eval::retrievers::tree_retrieval::TreeSearch;
 use arbor_eval::scoring::report::{Against, Comparison, Role};
+use arbor_eval::scoring::stats::{holm, paired};
 use arbor_experiments::methods::Method;
 use arbor_experiments::methods::sproutrag::SproutRagConfig;
 
@@ -46,13 +49,9 @@ impl Sprout {
     }
 }
 
-/// The IE mean of the row of a SproutRAG tree of this kind whose first axis has value `value`.
-fn sproutrag_ie(sweep: &SweepOutcome, which: Sprout, value: &str) -> Option<f64> {
-    sweep
-        .rows
-        .iter()
-        .find(|r| sproutrag(r).is_some_and(|c| which.of(c)) && r.settings.first().is_some_and(|(_, v)| v == value))
-        .map(|r| r.result.metrics.ie_mean)
+/// The row of a SproutRAG tree of this kind whose first axis has value `value`.
+fn sproutrag_row<'a>(sweep: &'a SweepOutcome, which: Sprout, value: &str) -> Option<&'a Row> {
+    sweep.rows.iter().find(|r| sproutrag(r).is_some_and(|c| which.of(c)) && r.settings.first().is_some_and(|(_, v)| v == value))
 }
 
 /// The reference code's two id readings of a row, each with the name it goes by in the reports.
@@ -70,34 +69,70 @@ fn report_of<'a>(sweep: &'a SweepOutcome, row: &Row) -> Option<&'a Report> {
     sweep.runs.iter().position(|r| r.slug == row.run).and_then(|i| sweep.reports.get(i))
 }
 
-/// What the report's paired tests say of `row`: against the best untrained baseline (its verdict decides a
-/// claim) and against each matched control.
+/// A comparison as a verdict's words: the other row, the difference with its interval, p (Holm), verdict.
+fn line(c: &Comparison) -> String {
+    format!("`{}` {:+.2} IE [{:+.2}, {:+.2}], p (Holm) {:.4}: {}", c.against, c.paired.difference, c.paired.low, c.paired.high, c.p_holm, c.verdict())
+}
+
+/// What the report's paired tests say of `row`: against every untrained baseline (a claim to beat the
+/// baselines holds only where it beats each of them) and against each matched control.
 fn tested(report: &Report, row: &str) -> (Option<bool>, String) {
-    let line = |c: &Comparison| {
-        format!(
-            "`{}` {:+.2} IE [{:+.2}, {:+.2}], p (Holm) {:.4}: {}",
-            c.against,
-            c.paired.difference,
-            c.paired.low,
-            c.paired.high,
-            c.p_holm,
-            c.verdict()
-        )
-    };
-    let of = |why: Against| report.comparisons.iter().filter(|c| c.row == row && c.why == why).map(line).collect::<Vec<_>>();
-    let best = report.comparisons.iter().find(|c| c.row == row && c.why == Against::BestUntrained);
-    let controls = of(Against::MatchedControl);
+    let of = |why: &[Against]| report.comparisons.iter().filter(|c| c.row == row && why.contains(&c.why)).collect::<Vec<_>>();
+    let baselines = of(&[Against::Untrained, Against::BestUntrained]);
+    let controls: Vec<String> = of(&[Against::MatchedControl]).into_iter().map(line).collect();
     let text = format!(
-        "against the best untrained baseline: {}; against its matched controls: {}",
-        best.map_or("none in the report".into(), line),
+        "against the untrained baselines: {}; against its matched controls: {}",
+        if baselines.is_empty() { "none in the report".into() } else { baselines.iter().map(|c| line(c)).collect::<Vec<_>>().join("; ") },
         if controls.is_empty() { "none (an unfair comparison)".into() } else { controls.join("; ") }
     );
-    (best.map(|c| c.verdict() == "holds"), text)
+    ((!baselines.is_empty()).then(|| baselines.iter().all(|c| c.verdict() == "holds")), text)
+}
+
+/// Claims read on rows of several runs of one sweep (beam widths, layers, aggregations): each planned
+/// comparison `(what, row, against)` paired over the queries both rows were scored on, Holm over all of
+/// them. `None` when a row has no per-query figures or the two were scored on other queries.
+fn planned(sweep: &SweepOutcome, comparisons: &[(String, &Row, &Row)]) -> Option<Vec<(String, Comparison)>> {
+    let queries = |r: &Row| report_of(sweep, r).map(|rep| rep.queries.clone());
+    let mut tested = Vec::new();
+    for (what, a, b) in comparisons {
+        let (qa, qb) = (&a.result.per_query, &b.result.per_query);
+        if qa.is_empty() || qa.len() != qb.len() || queries(a) != queries(b) {
+            return None;
+        }
+        tested.push((what.clone(), a, b, paired(qa, qb)));
+    }
+    let adjusted = holm(&tested.iter().map(|t| t.3.p).collect::<Vec<_>>());
+    Some(
+        tested
+            .into_iter()
+            .zip(adjusted)
+            .map(|((what, a, b, paired), p_holm)| {
+                let c = Comparison { row: a.result.name.clone(), against: b.result.name.clone(), why: Against::OtherRun, paired, p_holm };
+                (what, c)
+            })
+            .collect(),
+    )
+}
+
+/// The verdict of a claim that holds where every planned comparison holds: `(holds, words)`; with no
+/// per-query figures, the raw figures `raw` and no verdict.
+fn planned_verdict(sweep: &SweepOutcome, comparisons: &[(String, &Row, &Row)], raw: String) -> (Option<bool>, String) {
+    if comparisons.is_empty() {
+        return (None, "rows missing.".into());
+    }
+    match planned(sweep, comparisons) {
+        Some(tested) => {
+            let holds = tested.iter().all(|(_, c)| c.verdict() == "holds");
+            let words: Vec<String> = tested.iter().map(|(what, c)| format!("{what}: {}", line(c).replacen('`', "against `", 1))).collect();
+            (Some(holds), format!("{} (Holm over these {}). {raw}", words.join("; "), tested.len()))
+        }
+        None => (None, format!("no verdict (the rows have no per-query figures on the same queries, so no interval): {raw}")),
+    }
 }
 
 pub(super) fn table1(sweep: &SweepOutcome) -> Section {
     // The claim is read on the paper's configuration (trained, beam search), in character IE with the
-    // report's paired test against the best untrained baseline; the reference code's id readings (the
+    // report's paired tests against every untrained baseline; the reference code's id readings (the
     // paper's) are stated beside it, untested.
     let (holds, verdict) = match paper_row(&sweep.rows) {
         Some(row) => {
@@ -128,37 +163,33 @@ pub(super) fn table1(sweep: &SweepOutcome) -> Section {
 
 pub(super) fn legalbench(sweep: &SweepOutcome) -> Section {
     // The trained row is the one the sweep chose on validation, scored once on test; RAPTOR (collapsed, the
-    // paper's baseline) is compared with it on the same queries.
+    // paper's baseline) is one of the untrained baselines the report compares it with, Holm over all of
+    // the report's comparisons.
     let report = sweep.selected.as_ref().map(|s| &s.report);
     let rows = report.map_or(&[][..], |r| r.methods.as_slice());
     let sprout = rows.iter().find(|r| r.role.is_trained() && r.name.starts_with("SproutRAG trained"));
     let raptor = rows.iter().find(|r| r.name.starts_with("RAPTOR (collapsed"));
     let (holds, verdict) = match (report, sprout, raptor) {
         (Some(report), Some(s), Some(r)) => {
-            let p = arbor_eval::scoring::stats::paired(&s.per_query, &r.per_query);
             let ratio = s.metrics.generous.ie_mean / r.metrics.generous.ie_mean.max(1e-9);
             let (_, rest) = tested(report, &s.name);
-            let holds = p.p < 0.05 && p.difference > 0.0;
-            (
-                Some(holds),
-                format!(
-                    "`{}` (its search chosen on validation) against `{}`: {:+.2} IE [{:+.2}, {:+.2}], p {:.4} (one planned \
-                     comparison): {}; ref. IE generous x{ratio:.2} (paper x{LEGALBENCH_RATIO:.2}, untested). The same row {rest}.",
-                    s.name,
-                    r.name,
-                    p.difference,
-                    p.low,
-                    p.high,
-                    p.p,
-                    if holds {
-                        "holds"
-                    } else if p.p < 0.05 {
-                        "worse"
-                    } else {
-                        "not significant"
-                    },
+            let against = report.comparisons.iter().find(|c| c.row == s.name && c.against == r.name);
+            let raw = format!(
+                "IE {:.1} against {:.1}; ref. IE generous x{ratio:.2} (paper x{LEGALBENCH_RATIO:.2}, untested)",
+                s.metrics.ie_mean, r.metrics.ie_mean
+            );
+            match against {
+                Some(c) => (
+                    Some(c.verdict() == "holds"),
+                    format!(
+                        "`{}` (its search chosen on validation) {} (Holm over the report's {} comparisons); {raw}. The same row {rest}.",
+                        s.name,
+                        line(c).replacen('`', "against `", 1),
+                        report.comparisons.len()
+                    ),
                 ),
-            )
+                None => (None, format!("no verdict (the report does not compare `{}` with `{}`): {raw}.", s.name, r.name)),
+            }
         }
         _ => (None, "the selected run, its trained SproutRAG row or its RAPTOR row is missing.".into()),
     };
@@ -193,17 +224,13 @@ pub(super) fn legalbench(sweep: &SweepOutcome) -> Section {
     }
 }
 
-/// The best value of the first axis for each method, by IE mean.
-fn best_by_method(rows: &[Row]) -> BTreeMap<String, (String, f64)> {
-    let mut best: BTreeMap<String, (String, f64)> = BTreeMap::new();
+/// The rows of each method, by the value of the first axis.
+fn by_method(rows: &[Row]) -> BTreeMap<String, Vec<&Row>> {
+    let mut out: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
     for r in rows {
-        let ie = r.result.metrics.ie_mean;
-        let entry = best.entry(r.method_name()).or_insert((r.settings[0].1.clone(), ie));
-        if ie > entry.1 {
-            *entry = (r.settings[0].1.clone(), ie);
-        }
+        out.entry(r.method_name()).or_default().push(r);
     }
-    best
+    out
 }
 
 fn plots(sweep: &SweepOutcome, stems: &[&str]) -> Vec<String> {
@@ -211,10 +238,22 @@ fn plots(sweep: &SweepOutcome, stems: &[&str]) -> Vec<String> {
 }
 
 pub(super) fn beam_width(sweep: &SweepOutcome) -> Section {
+    // The paper's b = 5, fixed beforehand, against every other width of the same method: the claim holds
+    // only where b = 5 beats each of them significantly.
     let rows: Vec<Row> = sweep.rows.iter().filter(|r| sproutrag(r).is_some_and(|c| matches!(c.search, TreeSearch::Beam(_)))).cloned().collect();
-    let best = best_by_method(&rows);
-    let holds = (!best.is_empty()).then(|| best.values().all(|(b, _)| b == "5"));
-    let verdict = best.iter().map(|(m, (b, ie))| format!("`{m}`: best b = {b} (IE {ie:.1})")).collect::<Vec<_>>().join("; ");
+    let mut comparisons = Vec::new();
+    let mut raw = Vec::new();
+    for (method, rows) in by_method(&rows) {
+        let value = |r: &Row| r.settings[0].1.clone();
+        raw.push(format!(
+            "`{method}`: {}",
+            rows.iter().map(|r| format!("b = {} IE {:.1}", value(r), r.result.metrics.ie_mean)).collect::<Vec<_>>().join(", ")
+        ));
+        if let Some(five) = rows.iter().find(|r| value(r) == "5") {
+            comparisons.extend(rows.iter().filter(|r| value(r) != "5").map(|r| (format!("`{method}` b = 5 vs b = {}", value(r)), *five, *r)));
+        }
+    }
+    let (holds, verdict) = planned_verdict(sweep, &comparisons, format!("Raw figures: {}.", raw.join("; ")));
     Section {
         title: "Beam width".into(),
         data: SQUAD.into(),
@@ -223,22 +262,24 @@ pub(super) fn beam_width(sweep: &SweepOutcome) -> Section {
         rows: sweep.rows.clone(),
         claim: "b = 5 is the best beam width.".into(),
         holds,
-        verdict: if verdict.is_empty() { "no beam-search rows.".into() } else { format!("{verdict}.") },
+        verdict,
         plots: plots(sweep, &["ie-mean", "latency"]),
     }
 }
 
 pub(super) fn layers(sweep: &SweepOutcome) -> Section {
-    let mut verdicts = Vec::new();
-    let mut holds = None;
+    let mut comparisons = Vec::new();
+    let mut raw = Vec::new();
     for (attention, method) in [(Sprout::Untrained, "SproutRAG untrained"), (Sprout::Trained, "SproutRAG trained")] {
-        let ie = |search: &str| sproutrag_ie(sweep, attention, search);
-        if let (Some(all), Some(leaves), Some(upper)) = (ie("Collapsed"), ie("LeavesOnly"), ie("UpperOnly")) {
-            let h = all > leaves.max(upper);
-            holds = Some(holds.unwrap_or(true) && h);
-            verdicts.push(format!("{method}: all nodes IE {all:.1}, leaves only {leaves:.1}, upper nodes only {upper:.1}"));
+        let row = |search: &str| sproutrag_row(sweep, attention, search);
+        if let (Some(all), Some(leaves), Some(upper)) = (row("Collapsed"), row("LeavesOnly"), row("UpperOnly")) {
+            let ie = |r: &Row| r.result.metrics.ie_mean;
+            raw.push(format!("{method}: all nodes IE {:.1}, leaves only {:.1}, upper nodes only {:.1}", ie(all), ie(leaves), ie(upper)));
+            comparisons.push((format!("{method}, all nodes vs leaves only"), all, leaves));
+            comparisons.push((format!("{method}, all nodes vs upper nodes only"), all, upper));
         }
     }
+    let (holds, verdict) = planned_verdict(sweep, &comparisons, format!("Raw figures: {}.", raw.join("; ")));
     Section {
         title: "Layers searched (collapsed tree)".into(),
         data: SQUAD.into(),
@@ -248,21 +289,23 @@ pub(super) fn layers(sweep: &SweepOutcome) -> Section {
         rows: sweep.rows.clone(),
         claim: "Searching all layers beats searching the leaves only or the upper layers only.".into(),
         holds,
-        verdict: if verdicts.is_empty() { "rows missing.".into() } else { verdicts.join("; ") + "." },
+        verdict,
         plots: plots(sweep, &["ie-mean"]),
     }
 }
 
 pub(super) fn aggregation(sweep: &SweepOutcome) -> Section {
-    let ie = |label: &str| sproutrag_ie(sweep, Sprout::Trained, label);
-    let (holds, verdict) = match (ie("learned"), ie("uniform")) {
-        (Some(learned), Some(uniform)) => (
-            Some(learned > uniform),
-            format!(
-                "trained SproutRAG: learned weights IE {learned:.1}, frozen uniform {uniform:.1}{}.",
-                ie("last layer").map_or(String::new(), |l| format!(", frozen last layer {l:.1}"))
-            ),
-        ),
+    let row = |label: &str| sproutrag_row(sweep, Sprout::Trained, label);
+    let (holds, verdict) = match (row("learned"), row("uniform")) {
+        (Some(learned), Some(uniform)) => {
+            let raw = format!(
+                "Raw figures, trained SproutRAG: learned weights IE {:.1}, frozen uniform {:.1}{}.",
+                learned.result.metrics.ie_mean,
+                uniform.result.metrics.ie_mean,
+                row("last layer").map_or(String::new(), |l| format!(", frozen last layer {:.1}", l.result.metrics.ie_mean))
+            );
+            planned_verdict(sweep, &[("learned vs uniform".into(), learned, uniform)], raw)
+        }
         _ => (None, "rows `learned` and `uniform` are missing.".into()),
     };
     Section {
@@ -306,10 +349,14 @@ pub(super) fn chunking(sweep: &SweepOutcome) -> Section {
             .find(|r| r.method == Method::Flat && r.settings.first().is_some_and(|(_, v)| v == n))
             .map(|r| r.result.metrics.evidence_recall[2])
     };
+    // Reports keep per-query IE, not per-query recall: the claim's difference has no interval, so no verdict.
     let (holds, verdict) = match (recall("1"), recall("5")) {
         (Some(one), Some(five)) => (
-            Some(five > one),
-            format!("Flat dense retrieval: evidence recall@5 {one:.1} with 1-sentence units, {five:.1} with units of up to 5 sentences."),
+            None,
+            format!(
+                "no verdict (reports keep per-query IE only, so a difference in recall has no interval). Raw figures, flat dense \
+                 retrieval: evidence recall@5 {one:.1} with 1-sentence units, {five:.1} with units of up to 5 sentences."
+            ),
         ),
         _ => (None, "Flat rows for 1 and 5 sentences are missing.".into()),
     };

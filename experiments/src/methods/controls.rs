@@ -5,7 +5,7 @@
 //! | `controls:` | rows added | what they use |
 //! |---|---|---|
 //! | `Dense` | [`super::dense`]: dense retrieval fine-tuned by InfoNCE alone | the method's queries, batches, epochs, seed, encoder regime |
-//! | `Exemplars` | [`super::exemplars`] over BM25 and over dense | the nearest training questions' gold text, no training |
+//! | `Exemplars` | [`super::exemplars`] over BM25 and over dense | the nearest training questions' gold text, from the method's own sample, no training |
 //! | `Fused` | the dense control and the dense exemplars, each fused with BM25 by RRF | as above |
 //!
 //! Controls of several methods trained on the same queries and epochs are added once, and name every
@@ -43,7 +43,10 @@ pub fn matched(methods: &[Method], kinds: &[ControlKind]) -> Vec<(Method, Vec<us
     for (i, method) in methods.iter().enumerate() {
         let Trains::Queries(training) = method.spec().trains() else { continue };
         let dense = Method::Dense(DenseConfig::matching(&training));
-        let exemplars = |over| Method::Exemplars(ExemplarsConfig { over, split: training.split.clone(), ..ExemplarsConfig::default() });
+        // The exemplar pool is the method's own sample of its split (every query when it samples none).
+        let (train_queries, seed) = (training.train_queries, training.train_queries.map_or(0, |_| training.schedule.seed));
+        let exemplars =
+            |over| Method::Exemplars(ExemplarsConfig { over, split: training.split.clone(), train_queries, seed, ..ExemplarsConfig::default() });
         let fused = |m: Method| Method::Hybrid(HybridConfig { dense: Some(Box::new(m)), ..HybridConfig::default() });
         let mut rows = Vec::new();
         if kinds.contains(&ControlKind::Dense) {
@@ -112,6 +115,9 @@ mod tests {
         let t = &dense.training;
         assert_eq!((t.train_queries, t.schedule.seed, t.schedule.epochs, t.freeze_encoder), (Some(24), 7, 1, false));
         assert_eq!((t.step_tokens, t.frozen_layers), (Some(512), Some(4)), "the control's regime as the file sets it");
+        // The exemplar controls look up the same sample.
+        let exemplars = matched(&list, &[ControlKind::Exemplars]);
+        assert!(exemplars.iter().all(|(m, _)| matches!(m, Method::Exemplars(e) if (e.train_queries, e.seed) == (Some(24), 7))));
         let plain = methods("Rerank((over: Flat))");
         let Method::Dense(dense) = &matched(&plain, &[ControlKind::Dense])[0].0 else { panic!("a dense control") };
         assert_eq!((dense.training.step_tokens, dense.training.frozen_layers), (None, None), "by default the whole document, every block");

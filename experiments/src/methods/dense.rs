@@ -100,7 +100,7 @@ impl MethodSpec for DenseConfig {
         let label = self.label();
         let (model, dir) = train(ctx, &label, self)?;
         let record =
-            TrainedModel { method: label.clone(), settings: serde_json::to_value(self)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone() };
+            TrainedModel { method: label.clone(), settings: serde_json::to_value(self)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), trained_on: Vec::new() };
         let (units, queries) = match &model.encoder {
             Some(bert) => {
                 let kernel = ctx.encoder.kernel_for(bert);

@@ -30,6 +30,16 @@ pub struct ExemplarsConfig {
     pub neighbours: usize,
     /// The split the exemplars come from.
     pub split: String,
+    /// Only a sample of this many of the split's queries, drawn by `seed` as every trainer draws its
+    /// sample (super::training::sample): as a control, the sample of the method it controls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub train_queries: Option<usize>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub seed: u64,
+}
+
+fn is_zero(seed: &u64) -> bool {
+    *seed == 0
 }
 
 /// What ranks the expanded query.
@@ -41,7 +51,7 @@ pub enum ExemplarRanker {
 
 impl Default for ExemplarsConfig {
     fn default() -> Self {
-        ExemplarsConfig { over: ExemplarRanker::Bm25, neighbours: 3, split: "train".into() }
+        ExemplarsConfig { over: ExemplarRanker::Bm25, neighbours: 3, split: "train".into(), train_queries: None, seed: 0 }
     }
 }
 
@@ -51,7 +61,8 @@ impl MethodSpec for ExemplarsConfig {
             ExemplarRanker::Bm25 => "BM25 over the query and",
             ExemplarRanker::Dense => "dense, the query's vector moved towards",
         };
-        format!("Exemplars: {how} the gold text of its {} nearest {} questions", self.neighbours, self.split)
+        let pool = self.train_queries.map_or(String::new(), |n| format!(" (a sample of {n}, seed {})", self.seed));
+        format!("Exemplars: {how} the gold text of its {} nearest {} questions{pool}", self.neighbours, self.split)
     }
 
     fn kind(&self) -> String {
@@ -67,12 +78,16 @@ impl MethodSpec for ExemplarsConfig {
     }
 
     fn trains(&self) -> Trains {
-        Trains::LooksUp
+        Trains::LooksUp(self.split.clone())
+    }
+
+    fn reads_splits(&self) -> Vec<(&'static str, String)> {
+        vec![("Exemplars((split))", self.split.clone())]
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
         let corpus = ctx.corpus;
-        let exemplars = corpus.eval_queries(Some(&self.split));
+        let exemplars = super::training::sample(corpus.eval_queries(Some(&self.split)), self.train_queries, self.seed);
         anyhow::ensure!(!exemplars.is_empty(), "Exemplars: no query with gold evidence in split {:?}", self.split);
         let batch = ctx.encoder_config.batch_size;
         let texts: Vec<&str> = exemplars.iter().map(|q| q.text.as_str()).collect();

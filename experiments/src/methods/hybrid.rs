@@ -45,6 +45,10 @@ impl MethodSpec for HybridConfig {
         self.dense.as_ref().map_or(Trains::No, |m| m.spec().trains())
     }
 
+    fn reads_splits(&self) -> Vec<(&'static str, String)> {
+        self.dense.as_ref().map_or(Vec::new(), |m| m.spec().reads_splits())
+    }
+
     fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(self.k_rrf >= 0.0 && self.depth != Some(0), "Hybrid: k_rrf must be >= 0 and depth at least 1");
         self.dense.as_ref().map_or(Ok(()), |m| m.spec().check())

@@ -124,13 +124,24 @@ impl Method {
 pub enum Trains {
     /// Nothing: an untrained baseline.
     No,
-    /// The training documents only (no query): trained, with no query-matched control.
-    Documents,
+    /// The documents of this split only (no query): trained, with no query-matched control.
+    Documents(String),
     /// The training queries, with these settings: its controls use the same queries, batches and epochs.
     Queries(arbor_trainers::config::TrainConfig),
-    /// Reads the training queries at query time without training (exemplar expansion): not a baseline, and
-    /// a control in itself.
-    LooksUp,
+    /// Reads the queries of this split at query time without training (exemplar expansion): not a
+    /// baseline, and a control in itself.
+    LooksUp(String),
+}
+
+impl Trains {
+    /// The split it reads: its training queries or documents, or the queries it looks up.
+    pub fn split(&self) -> Option<&str> {
+        match self {
+            Trains::No => None,
+            Trains::Queries(t) => Some(&t.split),
+            Trains::Documents(split) | Trains::LooksUp(split) => Some(split),
+        }
+    }
 }
 
 /// A retrieval method.
@@ -146,6 +157,12 @@ pub trait MethodSpec {
     /// What it learns from the training split (an untrained baseline by default).
     fn trains(&self) -> Trains {
         Trains::No
+    }
+    /// Every split the method reads while it is built (its own training's and those of the methods it is
+    /// built on): the run refuses a test split or the evaluated one here (crate::leakage).
+    /// Each with the setting that names it (`training.split`).
+    fn reads_splits(&self) -> Vec<(&'static str, String)> {
+        self.trains().split().map(|s| ("training.split", s.to_owned())).into_iter().collect()
     }
     /// Methods with the same index key share one index (and report its build time); `None`: not shared.
     fn index_key(&self) -> Option<String> {

@@ -99,6 +99,11 @@ impl MethodSpec for RerankConfig {
         Trains::Queries(self.control_training())
     }
 
+    /// Its own training split and whatever the reranked method reads.
+    fn reads_splits(&self) -> Vec<(&'static str, String)> {
+        [vec![("training.split", self.training.split.clone())], self.over.spec().reads_splits()].concat()
+    }
+
     fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(self.candidates > 0, "Rerank: candidates must be at least 1");
         anyhow::ensure!(!matches!(*self.over, Method::Rerank(_)), "Rerank: a reranked method cannot be reranked again");
@@ -144,7 +149,7 @@ fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::
         ctx.cache.dir(Artefact::Reranker, &key(&(&ctx.keys.encoder, "reranker", "gamma learned", training, format.max_len, train, holdout)))
     })?;
     let record =
-        TrainedModel { method: label.into(), settings: serde_json::to_value(training)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone() };
+        TrainedModel { method: label.into(), settings: serde_json::to_value(training)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), trained_on: Vec::new() };
     // A finished reranker's weights replace the trunk's: the encoder's loaded trunk gives the shape.
     let model = match arbor_trainers::reranker::finished::<DefaultBackend>(encoder.bert.clone(), &dir)? {
         Some(model) => {

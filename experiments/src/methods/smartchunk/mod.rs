@@ -192,9 +192,21 @@ impl MethodSpec for SmartChunkConfig {
             (PlanConfig::Planner(p), _) => {
                 Trains::Queries(TrainConfig { split: p.split.clone(), schedule: p.training.schedule.clone(), ..TrainConfig::default() })
             }
-            (_, ChunkEmbedding::Compress(_)) => Trains::Documents,
+            (_, ChunkEmbedding::Compress(c)) => Trains::Documents(c.split.clone()),
             _ => Trains::No,
         }
+    }
+
+    /// The planner's split and the compressor's, both.
+    fn reads_splits(&self) -> Vec<(&'static str, String)> {
+        let mut splits = Vec::new();
+        if let PlanConfig::Planner(p) = &self.plan {
+            splits.push(("plan: Planner((split))", p.split.clone()));
+        }
+        if let ChunkEmbedding::Compress(c) = &self.embed {
+            splits.push(("embed: Compress((split))", c.split.clone()));
+        }
+        splits
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {

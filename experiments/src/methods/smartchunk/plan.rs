@@ -136,7 +136,7 @@ pub(super) fn planned(
         ctx.cache.dir(Artefact::Planner, &key(&(&ctx.keys.encoder, "planner", &trained_for, &compressor_key, data)))
     })?;
     let record =
-        TrainedModel { method: label.clone(), settings: serde_json::to_value(&trained_for)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone() };
+        TrainedModel { method: label.clone(), settings: serde_json::to_value(&trained_for)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), trained_on: Vec::new() };
     let d_features = 2 * ctx.encoder.dim() + 4;
     let planner = match arbor_trainers::planner::finished::<DefaultBackend>(&settings.training, &settings.model, vocab, d_features, &dir)? {
         Some(p) => {

@@ -87,7 +87,8 @@ pub enum AttentionSource {
 /// Where a token-attention tree's leaf embeddings come from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum LeafVectors {
-    /// Each unit encoded on its own, the vectors flat retrieval uses (the reference code's choice).
+    /// Each unit encoded on its own, the vectors flat retrieval uses. (The reference code pools its leaf
+    /// vectors from its one document pass: that is `InContext`.)
     #[default]
     Alone,
     /// Each unit's token states in the attention windows, mean-pooled (special tokens left out) over the
@@ -216,7 +217,7 @@ impl MethodSpec for SproutRagConfig {
             (AttentionSource::Sllm, Some(t)) => Trains::Queries(t.clone()),
             // Head weights learn from the training queries only through gold merge pairs.
             (AttentionSource::TokenBlocks { .. }, Some(t)) if t.merge_pairs == MergePairs::Evidence => Trains::Queries(t.clone()),
-            (AttentionSource::TokenBlocks { .. }, Some(_)) => Trains::Documents,
+            (AttentionSource::TokenBlocks { .. }, Some(t)) => Trains::Documents(t.split.clone()),
         }
     }
 
@@ -255,7 +256,7 @@ impl MethodSpec for SproutRagConfig {
             ctx.cache.dir(Artefact::Trees, &key(&(&ctx.keys.encoder, self.index_settings(), model_key)))
         };
         let settings = serde_json::to_value(self.model_settings())?;
-        let record = |dir: PathBuf| TrainedModel { method: label.clone(), settings: settings.clone(), encoder: ctx.keys.encoder.clone(), dir };
+        let record = |dir: PathBuf| TrainedModel { method: label.clone(), settings: settings.clone(), encoder: ctx.keys.encoder.clone(), dir, trained_on: Vec::new() };
         let retriever = |trees| TreeRetriever { name: label.clone(), trees, leaves: &ctx.leaves.units, search: self.search };
         match (&self.attention, &self.training) {
             (AttentionSource::TokenBlocks { window_tokens, leaf_vectors }, training) => {

@@ -1,0 +1,227 @@
+//! No path from what is scored into training: the fair rules of arbor as refusals, not conventions.
+//! Before any index is built, [`check`] refuses
+//!
+//! - a method that reads the test split or the validation split (which chooses every trainer's epoch) for
+//!   training or look-up, naming the setting (`training.split`, `plan: Planner((split))`, ...);
+//! - where that method reads its split in this run (it trains, under `train`; exemplars look up in any
+//!   run): evaluated queries of the training split (`data.split: None`, or the same split);
+//!   a query of the training split asked against a document of another split; and a document the
+//!   training reads (its split's documents, and those of its queries) among the documents ranked for the
+//!   evaluated queries.
+//!
+//! Under `evaluate --from RUN_DIR` nothing trains: each model carries the content keys of the documents
+//! its training read ([`TrainedModel::trained_on`], written by the run that trained it), and
+//! [`check_models`] refuses one that read a document this run scores; a model recorded before arbor
+//! kept that is reported as unchecked.
+
+use std::collections::HashSet;
+
+use anyhow::bail;
+use arbor_datasets::Corpus;
+
+use crate::cache::key;
+use crate::experiment::Experiment;
+use crate::methods::{Method, Trains};
+use crate::trained::{EarlierRun, TrainedModel};
+use crate::validation::VALIDATION;
+
+/// Refuses the rows of `exp` (its methods and their controls) that would read what `evaluated` (the
+/// documents ranked for the scored queries) holds; `trains`: models may be trained in this run.
+pub fn check(exp: &Experiment, rows: &[Method], corpus: &Corpus, evaluated: &[usize], trains: bool) -> anyhow::Result<()> {
+    let evaluated: HashSet<usize> = evaluated.iter().copied().collect();
+    for method in rows {
+        let spec = method.spec();
+        let label = spec.label();
+        let reads_now = trains || matches!(spec.trains(), Trains::LooksUp(_));
+        for (field, split) in spec.reads_splits() {
+            if split == "test" || split == VALIDATION {
+                bail!(
+                    "{label:?}: {field} is {split:?}: no method trains on or looks up the {} (set it to \"train\")",
+                    if split == "test" { "test split" } else { "validation split, which chooses every trainer's epoch" }
+                );
+            }
+            if !reads_now {
+                continue;
+            }
+            let scored = corpus.eval_queries(exp.data.split.as_deref()).iter().any(|q| q.split.as_deref() == Some(split.as_str()));
+            match exp.data.split.as_deref() {
+                _ if !scored => {}
+                None => bail!(
+                    "data.split is None: every query is scored, those of split {split:?} included, which {label:?} reads \
+                     ({field}): score a split it never reads (data.split: Some(\"test\"))"
+                ),
+                Some(s) if s == split => {
+                    bail!("data.split is {s:?}, the split {label:?} reads ({field}): its rows would be scored on their own training data")
+                }
+                _ => {}
+            }
+            for d in read_documents(corpus, &split)? {
+                if evaluated.contains(&d) {
+                    let n = read_documents(corpus, &split)?.iter().filter(|d| evaluated.contains(d)).count();
+                    bail!(
+                        "{label:?} reads {n} document(s) of split {split:?} ({field}) that the evaluated queries rank, e.g. {:?}: \
+                         a document is either trained on or scored",
+                        corpus.documents[d].id
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The documents a training on `split` reads: the split's documents and those its queries are asked
+/// against or hold gold in. An error names a query of the split asked against a document of another one.
+pub fn read_documents(corpus: &Corpus, split: &str) -> anyhow::Result<Vec<usize>> {
+    let mut docs: Vec<usize> = (0..corpus.documents.len()).filter(|&d| corpus.documents[d].split.as_deref() == Some(split)).collect();
+    for q in corpus.queries.iter().filter(|q| q.split.as_deref() == Some(split)) {
+        for d in corpus.query_docs(q).into_iter().chain(corpus.gold(q).iter().map(|g| g.doc)) {
+            if let Some(other) = corpus.documents[d].split.as_deref().filter(|&s| s != split) {
+                bail!(
+                    "query {:?} of split {split:?} is asked against document {:?} of split {other:?}: a training query reads \
+                     only documents of its own split (fix the corpus's splits)",
+                    q.id,
+                    corpus.documents[d].id
+                );
+            }
+            docs.push(d);
+        }
+    }
+    docs.sort_unstable();
+    docs.dedup();
+    Ok(docs)
+}
+
+/// A document's key for [`TrainedModel::trained_on`]: its text alone, so that the same text is the
+/// same document in any corpus and under any unit rule.
+pub fn text_key(corpus: &Corpus, d: usize) -> String {
+    key(&corpus.documents[d].text)
+}
+
+/// The keys of every document a method reading `splits` trains on (the validation split's included:
+/// every trainer reads it to choose its epoch).
+pub fn trained_on(corpus: &Corpus, splits: &[(&str, String)]) -> anyhow::Result<Vec<String>> {
+    let mut docs = Vec::new();
+    for split in splits.iter().map(|(_, s)| s.as_str()).chain([VALIDATION]) {
+        docs.extend(read_documents(corpus, split)?);
+    }
+    let mut keys: Vec<String> = docs.into_iter().map(|d| text_key(corpus, d)).collect();
+    keys.sort();
+    keys.dedup();
+    Ok(keys)
+}
+
+/// Under `evaluate --from`: refuses a model of `earlier` that trained on a document of `evaluated`;
+/// returns the models (by row) whose training documents were not recorded, unchecked.
+pub fn check_models(models: &[TrainedModel], earlier: &EarlierRun, corpus: &Corpus, evaluated: &[usize]) -> anyhow::Result<Vec<String>> {
+    let scored: HashSet<String> = evaluated.iter().map(|&d| text_key(corpus, d)).collect();
+    let mut unchecked = Vec::new();
+    for m in models {
+        let Some(from) = earlier.models.iter().find(|e| e.dir == m.dir) else { continue };
+        if from.trained_on.is_empty() {
+            unchecked.push(m.method.clone());
+            continue;
+        }
+        let overlap = from.trained_on.iter().filter(|k| scored.contains(*k)).count();
+        if overlap > 0 {
+            bail!(
+                "--from {}: the model of {:?} trained on {overlap} of the documents this run scores (the same text): score it on \
+                 documents its training never read",
+                earlier.dir.display(),
+                m.method
+            );
+        }
+    }
+    Ok(unchecked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_datasets::{Document, Evidence, Query};
+    use std::path::Path;
+
+    /// Documents d0, d1 (train), d2, d3 (test); one query per document in its document's split.
+    fn corpus() -> Corpus {
+        let split = |d: usize| if d < 2 { "train" } else { "test" };
+        let docs = (0..4).map(|d| Document {
+            id: format!("d{d}"),
+            title: String::new(),
+            text: format!("Document {d} text."),
+            sections: vec![],
+            split: Some(split(d).into()),
+        });
+        let queries = (0..4).map(|d| Query {
+            id: format!("q{d}"),
+            text: "?".into(),
+            doc_ids: vec![format!("d{d}")],
+            evidence: vec![Evidence { doc_id: format!("d{d}"), start: 0, end: 8 }],
+            answers: vec![],
+            split: Some(split(d).into()),
+        });
+        Corpus::new(docs.collect(), queries.collect(), Path::new("t")).unwrap()
+    }
+
+    fn experiment(split: &str, method: &str) -> Experiment {
+        let text = format!(r#"Experiment(name: "t", data: (format: Jsonl, path: "x", split: {split}), methods: [Flat, {method}])"#);
+        Experiment::parse(&text, Path::new("t.ron")).unwrap()
+    }
+
+    fn run(split: &str, method: &str, evaluated: &[usize], trains: bool) -> anyhow::Result<()> {
+        let exp = experiment(split, method);
+        let rows: Vec<Method> = crate::run::rows(&exp).into_iter().map(|(m, _)| m).collect();
+        check(&exp, &rows, &corpus(), evaluated, trains)
+    }
+
+    const DENSE: &str = "Dense((training: (schedule: (epochs: 1){})))";
+
+    fn dense(extra: &str) -> String {
+        DENSE.replace("{}", extra)
+    }
+
+    #[test]
+    fn a_training_never_reads_test_validation_or_the_evaluated_split() {
+        let test = r#"Some("test")"#;
+        assert!(run(test, &dense(""), &[2, 3], true).is_ok());
+        for (split, field) in [("test", "training.split"), ("validation", "training.split")] {
+            let err = format!("{:#}", run(test, &dense(&format!(r#", split: "{split}""#)), &[2, 3], true).unwrap_err());
+            assert!(err.contains(field) && err.contains(split), "{err}");
+        }
+        let err = format!("{:#}", run("None", &dense(""), &[0, 1, 2, 3], true).unwrap_err());
+        assert!(err.contains("data.split is None"), "{err}");
+        let err = format!("{:#}", run(r#"Some("train")"#, &dense(""), &[0, 1], true).unwrap_err());
+        assert!(err.contains(r#"data.split is "train""#), "{err}");
+        // The exemplar controls look up in any run; a split no row reads is refused under `evaluate` only
+        // when the method reads it (a model from elsewhere is checked by its own record).
+        assert!(run("None", &dense(""), &[0, 1, 2, 3], false).unwrap_err().to_string().contains("Exemplars"));
+        let exp = experiment("None", &dense(""));
+        assert!(check(&exp, &exp.methods, &corpus(), &[0, 1, 2, 3], false).is_ok());
+        let err = format!("{:#}", run(test, r#"Exemplars((split: "test"))"#, &[2, 3], false).unwrap_err());
+        assert!(err.contains("Exemplars((split))"), "{err}");
+    }
+
+    #[test]
+    fn a_document_is_either_trained_on_or_scored() {
+        let err = format!("{:#}", run(r#"Some("test")"#, &dense(""), &[1, 2, 3], true).unwrap_err());
+        assert!(err.contains("1 document(s)") && err.contains("\"d1\""), "{err}");
+        // A training query asked against a test document is refused, naming both.
+        let mut c = corpus();
+        c.queries[0].doc_ids.push("d2".into());
+        let err = format!("{:#}", read_documents(&c, "train").unwrap_err());
+        assert!(err.contains("\"q0\"") && err.contains("\"d2\""), "{err}");
+    }
+
+    #[test]
+    fn a_model_from_another_run_is_refused_on_what_it_trained_on() {
+        let c = corpus();
+        let trained_on = trained_on(&c, &[("training.split", "train".into())]).unwrap();
+        assert_eq!(trained_on.len(), 2);
+        let model = TrainedModel { method: "m".into(), dir: "train-x".into(), trained_on, ..Default::default() };
+        let earlier = EarlierRun { dir: "run".into(), models: vec![model.clone()] };
+        assert!(check_models(std::slice::from_ref(&model), &earlier, &c, &[2, 3]).unwrap().is_empty());
+        let err = format!("{:#}", check_models(std::slice::from_ref(&model), &earlier, &c, &[0, 2]).unwrap_err());
+        assert!(err.contains("trained on 1 of the documents"), "{err}");
+        let old = EarlierRun { dir: "run".into(), models: vec![TrainedModel { trained_on: vec![], ..model.clone() }] };
+        assert_eq!(check_models(&[model], &old, &c, &[0]).unwrap(), ["m"]);
+    }
+}

@@ -1,0 +1,208 @@
+//! Rust source as the digest reads it: a list of tokens (words, string and character literals, `::` and
+//! single punctuation), comments dropped, and every item under `#[cfg(test)]` cut out whole. The tokens,
+//! in order, are the code: formatting and comments do not count, while any reordering does.
+
+/// One token of Rust source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Token {
+    /// An identifier, keyword or number (with its suffix).
+    Word(String),
+    /// A string, byte-string, raw-string or character literal, verbatim.
+    Literal(String),
+    /// `::`, or one punctuation character.
+    Punct(String),
+}
+
+impl Token {
+    pub fn is(&self, text: &str) -> bool {
+        match self {
+            Token::Word(w) | Token::Punct(w) => w == text,
+            Token::Literal(_) => false,
+        }
+    }
+
+    pub fn word(&self) -> Option<&str> {
+        match self {
+            Token::Word(w) => Some(w),
+            _ => None,
+        }
+    }
+}
+
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// The tokens of `text`, comments left out.
+pub fn tokens(text: &str) -> Vec<Token> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+        } else if c == '/' && at(i + 1) == '/' {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && at(i + 1) == '*' {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i] == '/' && at(i + 1) == '*' {
+                    depth += 1;
+                    i += 2;
+                } else if chars[i] == '*' && at(i + 1) == '/' {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        } else if let Some(end) = raw_string_end(&chars, i) {
+            out.push(Token::Literal(chars[i..end].iter().collect()));
+            i = end;
+        } else if c == '"' || (c == 'b' && at(i + 1) == '"') || (c == 'c' && at(i + 1) == '"') {
+            let start = i;
+            i += if c == '"' { 1 } else { 2 };
+            while i < chars.len() && chars[i] != '"' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push(Token::Literal(chars[start..i.min(chars.len())].iter().collect()));
+        } else if c == '\'' || (c == 'b' && at(i + 1) == '\'') {
+            // A character literal ('a', '\n', '\u{..}', b'x'), else a lifetime or label ('a).
+            let q = if c == '\'' { i } else { i + 1 };
+            let close = if at(q + 1) == '\\' { (q + 2..chars.len()).find(|&j| chars[j] == '\'') } else { (at(q + 2) == '\'').then_some(q + 2) };
+            match close {
+                Some(end) => {
+                    out.push(Token::Literal(chars[i..=end].iter().collect()));
+                    i = end + 1;
+                }
+                None if c == '\'' => {
+                    out.push(Token::Punct("'".into()));
+                    i += 1;
+                }
+                None => {
+                    out.push(Token::Word("b".into()));
+                    i += 1;
+                }
+            }
+        } else if is_word(c) {
+            let start = i;
+            while i < chars.len() && is_word(chars[i]) {
+                i += 1;
+            }
+            out.push(Token::Word(chars[start..i].iter().collect()));
+        } else if c == ':' && at(i + 1) == ':' {
+            out.push(Token::Punct("::".into()));
+            i += 2;
+        } else {
+            out.push(Token::Punct(c.to_string()));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Where a raw string starting at `i` (`r"..."`, `r#"..."#`, `br#"..."#`) ends, if one starts there.
+fn raw_string_end(chars: &[char], i: usize) -> Option<usize> {
+    let mut j = i;
+    if chars.get(j) == Some(&'b') || chars.get(j) == Some(&'c') {
+        j += 1;
+    }
+    if chars.get(j) != Some(&'r') || (i > 0 && is_word(chars[i - 1])) {
+        return None;
+    }
+    j += 1;
+    let hashes = chars[j..].iter().take_while(|&&c| c == '#').count();
+    j += hashes;
+    if chars.get(j) != Some(&'"') {
+        return None;
+    }
+    j += 1;
+    while j < chars.len() {
+        if chars[j] == '"' && chars[j + 1..].iter().take(hashes).filter(|&&c| c == '#').count() == hashes {
+            return Some(j + 1 + hashes);
+        }
+        j += 1;
+    }
+    Some(chars.len())
+}
+
+/// `tokens` without the items marked `#[cfg(test)]` (a test module, whole, wherever it sits in the file; a
+/// test-only function or `use`).
+pub fn without_tests(tokens: Vec<Token>) -> Vec<Token> {
+    const MARK: [&str; 7] = ["#", "[", "cfg", "(", "test", ")", "]"];
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        let marked = i + MARK.len() <= tokens.len() && MARK.iter().zip(&tokens[i..]).all(|(m, t)| t.is(m));
+        if !marked {
+            out.push(tokens[i].clone());
+            i += 1;
+            continue;
+        }
+        // The item after the mark ends at its first `;` outside braces, or at the brace closing its body.
+        i += MARK.len();
+        let mut depth = 0usize;
+        while i < tokens.len() {
+            let t = &tokens[i];
+            i += 1;
+            if t.is("{") {
+                depth += 1;
+            } else if t.is("}") {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    break;
+                }
+            } else if t.is(";") && depth == 0 {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The tokens as one string: a space only between two words, so that formatting never counts.
+pub fn text(tokens: &[Token]) -> String {
+    let mut out = String::new();
+    let mut last_word = false;
+    for t in tokens {
+        let (s, word) = match t {
+            Token::Word(w) => (w.as_str(), true),
+            Token::Literal(l) => (l.as_str(), false),
+            Token::Punct(p) => (p.as_str(), false),
+        };
+        if word && last_word {
+            out.push(' ');
+        }
+        out.push_str(s);
+        last_word = word;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_and_formatting_do_not_count_but_literals_and_order_do() {
+        let a = text(&tokens("fn f() -> u32 {\n    // why\n    g(1, /* two */ 2)\n}\n"));
+        assert_eq!(a, text(&tokens("fn f()->u32{g(1,2)}")));
+        assert_eq!(a, "fn f()->u32{g(1,2)}");
+        assert_ne!(text(&tokens(r#"f("a{")"#)), text(&tokens(r#"f("a}")"#)));
+        assert_eq!(text(&tokens(r##"let s = r#"x " y"#; let c = '}'; let l: &'a str;"##)), r##"let s=r#"x " y"#;let c='}';let l:&'a str;"##);
+    }
+
+    #[test]
+    fn test_items_are_cut_wherever_they_sit() {
+        let src = "fn a() {}\n#[cfg(test)]\nmod tests { fn t() { let s = \"}\"; } }\nfn b() { x += 1; }\n#[cfg(test)]\nuse z::w;\nfn c() {}";
+        assert_eq!(text(&without_tests(tokens(src))), "fn a(){}fn b(){x+=1;}fn c(){}");
+    }
+}
