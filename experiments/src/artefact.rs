@@ -88,42 +88,50 @@ impl Artefact {
             // least 3: the encoder's code gained the frozen lower blocks and the kernel's own batching.
             Artefact::Units | Artefact::Queries | Artefact::Chunks => 3,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
-            Artefact::Raptor => 5,
+            // 6: the methods' registry changed (the reranker's control)
+            Artefact::Raptor => 6,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
             // reaches every file the code names (the methods' registry, `Trains` with its split,
             // `TrainedModel::trained_on`).
-            Artefact::Trees => 8,
+            // 9: the methods' registry changed (the reranker's control)
+            Artefact::Trees => 9,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
             // checkpoint, models came to record what they trained on (`trained_on`), and the dense control's
             // windowed step came to score every unit of its document as SproutRAG's does.
-            Artefact::HeadWeights => 5,
+            // 6: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
+            Artefact::HeadWeights => 6,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
-            Artefact::Reranker => 6,
+            // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
+            Artefact::Reranker => 7,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
             // execution strategy from `schedule.data_parallel` (trainers' strategy.rs); 9: the training
             // sample drawn by `training::sample`, shared with the reranker.
-            Artefact::SproutRag => 10,
+            // 11: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
+            Artefact::SproutRag => 11,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
-            Artefact::Compressor => 9,
+            // 10: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
+            Artefact::Compressor => 10,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
             // strategy from `schedule.data_parallel`; 9: `training::sample`, shared with the reranker.
-            Artefact::Dense => 10,
+            // 11: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
+            Artefact::Dense => 11,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
             // strategy from `schedule.data_parallel`.
-            Artefact::Planner => 10,
+            // 11: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
+            Artefact::Planner => 11,
         }
     }
 

@@ -34,3 +34,25 @@ fn a_trained_reranker_reloads_from_its_run_folder_to_identical_results() {
     let (_, again) = evaluate_only(&exp, out.path(), Some(&dir), Some(&out.path().join("fresh-cache"))).unwrap();
     assert_eq!(&again.methods[1].metrics, reranked);
 }
+
+/// The reranker's matched control trains on the reranker's own groups: as many steps over the same
+/// sample, its log the reranker's held-out figures; its row says what it is.
+#[test]
+fn the_rerankers_control_takes_the_rerankers_steps() {
+    std::env::set_current_dir(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))).unwrap();
+    let exp = Experiment::parse(&EXPERIMENT.replace("controls: [],", "controls: [Dense],"), Path::new("rerank.ron")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (dir, report) = run(&exp, out.path(), false, None).unwrap();
+    assert_eq!(report.methods.len(), 3);
+    let control = &report.methods[2];
+    assert!(control.name.contains("on the reranker's groups") && control.name.contains("top 1 blocks"), "{}", control.name);
+    let models: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(dir.join("models.json")).unwrap()).unwrap();
+    let steps = |m: &serde_json::Value| -> u64 {
+        let state = Path::new(m["dir"].as_str().unwrap()).join("checkpoints/state.json");
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(state).unwrap()).unwrap()["step"].as_u64().unwrap()
+    };
+    assert_eq!(models.len(), 2);
+    assert_eq!(steps(&models[0]), steps(&models[1]), "the same steps: 24 queries in batches of 4, one epoch");
+    let log = std::fs::read_to_string(Path::new(models[1]["dir"].as_str().unwrap()).join("log.jsonl")).unwrap();
+    assert!(log.contains("eval/loss") && log.contains("loss/rank") && log.contains("lr/encoder"), "{log}");
+}

@@ -11,6 +11,8 @@
 //! - [`compressor::train`]: SmartChunk's Chunk Compression Encoder on L_comp.
 //! - [`planner::train`]: SmartChunk's planner by SFT, GRPO, SFT + GRPO or STITCH (Table 5).
 //! - [`reranker::train`]: the cross-encoder reranker on L_rank (SproutRAG's reranking stage).
+//! - [`rerank_control::train`]: its matched control, a bi-encoder on the reranker's own batches, groups,
+//!   schedule, rate and trainable blocks.
 //! - [`stitch::Stitch`]: STITCH's routing of a query (vanilla, hinted, imitation; SmartChunk, Algorithm 2).
 //! - [`checkpoint`]: model and optimizer states written atomically, committed by `state.json` with their
 //!   digests and the best epoch on validation.
@@ -37,6 +39,7 @@ pub mod learner;
 pub mod logger;
 pub mod parallel;
 pub mod planner;
+pub mod rerank_control;
 pub mod reranker;
 pub mod schedule;
 pub mod skeleton;

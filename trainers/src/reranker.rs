@@ -132,8 +132,60 @@ pub struct PairFormat {
     pub max_len: usize,
 }
 
+/// A query's group: its word pieces and its texts, the positive first.
+pub(crate) type QueryGroup<'e> = (&'e TokenIds, Vec<&'e Candidate>);
+
+/// Example `e`'s group at `step` of `epoch`: its positive of the epoch and `negatives` drawn from its pool,
+/// a function of the seed and the step only (a resumed run, and the matched control, draw the same).
+pub(crate) fn group<'e>(config: &RerankerTraining, train: &'e [RerankExample], e: usize, epoch: usize, step: usize) -> QueryGroup<'e> {
+    let ex = &train[e];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(config.schedule.seed ^ ((step as u64) << 20) ^ e as u64);
+    let mut texts = vec![&ex.positives[epoch % ex.positives.len()]];
+    texts.extend(ex.negatives.choose_multiple(&mut rng, config.negatives));
+    (&ex.query, texts)
+}
+
+/// The examples of training step `step` and their groups.
+pub(crate) fn step_groups<'e>(config: &RerankerTraining, train: &'e [RerankExample], step: usize) -> (Vec<usize>, Vec<QueryGroup<'e>>) {
+    let (epoch, _, batch) = step_batch(train.len(), config.batch_size, config.schedule.seed, step);
+    let groups = batch.iter().map(|&e| group(config, train, e, epoch, step)).collect();
+    (batch, groups)
+}
+
+/// Steps in an epoch over `n` examples.
+pub(crate) fn steps_per_epoch(config: &RerankerTraining, n: usize) -> usize {
+    n.div_ceil(config.batch_size)
+}
+
+/// The held-out figures of a scorer of groups: L_rank and hit@1 over fixed groups (each example's first
+/// positive and the best `negatives` of its pool), and hit@1 of the first stage's cosine alone on them.
+pub(crate) fn held_out<B: Backend>(
+    config: &RerankerTraining,
+    holdout: &[RerankExample],
+    device: &B::Device,
+    score: impl Fn(&[QueryGroup]) -> Tensor<B, 2>,
+) -> Vec<(&'static str, f64)> {
+    if holdout.is_empty() {
+        return Vec::new();
+    }
+    let groups: Vec<QueryGroup> =
+        holdout.iter().map(|ex| (&ex.query, std::iter::once(&ex.positives[0]).chain(ex.negatives.iter().take(config.negatives)).collect())).collect();
+    let (mut loss, mut hit) = (0.0, 0.0);
+    for chunk in groups.chunks(config.batch_size) {
+        let scores = score(chunk);
+        hit += hit_at_1(scores.clone()) * chunk.len() as f64;
+        loss += listwise_softmax(scores).into_scalar().elem::<f64>() * chunk.len() as f64;
+    }
+    // The reference: the same groups ordered by the first stage's cosine alone (the reranker untrained).
+    let dense: Vec<f32> = groups.iter().flat_map(|(_, texts)| texts.iter().map(|t| t.prior)).collect();
+    let size = groups[0].1.len();
+    let dense = Tensor::<B, 1>::from_floats(dense.as_slice(), device).reshape([groups.len(), size]);
+    let n = groups.len() as f64;
+    vec![("eval/loss", loss / n), ("eval/hit1", hit / n), ("eval/dense_hit1", hit_at_1(dense))]
+}
+
 /// The scores of groups of one size, `[groups, size]`: each a query and its texts (the positive first).
-fn group_scores<B: Backend>(model: &CrossEncoder<B>, format: PairFormat, groups: &[(&TokenIds, Vec<&Candidate>)]) -> Tensor<B, 2> {
+fn group_scores<B: Backend>(model: &CrossEncoder<B>, format: PairFormat, groups: &[QueryGroup]) -> Tensor<B, 2> {
     let size = groups[0].1.len();
     let pairs: Vec<TokenIds> = groups
         .iter()
@@ -148,41 +200,29 @@ fn group_scores<B: Backend>(model: &CrossEncoder<B>, format: PairFormat, groups:
 }
 
 /// The share of groups whose positive (column 0) scores above every negative.
-fn hit_at_1<B: Backend>(scores: Tensor<B, 2>) -> f64 {
+pub(crate) fn hit_at_1<B: Backend>(scores: Tensor<B, 2>) -> f64 {
     let [q, g] = scores.dims();
     let s = scores.into_data().to_vec::<f32>().expect("f32");
     s.chunks_exact(g).filter(|row| row[1..].iter().all(|&x| x < row[0])).count() as f64 / q.max(1) as f64
 }
 
-struct RerankTask<'a, B: AutodiffBackend> {
-    config: &'a RerankerTraining,
-    format: PairFormat,
-    train: &'a [RerankExample],
-    holdout: &'a [RerankExample],
-    _b: std::marker::PhantomData<B>,
-}
-
-impl<B: AutodiffBackend> RerankTask<'_, B> {
-    /// Example `e`'s group at `step`: its positive of the epoch and `negatives` drawn from its pool.
-    fn group(&self, e: usize, epoch: usize, step: usize) -> (&TokenIds, Vec<&Candidate>) {
-        let ex = &self.train[e];
-        let mut rng = rand::rngs::StdRng::seed_from_u64(self.config.schedule.seed ^ ((step as u64) << 20) ^ e as u64);
-        let mut texts = vec![&ex.positives[epoch % ex.positives.len()]];
-        texts.extend(ex.negatives.choose_multiple(&mut rng, self.config.negatives));
-        (&ex.query, texts)
-    }
+pub(crate) struct RerankTask<'a, B: AutodiffBackend> {
+    pub(crate) config: &'a RerankerTraining,
+    pub(crate) format: PairFormat,
+    pub(crate) train: &'a [RerankExample],
+    pub(crate) holdout: &'a [RerankExample],
+    pub(crate) _b: std::marker::PhantomData<B>,
 }
 
 impl<B: AutodiffBackend> Task<B> for RerankTask<'_, B> {
     type Model = CrossEncoder<B>;
 
     fn steps_per_epoch(&self) -> usize {
-        self.train.len().div_ceil(self.config.batch_size)
+        steps_per_epoch(self.config, self.train.len())
     }
 
     fn step(&mut self, model: &CrossEncoder<B>, step: usize) -> anyhow::Result<Step<B>> {
-        let (epoch, _, batch) = step_batch(self.train.len(), self.config.batch_size, self.config.schedule.seed, step);
-        let groups: Vec<_> = batch.iter().map(|&e| self.group(e, epoch, step)).collect();
+        let (batch, groups) = step_groups(self.config, self.train, step);
         let scores = group_scores(model, self.format, &groups);
         let hit = hit_at_1(scores.clone().detach());
         Ok(Step { terms: vec![("loss/rank", listwise_softmax(scores))], scalars: vec![("train/hit1", hit)], context: format!("queries {batch:?}") })
@@ -193,28 +233,7 @@ impl<B: AutodiffBackend> Task<B> for RerankTask<'_, B> {
     }
 
     fn evaluate(&self, model: &CrossEncoder<B::InnerBackend>) -> Vec<(&'static str, f64)> {
-        if self.holdout.is_empty() {
-            return Vec::new();
-        }
-        // Fixed groups: the first positive, the best `negatives` of the pool.
-        let groups: Vec<_> = self
-            .holdout
-            .iter()
-            .map(|ex| (&ex.query, std::iter::once(&ex.positives[0]).chain(ex.negatives.iter().take(self.config.negatives)).collect()))
-            .collect();
-        let (mut loss, mut hit) = (0.0, 0.0);
-        for chunk in groups.chunks(self.config.batch_size) {
-            let scores = group_scores(model, self.format, chunk);
-            hit += hit_at_1(scores.clone()) * chunk.len() as f64;
-            loss += listwise_softmax(scores).into_scalar().elem::<f64>() * chunk.len() as f64;
-        }
-        // The reference: the same groups ordered by the first stage's cosine alone (the reranker untrained).
-        let dense: Vec<f32> = groups.iter().flat_map(|(_, texts)| texts.iter().map(|t| t.prior)).collect();
-        let size = groups[0].1.len();
-        let device = model.head.weight.device();
-        let dense = Tensor::<B::InnerBackend, 1>::from_floats(dense.as_slice(), &device).reshape([groups.len(), size]);
-        let n = groups.len() as f64;
-        vec![("eval/loss", loss / n), ("eval/hit1", hit / n), ("eval/dense_hit1", hit_at_1(dense))]
+        held_out(self.config, self.holdout, &model.head.weight.device(), |groups| group_scores(model, self.format, groups))
     }
 
     fn select_by(&self) -> Option<SelectBy> {

@@ -4,7 +4,7 @@
 //!
 //! | `controls:` | rows added | what they use |
 //! |---|---|---|
-//! | `Dense` | [`super::dense`]: dense retrieval fine-tuned by InfoNCE alone | the method's queries, batches, epochs, seed, encoder regime |
+//! | `Dense` | [`super::dense`]: dense retrieval fine-tuned by InfoNCE alone (the reranker's: a bi-encoder on its own groups) | the method's queries, batches, epochs, seed, rates, encoder regime ([`super::MethodSpec::dense_control`]) |
 //! | `Exemplars` | [`super::exemplars`] over BM25 and over dense | the nearest training questions' gold text, from the method's own sample, no training |
 //! | `Fused` | the dense control and the dense exemplars, each fused with BM25 by RRF | as above |
 //!
@@ -15,7 +15,6 @@ use serde::{Deserialize, Serialize};
 
 use super::Method;
 use super::Trains;
-use super::dense::DenseConfig;
 use super::exemplars::{ExemplarRanker, ExemplarsConfig};
 use super::hybrid::HybridConfig;
 
@@ -42,7 +41,7 @@ pub fn matched(methods: &[Method], kinds: &[ControlKind]) -> Vec<(Method, Vec<us
     let mut out: Vec<(Method, Vec<usize>)> = Vec::new();
     for (i, method) in methods.iter().enumerate() {
         let Trains::Queries(training) = method.spec().trains() else { continue };
-        let dense = Method::Dense(DenseConfig::matching(&training));
+        let Some(dense) = method.spec().dense_control().map(Method::Dense) else { continue };
         // The exemplar pool is the method's own sample of its split (every query when it samples none).
         let (train_queries, seed) = (training.train_queries, training.train_queries.map_or(0, |_| training.schedule.seed));
         let exemplars =
@@ -106,21 +105,20 @@ mod tests {
 
     #[test]
     fn a_reranker_trained_on_a_sample_is_controlled_on_that_sample() {
-        let list = methods(
-            "Flat, Rerank((over: Flat, training: (train_queries: Some(24), schedule: (epochs: 1, seed: 7)), \
-             control: (step_tokens: Some(512), frozen_layers: Some(4))))",
-        );
+        let list = methods("Flat, Rerank((over: Flat, training: (train_queries: Some(24), schedule: (epochs: 1, seed: 7), lr_encoder: 3e-5)))");
         let controls = matched(&list, &[ControlKind::Dense]);
         let Method::Dense(dense) = &controls[0].0 else { panic!("a dense control") };
         let t = &dense.training;
-        assert_eq!((t.train_queries, t.schedule.seed, t.schedule.epochs, t.freeze_encoder), (Some(24), 7, 1, false));
-        assert_eq!((t.step_tokens, t.frozen_layers), (Some(512), Some(4)), "the control's regime as the file sets it");
+        assert_eq!((t.train_queries, t.schedule.seed, t.schedule.epochs, t.freeze_encoder, t.lr_encoder), (Some(24), 7, 1, false, 3e-5));
+        // The control trains on the reranker's own training: its groups, batches, rate and blocks.
+        let Method::Rerank(rerank) = &list[1] else { panic!("the reranker") };
+        assert_eq!(dense.reranker.as_ref(), Some(&rerank.training), "the reranker's own training");
         // The exemplar controls look up the same sample.
         let exemplars = matched(&list, &[ControlKind::Exemplars]);
         assert!(exemplars.iter().all(|(m, _)| matches!(m, Method::Exemplars(e) if (e.train_queries, e.seed) == (Some(24), 7))));
-        let plain = methods("Rerank((over: Flat))");
-        let Method::Dense(dense) = &matched(&plain, &[ControlKind::Dense])[0].0 else { panic!("a dense control") };
-        assert_eq!((dense.training.step_tokens, dense.training.frozen_layers), (None, None), "by default the whole document, every block");
+        let text = r#"Experiment(name: "t", data: (format: Jsonl, path: "x"), methods: [Rerank((over: Flat, control: (step_tokens: Some(512))))])"#;
+        let err = format!("{:#}", Experiment::parse(text, Path::new("t.ron")).unwrap_err());
+        assert!(err.contains("control is gone"), "{err}");
         let text = r#"Experiment(name: "t", data: (format: Jsonl, path: "x"), methods: [Rerank((over: Flat, training: (max_queries: Some(24))))])"#;
         let err = format!("{:#}", Experiment::parse(text, Path::new("t.ron")).unwrap_err());
         assert!(err.contains("train_queries"), "{err}");

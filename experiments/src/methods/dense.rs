@@ -4,7 +4,9 @@
 //! and keeps the epoch with the best validation IE; what it lacks is the method: no SLLM, no tree, no
 //! L_attn. With the encoder fine-tuned (as the method fine-tunes it) units and queries are the fine-tuned
 //! encoder's pooled vectors; over a frozen encoder, an identity-initialised linear map is what trains.
-//! [`super::controls`] adds it after every method trained on the queries.
+//! The reranker's control (`reranker`) trains the encoder on the reranker's own examples instead:
+//! its batches, groups, schedule, rate and trainable blocks (arbor_trainers::rerank_control).
+//! [`super::controls`] adds it after every method trained on the queries ([`super::MethodSpec::dense_control`]).
 
 use std::borrow::Cow;
 
@@ -12,6 +14,7 @@ use arbor_eval::retrievers::flat::FlatDense;
 use arbor_models::DefaultBackend;
 use arbor_models::dense::DenseModel;
 use arbor_trainers::config::TrainConfig;
+use arbor_trainers::reranker::RerankerTraining;
 use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
@@ -30,6 +33,10 @@ use crate::validation::VALIDATION;
 #[serde(deny_unknown_fields)]
 pub struct DenseConfig {
     pub training: TrainConfig,
+    /// Train as the reranker with these settings trains (its examples, batches, groups, schedule, rate and
+    /// trainable blocks), a bi-encoder in the cross-encoder's place: the reranker's matched control.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reranker: Option<RerankerTraining>,
 }
 
 impl DenseConfig {
@@ -54,6 +61,7 @@ impl DenseConfig {
                 train_queries: t.train_queries,
                 ..TrainConfig::default()
             },
+            reranker: None,
         }
     }
 }
@@ -61,6 +69,13 @@ impl DenseConfig {
 impl MethodSpec for DenseConfig {
     fn label(&self) -> String {
         let t = &self.training;
+        if let Some(r) = &self.reranker {
+            let sample = r.train_queries.map_or(String::new(), |n| format!(", {n} queries"));
+            return format!(
+                "Dense, encoder fine-tuned at {} on the reranker's groups (top {} blocks, {} epochs{sample}, tau {})",
+                r.lr_encoder, r.trainable_layers, r.schedule.epochs, t.tau
+            );
+        }
         match t.freeze_encoder {
             false => {
                 let mut window = t.step_tokens.map_or(String::new(), |n| format!(", {n}-token windows"));
@@ -89,7 +104,8 @@ impl MethodSpec for DenseConfig {
     }
 
     fn check(&self) -> anyhow::Result<()> {
-        self.training.check().map_err(anyhow::Error::msg)
+        self.training.check().map_err(anyhow::Error::msg)?;
+        self.reranker.as_ref().map_or(Ok(()), |r| r.check().map_err(anyhow::Error::msg))
     }
 
     fn trains(&self) -> super::Trains {
@@ -118,6 +134,9 @@ impl MethodSpec for DenseConfig {
 /// The trained control: read back (from the cache, or the earlier run under `evaluate --from`), else
 /// trained in `train-<key>` (key: the encoder, the settings, the training and validation queries).
 fn train(ctx: &Context, label: &str, config: &DenseConfig) -> anyhow::Result<(DenseModel<DefaultBackend>, std::path::PathBuf)> {
+    if let Some(reranker) = &config.reranker {
+        return train_as_reranker(ctx, label, config, reranker);
+    }
     let training = &config.training;
     let by_doc = training_queries(ctx.corpus, training);
     let held = queries_by_doc(ctx.corpus, VALIDATION);
@@ -139,6 +158,32 @@ fn train(ctx: &Context, label: &str, config: &DenseConfig) -> anyhow::Result<(De
     let bert = if training.freeze_encoder { None } else { Some(pretrained(ctx)?) };
     let model = with_bar("training the dense control", |progress| {
         arbor_trainers::dense::train::<Autodiff<DefaultBackend>>(training, dim, bert, ctx.corpus, &docs, &holdout, &dir, progress)
+    })?;
+    Ok((model, dir))
+}
+
+/// The reranker's control: read back, else trained on the reranker's examples (key: the encoder, the
+/// settings, the examples) in `train-<key>`.
+fn train_as_reranker(
+    ctx: &Context,
+    label: &str,
+    config: &DenseConfig,
+    reranker: &RerankerTraining,
+) -> anyhow::Result<(DenseModel<DefaultBackend>, std::path::PathBuf)> {
+    let format = super::rerank::pair_format(ctx.encoder, reranker);
+    let mut made = None;
+    let Located { dir, may_train } = ctx.training.locate(label, config, &ctx.keys.encoder, || {
+        let (train, holdout) = made.insert(super::rerank::examples(ctx, reranker)?);
+        ctx.cache.dir(Artefact::Dense, &key(&(&ctx.keys.encoder, "reranker's control", config, format.max_len, train, holdout)))
+    })?;
+    if let Some(model) = arbor_trainers::dense::finished(ctx.encoder.dim(), Some(ctx.encoder.bert.clone()), &dir)? {
+        eprintln!("using the reranker's control trained in {}", dir.display());
+        return Ok((model, dir));
+    }
+    let Some((train, holdout)) = made.filter(|_| may_train) else { anyhow::bail!("{} holds no finished training for method {label:?}", dir.display()) };
+    let tune = pretrained(ctx)?;
+    let model = with_bar("training the reranker's control", |progress| {
+        arbor_trainers::rerank_control::train::<Autodiff<DefaultBackend>>(reranker, config.training.tau, tune, format, &train, &holdout, &dir, progress)
     })?;
     Ok((model, dir))
 }

@@ -45,6 +45,10 @@ impl MethodSpec for HybridConfig {
         self.dense.as_ref().map_or(Trains::No, |m| m.spec().trains())
     }
 
+    fn dense_control(&self) -> Option<super::dense::DenseConfig> {
+        self.dense.as_ref().and_then(|m| m.spec().dense_control())
+    }
+
     fn reads_splits(&self) -> Vec<(&'static str, String)> {
         self.dense.as_ref().map_or(Vec::new(), |m| m.spec().reads_splits())
     }

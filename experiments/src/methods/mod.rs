@@ -158,6 +158,16 @@ pub trait MethodSpec {
     fn trains(&self) -> Trains {
         Trains::No
     }
+    /// Its matched dense control, built from its own resolved training: by default the dense retrieval
+    /// fine-tuned on the same queries, batches, epochs, seed, rates and window rule
+    /// ([`dense::DenseConfig::matching`]); a method whose training is of another shape builds its own (the
+    /// reranker's: a bi-encoder on its very groups). `None`: it trains on no query.
+    fn dense_control(&self) -> Option<dense::DenseConfig> {
+        match self.trains() {
+            Trains::Queries(training) => Some(dense::DenseConfig::matching(&training)),
+            _ => None,
+        }
+    }
     /// Every split the method reads while it is built (its own training's and those of the methods it is
     /// built on): the run refuses a test split or the evaluated one here (crate::leakage).
     /// Each with the setting that names it (`training.split`).

@@ -23,7 +23,9 @@ use arbor_trainers::reranker::{Candidate, PairFormat, RerankExample, RerankerTra
 use burn::backend::Autodiff;
 use serde::{Deserialize, Serialize};
 
+use super::dense::DenseConfig;
 use super::{Built, Context, MethodSpec, Trains};
+use arbor_trainers::config::Removed;
 use crate::cache::{Artefact, key};
 use super::Method;
 use crate::progress::with_bar;
@@ -42,26 +44,10 @@ pub struct RerankConfig {
     pub candidates: usize,
     #[serde(default)]
     pub training: RerankerTraining,
-    /// How the matched dense control fine-tunes the encoder (on the reranker's queries and schedule).
-    #[serde(default, skip_serializing_if = "ControlRegime::is_default")]
-    pub control: ControlRegime,
-}
-
-/// The encoder regime of a reranker's dense control, as `step_tokens` and `frozen_layers` set it in any
-/// training: a window of this many word pieces per step instead of the whole document, and the
-/// embeddings and first blocks kept pretrained. On a large training set `frozen_layers` at the count of
-/// blocks the reranker keeps frozen (`trainable_layers` below the top) makes the same blocks learn in both.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ControlRegime {
-    pub step_tokens: Option<usize>,
-    pub frozen_layers: Option<usize>,
-}
-
-impl ControlRegime {
-    fn is_default(&self) -> bool {
-        *self == ControlRegime::default()
-    }
+    /// Replaced by the matched control built from the reranker's own training ([`RerankConfig::control`]):
+    /// kept only to say so when an old experiment file sets it.
+    #[serde(default, deserialize_with = "arbor_trainers::config::removed", skip_serializing)]
+    pub control: Option<Removed>,
 }
 
 fn candidates() -> usize {
@@ -69,17 +55,16 @@ fn candidates() -> usize {
 }
 
 impl RerankConfig {
-    /// What the matched dense control trains by: the encoder fine-tuned on the reranker's split, sample and
-    /// schedule, at the joint training's default rate, in the regime `control` sets.
+    /// The reranker's training as the controls read it: its split, sample, schedule and trunk rate, the
+    /// encoder fine-tuned.
     fn control_training(&self) -> TrainConfig {
         let t = &self.training;
         TrainConfig {
             split: t.split.clone(),
             schedule: t.schedule.clone(),
             freeze_encoder: false,
+            lr_encoder: t.lr_encoder,
             train_queries: t.train_queries,
-            step_tokens: self.control.step_tokens,
-            frozen_layers: self.control.frozen_layers,
             ..TrainConfig::default()
         }
     }
@@ -94,9 +79,15 @@ impl MethodSpec for RerankConfig {
         format!("{} + reranker", self.over.kind())
     }
 
-    /// The reranker learns from the training queries (its dense control: `control_training`).
+    /// The reranker learns from the training queries.
     fn trains(&self) -> Trains {
         Trains::Queries(self.control_training())
+    }
+
+    /// The bi-encoder trained on the reranker's own examples, batches, groups, schedule, trunk rate and
+    /// trainable blocks (arbor_trainers::rerank_control).
+    fn dense_control(&self) -> Option<DenseConfig> {
+        Some(DenseConfig { training: self.control_training(), reranker: Some(self.training.clone()) })
     }
 
     /// Its own training split and whatever the reranked method reads.
@@ -107,8 +98,12 @@ impl MethodSpec for RerankConfig {
     fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(self.candidates > 0, "Rerank: candidates must be at least 1");
         anyhow::ensure!(!matches!(*self.over, Method::Rerank(_)), "Rerank: a reranked method cannot be reranked again");
+        anyhow::ensure!(
+            self.control.is_none(),
+            "Rerank: control is gone: the matched control is now the bi-encoder trained on the reranker's own batches, groups, \
+             schedule, rate and trainable blocks: delete it"
+        );
         self.training.check().map_err(anyhow::Error::msg)?;
-        self.control_training().check().map_err(|e| anyhow::anyhow!("Rerank control: {e}"))?;
         self.over.spec().check()
     }
 
@@ -133,14 +128,15 @@ impl MethodSpec for RerankConfig {
     }
 }
 
+/// How pairs (and its control's rows) are cut for `encoder`.
+pub(super) fn pair_format(encoder: &SentenceEncoder<DefaultBackend>, training: &RerankerTraining) -> PairFormat {
+    PairFormat { special: encoder.special_ids(), max_query: training.max_query_tokens, max_len: training.max_pair_tokens.min(encoder.max_seq_length()) }
+}
+
 /// The reranker: a finished training in the cache (or the earlier run's), else trained now.
 fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::Result<(Scorer<DefaultBackend>, TrainedModel)> {
     let encoder = ctx.encoder;
-    let format = PairFormat {
-        special: encoder.special_ids(),
-        max_query: training.max_query_tokens,
-        max_len: training.max_pair_tokens.min(encoder.max_seq_length()),
-    };
+    let format = pair_format(encoder, training);
     // The training examples are the cache key's content; under `evaluate --from` they are not made.
     let mut made = None;
     let Located { dir, may_train } = ctx.training.locate(label, training, &ctx.keys.encoder, || {
@@ -178,7 +174,7 @@ fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::
 }
 
 /// The training examples of `training.split` and the held-out ones of the validation split.
-fn examples(ctx: &Context, training: &RerankerTraining) -> anyhow::Result<(Vec<RerankExample>, Vec<RerankExample>)> {
+pub(super) fn examples(ctx: &Context, training: &RerankerTraining) -> anyhow::Result<(Vec<RerankExample>, Vec<RerankExample>)> {
     let corpus = ctx.corpus;
     let mut queries = super::training::sample(corpus.eval_queries(Some(&training.split)), training.train_queries, training.schedule.seed);
     let n_train = queries.len();
