@@ -51,8 +51,8 @@ pub struct TrainConfig {
     pub hard_negatives: bool,
     /// With the encoder fine-tuned, a step runs it over at most this many word pieces of its document:
     /// the batch's positives, then the units nearest its queries by the frozen vectors (`crate::window`).
-    /// The dense control scores that window alone; SproutRAG's SLLM still reads the whole document, its
-    /// other units by their frozen vectors, with no gradient. `None`: every unit (the whole-document step).
+    /// Both SproutRAG's SLLM and the dense control still score the whole document, its other units by their
+    /// frozen vectors, with no gradient. `None`: every unit (the whole-document step).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step_tokens: Option<usize>,
     /// With the encoder fine-tuned, its embeddings and first this many transformer blocks keep their
@@ -64,6 +64,11 @@ pub struct TrainConfig {
     /// learning curve; samples of one seed are nested). `None`: every query of the split.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub train_queries: Option<usize>,
+    /// Each training runs at least this many steps (more epochs than `schedule.epochs` on a small split):
+    /// what the control of a trainer with such a floor reads (SmartChunk's planner's `min_steps`). `None`:
+    /// `schedule.epochs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_steps: Option<usize>,
 }
 
 impl Default for TrainConfig {
@@ -87,6 +92,7 @@ impl Default for TrainConfig {
             step_tokens: None,
             frozen_layers: None,
             train_queries: None,
+            min_steps: None,
         }
     }
 }
@@ -118,7 +124,16 @@ impl TrainConfig {
         if !(self.tau > 0.0) {
             return Err(format!("training.tau must be positive, got {}", self.tau));
         }
+        if self.min_steps.is_some() && self.schedule.devices.is_some() {
+            return Err("training.min_steps is read by arbor's own loop, not by the Learner over schedule.devices: set one".into());
+        }
         Ok(())
+    }
+
+    /// The schedule over `per_epoch` steps an epoch: `schedule.epochs`, or more to reach `min_steps`.
+    pub fn schedule_over(&self, per_epoch: usize) -> Schedule {
+        let floor = self.min_steps.map_or(0, |m| m.div_ceil(per_epoch.max(1)));
+        Schedule { epochs: self.schedule.epochs.max(floor), ..self.schedule.clone() }
     }
 }
 
@@ -137,4 +152,20 @@ pub fn removed<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Removed>
 /// keys of earlier runs still hold.
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A floor of steps adds epochs on a small split and none on a large one.
+    #[test]
+    fn min_steps_adds_epochs_up_to_the_floor() {
+        let config = TrainConfig { min_steps: Some(300), schedule: Schedule { epochs: 3, ..Schedule::default() }, ..TrainConfig::default() };
+        assert_eq!(config.schedule_over(7).epochs, 43, "ceil(300 / 7)");
+        assert_eq!(config.schedule_over(500).epochs, 3);
+        assert_eq!(TrainConfig::default().schedule_over(1).epochs, TrainConfig::default().schedule.epochs);
+        let devices = TrainConfig { schedule: Schedule { devices: Some(vec![0, 0]), ..Schedule::default() }, ..config };
+        assert!(devices.check().unwrap_err().contains("min_steps"));
+    }
 }

@@ -64,8 +64,9 @@ pub fn train<B: AutodiffBackend>(
         return parallel::dense::fit(model, step_encoder, &how, 1, progress);
     }
     let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
+    let schedule = config.schedule_over(batches.per_epoch());
     let mut task = PlainRetrieval { config, corpus, train, holdout, batches, encoder: step_encoder };
-    Ok(skeleton::train(&mut task, model, &[group], &config.schedule, run_dir, progress)?.valid())
+    Ok(skeleton::train(&mut task, model, &[group], &schedule, run_dir, progress)?.valid())
 }
 
 /// The control of a finished run in `run_dir`, if it has finished.

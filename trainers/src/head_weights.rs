@@ -49,7 +49,8 @@ pub fn train<B: AutodiffBackend>(
     let model = HeadAggregator::<B>::new(layers, heads, init, &Default::default());
     let groups = [Group { name: "aggregation", lr: config.lr_aggregation, params: |grads, model| GradientsParams::from_module(grads, model) }];
     let mut task = HeadWeights { docs, holdout, planes: layers * heads, eps: config.eps, seed: config.schedule.seed };
-    Ok(skeleton::train(&mut task, model, &groups, &config.schedule, run_dir, progress)?.valid())
+    let schedule = config.schedule_over(Task::<B>::steps_per_epoch(&task));
+    Ok(skeleton::train(&mut task, model, &groups, &schedule, run_dir, progress)?.valid())
 }
 
 struct HeadWeights<'a> {

@@ -89,8 +89,9 @@ pub fn train<B: AutodiffBackend>(
         return parallel::sproutrag::fit(model, step_encoder, &data, max_tokens, 1, progress);
     }
     let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
+    let schedule = config.schedule_over(batches.per_epoch());
     let mut task = Joint { config, corpus, train, holdout, max_tokens, batches, encoder: step_encoder };
-    Ok(skeleton::train(&mut task, model, &groups, &config.schedule, run_dir, progress)?.valid())
+    Ok(skeleton::train(&mut task, model, &groups, &schedule, run_dir, progress)?.valid())
 }
 
 /// The model of a training run in `run_dir` that has finished, if it has (nothing is recomputed).

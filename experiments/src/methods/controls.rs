@@ -103,6 +103,26 @@ mod tests {
         assert!(again[1..].iter().all(|(_, of)| of == &[2, 3, 4]), "the exemplars control the dense row too");
     }
 
+    /// SmartChunk's planner: its control trains at the planner's rate, queries per step, seed and epochs,
+    /// with the planner's floor of steps, per phase of its strategy.
+    #[test]
+    fn the_planners_control_reads_the_planners_own_training() {
+        let planner = |strategy: &str| {
+            methods(&format!(
+                "SmartChunk((plan: Planner((training: (strategy: {strategy}, schedule: (epochs: 4, seed: 3), min_steps: 50, batch_size: 8, lr: 2e-3)))))"
+            ))
+        };
+        for (strategy, phases) in [("Stitch", 1), ("SftRl", 2)] {
+            let list = planner(strategy);
+            let Method::Dense(dense) = &matched(&list, &[ControlKind::Dense])[0].0 else { panic!("a dense control") };
+            let t = &dense.training;
+            assert_eq!((t.lr_new, t.batch_size, t.schedule.seed, t.freeze_encoder), (2e-3, 8, 3, true), "{strategy}");
+            assert_eq!((t.schedule.epochs, t.min_steps), (4 * phases, Some(50 * phases)), "{strategy}");
+            let label = Method::Dense(dense.clone()).label();
+            assert!(label.contains("at least"), "{label}");
+        }
+    }
+
     #[test]
     fn a_reranker_trained_on_a_sample_is_controlled_on_that_sample() {
         let list = methods("Flat, Rerank((over: Flat, training: (train_queries: Some(24), schedule: (epochs: 1, seed: 7), lr_encoder: 3e-5)))");

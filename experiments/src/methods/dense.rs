@@ -59,6 +59,7 @@ impl DenseConfig {
                 step_tokens: t.step_tokens,
                 frozen_layers: t.frozen_layers,
                 train_queries: t.train_queries,
+                min_steps: t.min_steps,
                 ..TrainConfig::default()
             },
             reranker: None,
@@ -91,7 +92,11 @@ impl MethodSpec for DenseConfig {
             }
             true => {
                 let devices = on_devices(t).map_or(String::new(), |d| format!(", {d}"));
-                format!("Dense, a linear map over the frozen encoder trained at {} by InfoNCE alone ({} epochs{devices})", t.lr_new, t.schedule.epochs)
+                let floor = t.min_steps.map_or(String::new(), |m| format!(", at least {m} steps, {} queries a step", t.batch_size));
+                format!(
+                    "Dense, a linear map over the frozen encoder trained at {} by InfoNCE alone ({} epochs{floor}{devices})",
+                    t.lr_new, t.schedule.epochs
+                )
             }
         }
     }

@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Built, Context, MethodSpec, QueryVectors, Trains};
 use arbor_trainers::config::TrainConfig;
+use arbor_trainers::schedule::Schedule;
 pub use plan::PlannerSettings;
 
 use crate::cache::key;
@@ -186,11 +187,22 @@ impl MethodSpec for SmartChunkConfig {
     }
 
     /// The compressor learns from the training documents' chunks and their summaries; the planner from the
-    /// training queries (its dense control: a map over the frozen encoder, on the planner's schedule).
+    /// training queries. Its dense control (a map over the frozen encoder) reads the planner's own
+    /// training: its queries, queries per step, rate, seed and schedule, and as many phases' epochs and
+    /// `min_steps` floors as the strategy runs (SFT then GRPO: two).
     fn trains(&self) -> Trains {
         match (&self.plan, &self.embed) {
             (PlanConfig::Planner(p), _) => {
-                Trains::Queries(TrainConfig { split: p.split.clone(), schedule: p.training.schedule.clone(), ..TrainConfig::default() })
+                let t = &p.training;
+                let phases = if t.strategy == arbor_trainers::planner::Strategy::SftRl { 2 } else { 1 };
+                Trains::Queries(TrainConfig {
+                    split: p.split.clone(),
+                    schedule: Schedule { epochs: t.schedule.epochs * phases, ..t.schedule.clone() },
+                    batch_size: t.batch_size,
+                    lr_new: t.lr,
+                    min_steps: Some(t.min_steps * phases),
+                    ..TrainConfig::default()
+                })
             }
             (_, ChunkEmbedding::Compress(c)) => Trains::Documents(c.split.clone()),
             _ => Trains::No,
