@@ -31,9 +31,9 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use crate::config::TrainConfig;
 use crate::data::{EpochBatches, TrainDoc, TrainQuery};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
+use crate::objective::{flat_on_held_out, retrieval_loss, validation_figures};
 use crate::parallel;
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
-use crate::sproutrag::{flat_on_held_out, retrieval_loss, validation_figures};
 use crate::window::window;
 
 /// Trains the control; `encoder`: the pretrained encoder when it is fine-tuned (else the frozen vectors

@@ -7,6 +7,7 @@
 //!   frozen or fine-tuned.
 //! - [`dense::train`]: the matched control of a trained method: plain dense retrieval on the same
 //!   queries, batches and epochs, InfoNCE alone.
+//! - [`objective`]: what those two share: L_ret and the held-out flat reading that chooses the epoch.
 //! - [`head_weights::train`]: the (layer, head) weights alone, on L_attn over fixed (token) attention.
 //! - [`compressor::train`]: SmartChunk's Chunk Compression Encoder on L_comp.
 //! - [`planner::train`]: SmartChunk's planner by SFT, GRPO, SFT + GRPO or STITCH (Table 5).
@@ -37,6 +38,7 @@ mod fixtures;
 pub mod head_weights;
 pub mod learner;
 pub mod logger;
+pub mod objective;
 pub mod parallel;
 pub mod planner;
 pub mod rerank_control;

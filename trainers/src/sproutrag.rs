@@ -18,14 +18,12 @@
 
 use std::path::Path;
 
+use arbor_datasets::Corpus;
 use arbor_datasets::span::gold_units;
-use arbor_datasets::{Corpus, DocSpan};
-use arbor_eval::Item;
-use arbor_eval::index::top_k;
-use arbor_eval::scoring::metrics::{Metrics, score_query};
+use arbor_eval::scoring::metrics::Metrics;
 use arbor_eval::structures::node_targets::{NodeTargets, leaf_weights, node_targets, parents};
 use arbor_eval::structures::tree::{Similarity, Tree};
-use arbor_losses::{attention_structure, info_nce, node_contrastive, vae_loss};
+use arbor_losses::{attention_structure, node_contrastive, vae_loss};
 use arbor_models::aggregator::AggregationInit;
 use arbor_models::bert::Bert;
 use arbor_models::sproutrag::{SproutRagModel, SproutRagModelConfig};
@@ -37,6 +35,7 @@ use burn::tensor::{Bool, Tensor, TensorData};
 use crate::config::TrainConfig;
 use crate::data::{EpochBatches, TrainDoc, TrainQuery};
 use crate::encoder::{FineTune, StepEncoder, Vectors, index};
+use crate::objective::{flat_on_held_out, retrieval_loss, validation_figures};
 use crate::parallel;
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
 use crate::window::window;
@@ -174,11 +173,6 @@ pub(crate) fn held_out_figures<B: Backend>(
     validation_figures(&evaluate(model, &Vectors::validation(encoder, model.encoder.as_ref()), corpus, holdout))
 }
 
-/// What a trainer logs of its held-out metrics, and chooses its epoch by (`eval/ie_mean`).
-pub(crate) fn validation_figures(m: &Metrics) -> Vec<(&'static str, f64)> {
-    vec![("eval/ie_mean", m.ie_mean), ("eval/hit@1", m.hit[0]), ("eval/hit@5", m.hit[2])]
-}
-
 /// The loss terms of one batch, by name: InfoNCE, lambda * L_attn, and the VAE's CE and beta * KL.
 pub(crate) fn losses<B: Backend>(
     model: &SproutRagModel<B>,
@@ -277,20 +271,6 @@ fn node_loss<B: Backend>(
     Some(node_contrastive(eq.select(0, index(&kept, &device)), weights.matmul(units), index(&positive, &device), candidates, tau))
 }
 
-/// L_ret: InfoNCE between the batch's query embeddings and their positive units, the batch's other
-/// positives as negatives, and (with `hard_negatives`) every other unit of the document too.
-///
-/// # Shapes
-/// - `units`: `[n, d]`, `queries`: `[b, d]`, `positives`: b unit indices
-pub fn retrieval_loss<B: Backend>(units: Tensor<B, 2>, queries: Tensor<B, 2>, positives: &[usize], config: &TrainConfig) -> Tensor<B, 1> {
-    let device = units.device();
-    let n = units.dims()[0];
-    let ep = units.clone().select(0, index(positives, &device));
-    let others: Vec<usize> = (0..n).filter(|u| !positives.contains(u)).collect();
-    let hard = (config.hard_negatives && !others.is_empty()).then(|| units.select(0, index(&others, &device)));
-    info_nce(queries, ep, hard, config.tau)
-}
-
 /// Flat retrieval over the SLLM's unit embeddings of held-back documents, scored on their gold spans;
 /// `vectors`: the pooled vectors the model reads.
 pub fn evaluate<B: Backend>(model: &SproutRagModel<B>, vectors: &Vectors<B>, corpus: &Corpus, docs: &[TrainDoc]) -> Metrics {
@@ -302,31 +282,10 @@ pub fn evaluate<B: Backend>(model: &SproutRagModel<B>, vectors: &Vectors<B>, cor
     })
 }
 
-/// Flat retrieval of each held-back query among its document's units, top 10 by cosine, scored on its gold
-/// spans: `embed(doc)` gives the units' and the queries' embeddings, `[units, d]` and `[queries, d]`.
-pub fn flat_on_held_out<B: Backend>(corpus: &Corpus, docs: &[TrainDoc], embed: impl Fn(&TrainDoc) -> (Tensor<B, 2>, Tensor<B, 2>)) -> Metrics {
-    let mut per_query = Vec::new();
-    for doc in docs.iter().filter(|d| !d.queries.is_empty()) {
-        let n = doc.units.len();
-        let (units, eq) = embed(doc);
-        let dm = eq.dims()[1];
-        let units = units.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
-        let eq = eq.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
-        for (qi, q) in doc.queries.iter().enumerate() {
-            let qv = &eq[qi * dm..(qi + 1) * dm];
-            let scores = (0..n).map(|u| (u, arbor_eval::retrievers::beam::cosine(qv, &units[u * dm..(u + 1) * dm])));
-            let items: Vec<Item> = top_k(scores, 10).into_iter().map(|(u, s)| Item::unit(doc.units[u], s)).collect();
-            let gold_units: Vec<DocSpan> = doc.units.iter().filter(|u| q.gold.iter().any(|g| g.overlaps(u))).copied().collect();
-            per_query.push(score_query(corpus, &q.gold, &gold_units, &items));
-        }
-    }
-    Metrics::mean(&per_query)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arbor_datasets::Span;
+    use arbor_datasets::{DocSpan, Span};
     use arbor_models::DefaultBackend;
     use burn::backend::Autodiff;
 

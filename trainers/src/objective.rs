@@ -1,0 +1,60 @@
+//! The objective every query-trained trainer shares, so that a method and its matched control are scored
+//! by one piece of code: L_ret, InfoNCE between a batch's queries and their positive units (SproutRAG's
+//! contrastive retrieval term; the batch's other positives and, with `hard_negatives`, every other unit
+//! of the document as negatives), and the held-out reading that chooses each trainer's epoch: flat retrieval
+//! of every validation query among its document's units, scored on its gold spans (arbor_eval's
+//! character IE), logged as `eval/ie_mean`, `eval/hit@1` and `eval/hit@5`. SproutRAG's joint training
+//! ([`crate::sproutrag`]), the dense control ([`crate::dense`]) and their data-parallel steps
+//! ([`crate::parallel`]) import it from here.
+
+use arbor_datasets::{Corpus, DocSpan};
+use arbor_eval::Item;
+use arbor_eval::index::top_k;
+use arbor_eval::scoring::metrics::{Metrics, score_query};
+use arbor_losses::info_nce;
+use burn::tensor::Tensor;
+use burn::tensor::backend::Backend;
+
+use crate::config::TrainConfig;
+use crate::data::TrainDoc;
+use crate::encoder::index;
+
+/// What a trainer logs of its held-out metrics, and chooses its epoch by (`eval/ie_mean`).
+pub fn validation_figures(m: &Metrics) -> Vec<(&'static str, f64)> {
+    vec![("eval/ie_mean", m.ie_mean), ("eval/hit@1", m.hit[0]), ("eval/hit@5", m.hit[2])]
+}
+
+/// L_ret: InfoNCE between the batch's query embeddings and their positive units, the batch's other
+/// positives as negatives, and (with `hard_negatives`) every other unit of the document too.
+///
+/// # Shapes
+/// - `units`: `[n, d]`, `queries`: `[b, d]`, `positives`: b unit indices
+pub fn retrieval_loss<B: Backend>(units: Tensor<B, 2>, queries: Tensor<B, 2>, positives: &[usize], config: &TrainConfig) -> Tensor<B, 1> {
+    let device = units.device();
+    let n = units.dims()[0];
+    let ep = units.clone().select(0, index(positives, &device));
+    let others: Vec<usize> = (0..n).filter(|u| !positives.contains(u)).collect();
+    let hard = (config.hard_negatives && !others.is_empty()).then(|| units.select(0, index(&others, &device)));
+    info_nce(queries, ep, hard, config.tau)
+}
+
+/// Flat retrieval of each held-back query among its document's units, top 10 by cosine, scored on its gold
+/// spans: `embed(doc)` gives the units' and the queries' embeddings, `[units, d]` and `[queries, d]`.
+pub fn flat_on_held_out<B: Backend>(corpus: &Corpus, docs: &[TrainDoc], embed: impl Fn(&TrainDoc) -> (Tensor<B, 2>, Tensor<B, 2>)) -> Metrics {
+    let mut per_query = Vec::new();
+    for doc in docs.iter().filter(|d| !d.queries.is_empty()) {
+        let n = doc.units.len();
+        let (units, eq) = embed(doc);
+        let dm = eq.dims()[1];
+        let units = units.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
+        let eq = eq.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
+        for (qi, q) in doc.queries.iter().enumerate() {
+            let qv = &eq[qi * dm..(qi + 1) * dm];
+            let scores = (0..n).map(|u| (u, arbor_eval::retrievers::beam::cosine(qv, &units[u * dm..(u + 1) * dm])));
+            let items: Vec<Item> = top_k(scores, 10).into_iter().map(|(u, s)| Item::unit(doc.units[u], s)).collect();
+            let gold_units: Vec<DocSpan> = doc.units.iter().filter(|u| q.gold.iter().any(|g| g.overlaps(u))).copied().collect();
+            per_query.push(score_query(corpus, &q.gold, &gold_units, &items));
+        }
+    }
+    Metrics::mean(&per_query)
+}
