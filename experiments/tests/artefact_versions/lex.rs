@@ -168,6 +168,35 @@ pub fn without_tests(tokens: Vec<Token>) -> Vec<Token> {
     out
 }
 
+/// `tokens` split into its `use` declarations (each from `use` to its `;`, a `pub` or `pub(..)` before it
+/// dropped) and the rest, in order: imports are a set (rustfmt sorts them; their order means nothing),
+/// the rest is code, whose order does.
+pub fn split_uses(tokens: Vec<Token>) -> (Vec<Vec<Token>>, Vec<Token>) {
+    let (mut uses, mut rest): (Vec<Vec<Token>>, Vec<Token>) = (Vec::new(), Vec::with_capacity(tokens.len()));
+    let mut i = 0;
+    while i < tokens.len() {
+        if !tokens[i].is("use") {
+            rest.push(tokens[i].clone());
+            i += 1;
+            continue;
+        }
+        // A visibility just before: `pub`, or `pub ( .. )`.
+        if rest.last().is_some_and(|t| t.is(")"))
+            && let Some(open) = rest.iter().rposition(|t| t.is("("))
+        {
+            if open > 0 && rest[open - 1].is("pub") {
+                rest.truncate(open - 1);
+            }
+        } else if rest.last().is_some_and(|t| t.is("pub")) {
+            rest.pop();
+        }
+        let end = (i..tokens.len()).find(|&j| tokens[j].is(";")).map_or(tokens.len(), |j| j + 1);
+        uses.push(tokens[i..end].to_vec());
+        i = end;
+    }
+    (uses, rest)
+}
+
 /// The tokens as one string: a space only between two words, so that formatting never counts.
 pub fn text(tokens: &[Token]) -> String {
     let mut out = String::new();
@@ -198,6 +227,13 @@ mod tests {
         assert_eq!(a, "fn f()->u32{g(1,2)}");
         assert_ne!(text(&tokens(r#"f("a{")"#)), text(&tokens(r#"f("a}")"#)));
         assert_eq!(text(&tokens(r##"let s = r#"x " y"#; let c = '}'; let l: &'a str;"##)), r##"let s=r#"x " y"#;let c='}';let l:&'a str;"##);
+    }
+
+    #[test]
+    fn imports_are_taken_out_whatever_their_visibility() {
+        let (uses, rest) = split_uses(tokens("use a::b;\npub use c::{d, e};\npub(crate) use f::g;\nfn h() { use i::j; k() }"));
+        assert_eq!(uses.iter().map(|u| text(u)).collect::<Vec<_>>(), ["use a::b;", "use c::{d,e};", "use f::g;", "use i::j;"]);
+        assert_eq!(text(&rest), "fn h(){k()}");
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! Every kind of cached artefact carries the version of the code that makes it (`cache::Artefact`), part
 //! of its folder's key: artefacts made by older code are never read back. This test holds those versions
 //! to the code. A kind's code is every file its roots (`Artefact::sources`) reach (reach.rs: every path
-//! the code names, followed through the workspace's crates), and its digest is those files' paths and
-//! their code in order (lex.rs: comments, formatting and `#[cfg(test)]` items left out; nothing sorted,
-//! so a moved statement or a swapped branch counts). It compares them with
+//! the code names, followed through the workspace's crates), and its digest is those files' paths, their
+//! imports as a set (rustfmt sorts them) and their code in order (lex.rs: comments, formatting and
+//! `#[cfg(test)]` items left out; nothing else sorted, so a moved statement or a swapped branch counts).
+//! It compares them with
 //! `experiments/artefact-versions.txt`:
 //!
 //! - the code changed under the same version: fails, asking for the version to be bumped;
@@ -26,18 +27,23 @@ fn workspace() -> PathBuf {
 
 const LOCK: &str = "experiments/artefact-versions.txt";
 
-/// The lock's first line names the digest it holds: a lock written by an older digest (sorted statements
-/// of hand-listed files) is re-recorded once under the same versions by ARBOR_BLESS (never lower ones).
-const DIGEST: &str = "# digest 2: every file the roots reach, its code in order";
+/// The lock's first line names the digest it holds: a lock written by an older digest (2: imports in
+/// order; 1: sorted statements of hand-listed files) is re-recorded once under the same versions by
+/// ARBOR_BLESS (never lower ones).
+const DIGEST: &str = "# digest 3: every file the roots reach, its imports as a set, its code in order";
 
 /// The digest of the code `kind` reaches in the workspace at `root`.
 fn digest(kind: Artefact, root: &Path) -> String {
     let files = reach::reach(&kind.sources(), root);
-    let code: Vec<(String, String)> = files
+    let code: Vec<(String, Vec<String>, String)> = files
         .iter()
         .map(|f| {
             let text = std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-            (f.to_string_lossy().replace('\\', "/"), lex::text(&lex::without_tests(lex::tokens(&text))))
+            let (uses, rest) = lex::split_uses(lex::without_tests(lex::tokens(&text)));
+            let mut imports: Vec<String> = uses.iter().flat_map(|u| reach::imported(u)).collect();
+            imports.sort();
+            imports.dedup();
+            (f.to_string_lossy().replace('\\', "/"), imports, lex::text(&rest))
         })
         .collect();
     key(&code)
@@ -146,6 +152,8 @@ fn reordered_code_and_code_reached_through_other_crates_change_the_digest() {
     let after = scratch();
     edit(after.path(), "trainers/src/window.rs", "    let mut used = 0;\n", "    // the tokens kept so far\n    let mut used =\n        0;\n");
     edit(after.path(), reach::VERSIONS, "Artefact::Raptor => ", "Artefact::Raptor => 1 + ");
+    // Imports in another order (rustfmt's sorting) do not count either.
+    edit(after.path(), "trainers/src/window.rs", "use crate::data::{TrainDoc, TrainQuery};", "use crate::data::{TrainQuery, TrainDoc};");
     assert_eq!(digest(Artefact::Dense, before.path()), digest(Artefact::Dense, after.path()));
 }
 

@@ -72,6 +72,11 @@ impl Module {
     }
 }
 
+/// The paths one `use` declaration imports, each as `a::b::c` (its tree expanded).
+pub fn imported(declaration: &[Token]) -> Vec<String> {
+    paths(declaration).into_iter().map(|p| p.join("::")).collect()
+}
+
 /// Every path of `tokens`: `use` trees expanded (`use a::{b, c::d}` is `a::b` and `a::c::d`), and every
 /// chain `x::y::z` elsewhere.
 fn paths(tokens: &[Token]) -> Vec<Vec<String>> {
