@@ -103,6 +103,46 @@ mod tests {
         assert!(again[1..].iter().all(|(_, of)| of == &[2, 3, 4]), "the exemplars control the dense row too");
     }
 
+    /// SproutRAG's joint training and its dense control: over the same training documents, both configs
+    /// give the same batches in every epoch, the same schedule over them (epochs, warmup, floor of steps),
+    /// and the same optimiser settings and window rule; only the method's own terms differ.
+    #[test]
+    fn sproutrags_control_takes_the_methods_batches_schedule_and_optimiser() {
+        use arbor_datasets::{DocSpan, Span};
+        use arbor_trainers::data::{TrainDoc, TrainQuery, epoch_batches};
+        let query = |positive: usize| TrainQuery { pooled: vec![], ids: vec![], positive, gold: vec![] };
+        let docs: Vec<TrainDoc> = (0..5)
+            .map(|d| TrainDoc {
+                units: (0..4).map(|u| DocSpan { doc: d, span: Span::new(u, u + 1) }).collect(),
+                pooled: vec![],
+                ids: vec![],
+                pairs: vec![],
+                tokens: vec![],
+                queries: (0..3 + d).map(|q| query(q % 4)).collect(),
+            })
+            .collect();
+        let row = "SproutRag((attention: Sllm, training: Some((schedule: (epochs: 3, seed: 11, warmup_fraction: 0.2, weight_decay: 0.02, \
+                   grad_clip: 0.5), batch_size: 2, freeze_encoder: false, lr_encoder: 3e-5, lr_new: 2e-3, tau: 0.07, step_tokens: Some(512), \
+                   frozen_layers: Some(2), hard_negatives: false, train_queries: Some(9), lambda: 0.3))))";
+        let list = methods(&format!("Flat, {row}"));
+        let Trains::Queries(method) = list[1].spec().trains() else { panic!("trained on queries") };
+        let Method::Dense(dense) = &matched(&list, &[ControlKind::Dense])[0].0 else { panic!("a dense control") };
+        let control = &dense.training;
+        for epoch in 0..3 {
+            assert_eq!(
+                epoch_batches(&docs, control.batch_size, control.schedule.seed, epoch),
+                epoch_batches(&docs, method.batch_size, method.schedule.seed, epoch),
+                "epoch {epoch}"
+            );
+        }
+        assert_eq!(control.schedule_over(7), method.schedule_over(7), "epochs, warmup, decay, clipping");
+        let optimiser = |t: &arbor_trainers::config::TrainConfig| (t.lr_encoder, t.lr_new, t.tau, t.freeze_encoder, t.frozen_layers);
+        assert_eq!(optimiser(control), optimiser(&method));
+        let data = |t: &arbor_trainers::config::TrainConfig| (t.split.clone(), t.train_queries, t.step_tokens, t.hard_negatives, t.min_steps);
+        assert_eq!(data(control), data(&method));
+        assert_eq!((control.lambda, method.lambda), (0.1, 0.3), "the method's own terms are not the control's");
+    }
+
     /// SmartChunk's planner: its control trains at the planner's rate, queries per step, seed and epochs,
     /// with the planner's floor of steps, per phase of its strategy.
     #[test]
