@@ -1,6 +1,6 @@
 //! The objective every query-trained trainer shares, so that a method and its matched control are scored
-//! by one piece of code: L_ret, InfoNCE between a batch's queries and their positive units (SproutRAG's
-//! contrastive retrieval term; the batch's other positives and, with `hard_negatives`, every other unit
+//! by one piece of code: L_ret, InfoNCE between a batch's queries and their positive units (SproutRAG,
+//! Section 4's L_ret; the batch's other positives and, with `hard_negatives`, every other unit
 //! of the document as negatives), and the held-out reading that chooses each trainer's epoch: flat retrieval
 //! of every validation query among its document's units, scored on its gold spans (arbor_eval's
 //! character IE), logged as `eval/ie_mean`, `eval/hit@1` and `eval/hit@5`. SproutRAG's joint training
