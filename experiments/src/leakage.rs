@@ -29,6 +29,7 @@ use crate::validation::VALIDATION;
 /// documents ranked for the scored queries) holds; `trains`: models may be trained in this run.
 pub fn check(exp: &Experiment, rows: &[Method], corpus: &Corpus, evaluated: &[usize], trains: bool) -> anyhow::Result<()> {
     let evaluated: HashSet<usize> = evaluated.iter().copied().collect();
+    let scored = corpus.eval_queries(exp.data.split.as_deref());
     for method in rows {
         let spec = method.spec();
         let label = spec.label();
@@ -43,9 +44,8 @@ pub fn check(exp: &Experiment, rows: &[Method], corpus: &Corpus, evaluated: &[us
             if !reads_now {
                 continue;
             }
-            let scored = corpus.eval_queries(exp.data.split.as_deref()).iter().any(|q| q.split.as_deref() == Some(split.as_str()));
             match exp.data.split.as_deref() {
-                _ if !scored => {}
+                _ if !scored.iter().any(|q| q.split.as_deref() == Some(split.as_str())) => {}
                 None => bail!(
                     "data.split is None: every query is scored, those of split {split:?} included, which {label:?} reads \
                      ({field}): score a split it never reads (data.split: Some(\"test\"))"
@@ -55,15 +55,14 @@ pub fn check(exp: &Experiment, rows: &[Method], corpus: &Corpus, evaluated: &[us
                 }
                 _ => {}
             }
-            for d in read_documents(corpus, &split)? {
-                if evaluated.contains(&d) {
-                    let n = read_documents(corpus, &split)?.iter().filter(|d| evaluated.contains(d)).count();
-                    bail!(
-                        "{label:?} reads {n} document(s) of split {split:?} ({field}) that the evaluated queries rank, e.g. {:?}: \
-                         a document is either trained on or scored",
-                        corpus.documents[d].id
-                    );
-                }
+            let both: Vec<usize> = read_documents(corpus, &split)?.into_iter().filter(|d| evaluated.contains(d)).collect();
+            if let Some(&d) = both.first() {
+                bail!(
+                    "{label:?} reads {} document(s) of split {split:?} ({field}) that the evaluated queries rank, e.g. {:?}: \
+                     a document is either trained on or scored",
+                    both.len(),
+                    corpus.documents[d].id
+                );
             }
         }
     }

@@ -14,9 +14,19 @@ use crate::source_state;
 /// names another was made by other code.
 pub const SOURCES: &str = env!("ARBOR_SOURCES");
 
+/// A checkout as a run finds it.
+pub struct Checkout {
+    /// Uncommitted changes now.
+    pub dirty: bool,
+    /// It holds other sources than the binary was built from.
+    pub stale: bool,
+    /// What the report keeps.
+    pub sentence: String,
+}
+
 /// The checkout at `root` against what the binary was built from (`sources`, `commit`): `None` when
-/// `root` is not a git checkout of arbor; else whether it is dirty now, and the sentence the report keeps.
-pub fn checkout(root: &Path, sources: &str, commit: &str) -> Option<(bool, String)> {
+/// `root` is not a git checkout of arbor.
+pub fn checkout(root: &Path, sources: &str, commit: &str) -> Option<Checkout> {
     if !root.join("experiments").join("build.rs").is_file() {
         return None;
     }
@@ -24,9 +34,10 @@ pub fn checkout(root: &Path, sources: &str, commit: &str) -> Option<(bool, Strin
     let dirty = source_state::dirty(root)?;
     let now = source_state::source_digest(root);
     let state = if dirty { "with uncommitted changes" } else { "clean" };
-    let sentence = if now == sources && head == commit {
+    let stale = now != sources;
+    let sentence = if !stale && head == commit {
         format!("{} at commit `{head}`, {state}, holds the sources this binary was built from", root.display())
-    } else if now == sources {
+    } else if !stale {
         format!("{} is now at commit `{head}` ({state}), whose sources are those this binary was built from", root.display())
     } else {
         format!(
@@ -35,27 +46,27 @@ pub fn checkout(root: &Path, sources: &str, commit: &str) -> Option<(bool, Strin
             root.display()
         )
     };
-    Some((dirty, sentence))
+    Some(Checkout { dirty, stale, sentence })
 }
 
 /// This process's provenance, the checkout looked at when the binary runs beside it.
 pub fn current() -> Provenance {
     let (commit, built_dirty) = (env!("ARBOR_COMMIT"), env!("ARBOR_DIRTY") != "false");
     let found = checkout(Path::new(env!("ARBOR_WORKSPACE")), SOURCES, commit);
-    if let Some((_, sentence)) = found.as_ref().filter(|(_, s)| s.starts_with("**")) {
-        eprintln!("warning: {}", sentence.replace("**", ""));
+    if let Some(c) = found.as_ref().filter(|c| c.stale) {
+        eprintln!("warning: {}", c.sentence.replace("**", ""));
     }
     Provenance {
         version: env!("CARGO_PKG_VERSION").into(),
         commit: commit.into(),
-        dirty: found.as_ref().map_or(built_dirty, |(d, _)| *d),
+        dirty: found.as_ref().map_or(built_dirty, |c| c.dirty),
         source_digest: SOURCES.into(),
         cargo_lock: env!("ARBOR_CARGO_LOCK").into(),
         command: std::env::args().collect(),
         backend: arbor_models::backend::NAME.into(),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         started: crate::run::utc_stamp(std::time::SystemTime::now()),
-        checkout: found.map(|(_, s)| s),
+        checkout: found.map(|c| c.sentence),
     }
 }
 
@@ -92,16 +103,20 @@ mod tests {
         git(&["-c", "user.email=a@b", "-c", "user.name=a", "add", "-A"]);
         git(&["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"]);
         let (commit, sources) = (git(&["rev-parse", "HEAD"]), source_state::source_digest(root));
-        let (dirty, sentence) = checkout(root, &sources, &commit).unwrap();
-        assert!(!dirty && sentence.contains("holds the sources"), "{sentence}");
+        let c = checkout(root, &sources, &commit).unwrap();
+        assert!(!c.dirty && !c.stale && c.sentence.contains("holds the sources"), "{}", c.sentence);
         write("runs/quickstart/report.md", "output");
-        assert!(!checkout(root, &sources, &commit).unwrap().0, "an output folder is not a change");
+        assert!(!checkout(root, &sources, &commit).unwrap().dirty, "an output folder is not a change");
         write("experiments/quickstart.ron", "Experiment(name: \"changed\")");
-        let (dirty, sentence) = checkout(root, &sources, &commit).unwrap();
-        assert!(dirty && sentence.contains("holds the sources"), "an edited experiment file is a change, not other code: {sentence}");
+        let c = checkout(root, &sources, &commit).unwrap();
+        assert!(
+            c.dirty && !c.stale && c.sentence.contains("holds the sources"),
+            "an edited experiment file is a change, not other code: {}",
+            c.sentence
+        );
         write("store/src/lib.rs", "pub fn g() {}");
-        let (_, sentence) = checkout(root, &sources, &commit).unwrap();
-        assert!(sentence.contains("now holds other sources"), "{sentence}");
+        let c = checkout(root, &sources, &commit).unwrap();
+        assert!(c.stale && c.sentence.contains("now holds other sources"), "{}", c.sentence);
         assert!(checkout(&root.join("runs"), &sources, &commit).is_none(), "not a checkout");
     }
 }

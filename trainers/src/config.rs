@@ -132,8 +132,7 @@ impl TrainConfig {
 
     /// The schedule over `per_epoch` steps an epoch: `schedule.epochs`, or more to reach `min_steps`.
     pub fn schedule_over(&self, per_epoch: usize) -> Schedule {
-        let floor = self.min_steps.map_or(0, |m| m.div_ceil(per_epoch.max(1)));
-        Schedule { epochs: self.schedule.epochs.max(floor), ..self.schedule.clone() }
+        self.schedule.at_least(self.min_steps.unwrap_or(0), per_epoch)
     }
 }
 

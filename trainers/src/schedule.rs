@@ -81,6 +81,12 @@ impl Default for Schedule {
 pub const MOVED: [&str; 7] = ["epochs", "seed", "warmup_fraction", "weight_decay", "grad_clip", "checkpoint_every", "patience"];
 
 impl Schedule {
+    /// This schedule over `per_epoch` steps an epoch with a floor of `min_steps` steps: `epochs`, or more
+    /// to reach the floor (a small training split; SmartChunk's planner and its control read it).
+    pub fn at_least(&self, min_steps: usize, per_epoch: usize) -> Schedule {
+        Schedule { epochs: self.epochs.max(min_steps.div_ceil(per_epoch.max(1))), ..self.clone() }
+    }
+
     /// Rejects settings that cannot run, naming the field.
     pub fn check(&self) -> Result<(), String> {
         if self.epochs == 0 || self.checkpoint_every == 0 {

@@ -44,8 +44,8 @@ pub struct RerankConfig {
     pub candidates: usize,
     #[serde(default)]
     pub training: RerankerTraining,
-    /// Replaced by the matched control built from the reranker's own training ([`RerankConfig::control`]):
-    /// kept only to say so when an old experiment file sets it.
+    /// Replaced by the matched control built from the reranker's own training
+    /// ([`MethodSpec::dense_control`]): kept only to say so when an old experiment file sets it.
     #[serde(default, deserialize_with = "arbor_trainers::config::removed", skip_serializing)]
     pub control: Option<Removed>,
 }

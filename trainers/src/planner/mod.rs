@@ -120,8 +120,13 @@ impl Default for PlannerTraining {
 impl PlannerTraining {
     /// The schedule of a phase over `examples` queries: `schedule.epochs`, or more to reach `min_steps`.
     fn phase(&self, examples: usize) -> Schedule {
-        let epochs = self.schedule.epochs.max(self.min_steps.div_ceil(examples.div_ceil(self.batch_size).max(1)));
-        Schedule { epochs, ..self.schedule.clone() }
+        self.schedule.at_least(self.min_steps, examples.div_ceil(self.batch_size))
+    }
+
+    /// How many phases its strategy trains, each with its own epochs and floor of steps: SFT then GRPO
+    /// two, every other strategy one.
+    pub fn phases(&self) -> usize {
+        if self.strategy == Strategy::SftRl { 2 } else { 1 }
     }
 }
 

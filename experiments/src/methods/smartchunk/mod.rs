@@ -194,7 +194,7 @@ impl MethodSpec for SmartChunkConfig {
         match (&self.plan, &self.embed) {
             (PlanConfig::Planner(p), _) => {
                 let t = &p.training;
-                let phases = if t.strategy == arbor_trainers::planner::Strategy::SftRl { 2 } else { 1 };
+                let phases = t.phases();
                 Trains::Queries(TrainConfig {
                     split: p.split.clone(),
                     schedule: Schedule { epochs: t.schedule.epochs * phases, ..t.schedule.clone() },
