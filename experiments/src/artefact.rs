@@ -92,7 +92,8 @@ impl Artefact {
             // 7: `training.min_steps`, the planner's control reading the planner's own training
             // 8: the shared objective (L_ret, the held-out reading) moved into trainers' objective.rs
             // 9: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
-            Artefact::Raptor => 9,
+            // 10: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
+            Artefact::Raptor => 10,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -102,7 +103,8 @@ impl Artefact {
             // 10: `training.min_steps`, the planner's control reading the planner's own training
             // 11: the shared objective (L_ret, the held-out reading) moved into trainers' objective.rs
             // 12: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
-            Artefact::Trees => 12,
+            // 13: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
+            Artefact::Trees => 13,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -112,14 +114,16 @@ impl Artefact {
             // 7: `training.min_steps`, the planner's control reading the planner's own training
             // 8: the shared objective (L_ret, the held-out reading) moved into trainers' objective.rs
             // 9: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
-            Artefact::HeadWeights => 9,
+            // 10: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
+            Artefact::HeadWeights => 10,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
             // 8: `training.min_steps`, the planner's control reading the planner's own training
             // 9: the shared objective (L_ret, the held-out reading) moved into trainers' objective.rs
             // 10: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
-            Artefact::Reranker => 10,
+            // 11: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
+            Artefact::Reranker => 11,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -129,7 +133,8 @@ impl Artefact {
             // 12: `training.min_steps`, the planner's control reading the planner's own training
             // 13: the shared objective (L_ret, the held-out reading) moved into trainers' objective.rs
             // 14: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
-            Artefact::SproutRag => 14,
+            // 15: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
+            Artefact::SproutRag => 15,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -137,7 +142,8 @@ impl Artefact {
             // 11: `training.min_steps`, the planner's control reading the planner's own training
             // 12: the shared objective (L_ret, the held-out reading) moved into trainers' objective.rs
             // 13: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
-            Artefact::Compressor => 13,
+            // 14: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
+            Artefact::Compressor => 14,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -146,7 +152,8 @@ impl Artefact {
             // 12: `training.min_steps`, the planner's control reading the planner's own training
             // 13: the shared objective (L_ret, the held-out reading) moved into trainers' objective.rs
             // 14: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
-            Artefact::Dense => 14,
+            // 15: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
+            Artefact::Dense => 15,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -155,7 +162,8 @@ impl Artefact {
             // 12: `training.min_steps`, the planner's control reading the planner's own training
             // 13: the shared objective (L_ret, the held-out reading) moved into trainers' objective.rs
             // 14: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
-            Artefact::Planner => 14,
+            // 15: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
+            Artefact::Planner => 15,
         }
     }
 

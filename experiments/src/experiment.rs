@@ -193,14 +193,15 @@ impl Experiment {
         for m in &self.methods {
             m.spec().check()?;
         }
-        // A unit's header is read where the untrained encoder embeds units and BM25 indexes them, but every
-        // training tokenises the units' own text: the two would disagree about what a unit is.
-        if let (Some(_), Some(m)) =
-            (self.units.context, self.methods.iter().find(|m| matches!(m.spec().trains(), Trains::Queries(_) | Trains::Documents(_))))
-        {
+        // A unit's header is read where the untrained encoder embeds units and BM25 indexes them; a training
+        // that tokenises the units' own text would disagree with them about what a unit is. The dense
+        // trainer reads the header (`MethodSpec::trains_on_inputs`); the others are refused.
+        let reads_own_text = |m: &&Method| matches!(m.spec().trains(), Trains::Queries(_) | Trains::Documents(_)) && !m.spec().trains_on_inputs();
+        if let (Some(_), Some(m)) = (self.units.context, self.methods.iter().find(reads_own_text)) {
             bail!(
-                "units.context (a header read before each cut piece) is not read by trainings, which encode each unit's own \
-                 text; {:?} learns from the training split: leave units.context at None in an experiment with a trained method",
+                "units.context (a header read before each cut piece) is not read by this method's training, which encodes \
+                 each unit's own text; {:?} learns from the training split: leave units.context at None, or train Dense, \
+                 whose training reads the header",
                 m.spec().label()
             );
         }
@@ -336,9 +337,13 @@ mod tests {
         let with = |from: &str, to: &str| Experiment::parse(&GOOD.replace(from, to), Path::new("x.ron")).unwrap_err().to_string();
         assert!(with("methods:", "retrieval: (top_k: 0), methods:").contains("retrieval.top_k"));
         assert!(with("methods:", "units: (context: Some(0)), methods:").contains("units.context"));
-        let trained = "methods: [Dense((training: (schedule: (epochs: 1))))]";
+        let trained = "methods: [SproutRag((attention: Sllm, training: Some((schedule: (epochs: 1)))))]";
         let err = with("methods: [Flat, Bm25]", &format!("units: (context: Some(32)), {trained}"));
-        assert!(err.contains("units.context") && err.contains("Dense"), "{err}");
+        assert!(err.contains("units.context") && err.contains("SproutRAG"), "{err}");
+        let dense = "methods: [Dense((training: (schedule: (epochs: 1))))]";
+        assert!(
+            Experiment::parse(&GOOD.replace("methods: [Flat, Bm25]", &format!("units: (context: Some(32)), {dense}")), Path::new("x.ron")).is_ok()
+        );
         assert!(Experiment::parse(&GOOD.replace("methods:", "units: (context: Some(32)), methods:"), Path::new("x.ron")).is_ok());
         for fraction in ["0.0", "1.0", "1.5"] {
             let err = with(r#"split: Some("test")"#, &format!(r#"split: Some("test"), validation: Some((fraction: {fraction}, seed: 0))"#));

@@ -3,7 +3,8 @@
 //! inputs are tensors, outputs scalar tensors that autodiff can differentiate.
 //!
 //! - [`info_nce`]: L_ret, contrastive retrieval loss with in-batch (and optional hard) negatives
-//!   (SproutRAG, Section 4.1).
+//!   (SproutRAG, Section 4.1); [`info_nce_over`], the same over a candidate list with false negatives
+//!   left out (the corpus-wide negatives of arbor_trainers::negatives).
 //! - [`attention_structure`]: L_attn, pulls aggregated attention toward gold merge pairs (Section 4.2).
 //! - [`listwise_softmax`]: L_rank, the cross-encoder reranker's softmax over a query's positive and
 //!   negatives (the reranking stage of SproutRAG, Section 3).
@@ -28,7 +29,7 @@ mod vae;
 pub use attention::{attention_structure, attention_structure_at_pairs};
 pub use compression::compression_mse;
 pub use grpo::{Grpo, group_advantages, grpo_loss};
-pub use info_nce::info_nce;
+pub use info_nce::{info_nce, info_nce_over};
 pub use listwise::listwise_softmax;
 pub use node::node_contrastive;
 pub use reward::{PlanOutcome, Reward, RewardWeights, planner_reward};

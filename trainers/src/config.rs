@@ -7,6 +7,7 @@
 use arbor_datasets::merge_pairs::MergePairs;
 use serde::{Deserialize, Serialize};
 
+pub use crate::negatives::Negatives;
 pub use crate::schedule::Schedule;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,8 +48,20 @@ pub struct TrainConfig {
     /// The pairs L_attn pulls together: `SameParagraph` or `SameSection` (adjacent units), or `Evidence`
     /// (consecutive units sharing a gold snippet of a training query).
     pub merge_pairs: MergePairs,
-    /// Other units of the query's document are InfoNCE negatives besides the in-batch ones.
+    /// Other units of the query's document are InfoNCE negatives besides the in-batch ones (`negatives:
+    /// InDocument`).
     pub hard_negatives: bool,
+    /// Where negatives come from: `InDocument` (one document a step, its units the negatives) or
+    /// `Corpus((mine: Bm25 | Encoder | Random, per_query, skip, top, margin))`, batches across documents
+    /// with negatives mined from the whole training split ([`crate::negatives`]; the dense trainer reads it).
+    #[serde(default, skip_serializing_if = "Negatives::is_in_document")]
+    pub negatives: Negatives,
+    /// GradCache ([`crate::grad_cache`]): with corpus-wide negatives and the encoder fine-tuned, a step
+    /// embeds its queries and units this many at a time without a graph, takes the loss's gradient with
+    /// respect to those vectors, then replays each chunk with it: the plain step's gradient, in the memory
+    /// of one chunk, so `batch_size` is bounded by time, not memory. `None`: the plain step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grad_cache: Option<usize>,
     /// With the encoder fine-tuned, a step runs it over at most this many word pieces of its document:
     /// the batch's positives, then the units nearest its queries by the frozen vectors (`crate::window`).
     /// Both SproutRAG's SLLM and the dense control still score the whole document, its other units by their
@@ -89,6 +102,8 @@ impl Default for TrainConfig {
             eps: 1e-6,
             merge_pairs: MergePairs::SameParagraph,
             hard_negatives: true,
+            negatives: Negatives::InDocument,
+            grad_cache: None,
             step_tokens: None,
             frozen_layers: None,
             train_queries: None,
@@ -123,6 +138,21 @@ impl TrainConfig {
         }
         if !(self.tau > 0.0) {
             return Err(format!("training.tau must be positive, got {}", self.tau));
+        }
+        if let Some(corpus) = self.negatives.corpus() {
+            corpus.check()?;
+            if self.schedule.devices.is_some() {
+                return Err("training.negatives: Corpus runs on arbor's own loop, not on the Learner over schedule.devices: set one".into());
+            }
+        }
+        match self.grad_cache {
+            Some(0) => return Err("training.grad_cache: a chunk holds at least 1 input (or None: the plain step)".into()),
+            Some(_) if self.negatives.is_in_document() || self.freeze_encoder => {
+                return Err("training.grad_cache caches the fine-tuned encoder's step over a corpus-wide batch: it needs \
+                     negatives: Corpus(..) and freeze_encoder: false"
+                    .into());
+            }
+            _ => {}
         }
         if self.min_steps.is_some() && self.schedule.devices.is_some() {
             return Err("training.min_steps is read by arbor's own loop, not by the Learner over schedule.devices: set one".into());

@@ -9,6 +9,8 @@ use rand::seq::SliceRandom;
 /// A training query: its pooled vector, the unit that holds most of its gold text, and its gold spans.
 #[derive(Debug, Clone)]
 pub struct TrainQuery {
+    /// The question (what BM25 mining reads: [`crate::negatives`]).
+    pub text: String,
     pub pooled: Vec<f32>,
     /// The encoder's token ids of the query, when the encoder is fine-tuned (else empty).
     pub ids: Vec<u32>,
@@ -103,7 +105,7 @@ mod tests {
     use super::*;
 
     fn doc(queries: usize) -> TrainDoc {
-        let q = TrainQuery { pooled: vec![], ids: vec![], positive: 0, gold: vec![] };
+        let q = TrainQuery { text: String::new(), pooled: vec![], ids: vec![], positive: 0, gold: vec![] };
         TrainDoc { units: vec![], pooled: vec![], ids: vec![], pairs: vec![], tokens: vec![], queries: vec![q; queries] }
     }
 

@@ -15,6 +15,10 @@
 //! the method and its control see the same negatives, and at the pretrained weights the loss is the
 //! whole document's.
 //! With `frozen_layers`, the step's gradient reaches the encoder's upper blocks only ([`crate::encoder`]).
+//! With `negatives: Corpus(..)` ([`crate::negatives`]) a step draws its queries from every training
+//! document and scores them against the batch's positives and their mined negatives, false negatives
+//! left out (the field's fine-tuning: sentence-transformers' MultipleNegativesRankingLoss over mined hard
+//! negatives); the fine-tuned encoder then runs over those units only, no window.
 //! With `schedule.devices`, the fine-tuning runs on burn-train's Learner, data parallel over those
 //! devices ([`crate::parallel`]).
 
@@ -29,9 +33,11 @@ use burn::tensor::Tensor;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 
 use crate::config::TrainConfig;
-use crate::data::{EpochBatches, TrainDoc, TrainQuery};
+use crate::data::{EpochBatches, TrainDoc, TrainQuery, step_batch};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
-use crate::objective::{flat_on_held_out, retrieval_loss, validation_figures};
+use crate::grad_cache::{self, Side};
+use crate::negatives::{self, CorpusBatch, Mined};
+use crate::objective::{corpus_retrieval_loss, flat_on_held_out, retrieval_loss, validation_figures};
 use crate::parallel;
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
 use crate::window::window;
@@ -63,8 +69,25 @@ pub fn train<B: AutodiffBackend>(
         let how = parallel::Data { config, corpus, train, holdout, run_dir };
         return parallel::dense::fit(model, step_encoder, &how, 1, progress);
     }
-    let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
-    let schedule = config.schedule_over(batches.per_epoch());
+    let batches = match config.negatives.corpus() {
+        None => Batches::InDocument(EpochBatches::new(train, config.batch_size, config.schedule.seed)),
+        Some(how) => {
+            let mined = how.mine(corpus, train, config.schedule.seed);
+            negatives::record(run_dir, corpus, train, &mined, how)?;
+            let s = &mined.stats;
+            eprintln!(
+                "negatives: {:.1} a query from {:.1} documents ({:.0} % from other documents), {} candidates dropped as gold, {} by the margin, {} queries without",
+                s.negatives_per_query,
+                s.documents_per_query,
+                100.0 * s.from_other_documents,
+                s.dropped_as_gold,
+                s.dropped_by_margin,
+                s.queries_without
+            );
+            Batches::Corpus { queries: negatives::all_queries(train), mined, per_query: how.per_query }
+        }
+    };
+    let schedule = config.schedule_over(batches.per_epoch(config.batch_size));
     let mut task = PlainRetrieval { config, corpus, train, holdout, batches, encoder: step_encoder };
     Ok(skeleton::train(&mut task, model, &[group], &schedule, run_dir, progress)?.valid())
 }
@@ -74,12 +97,27 @@ pub fn finished<B: Backend>(dim: usize, encoder: Option<Bert<B>>, run_dir: &Path
     skeleton::finished(DenseModel::new(dim, encoder, &Default::default()), run_dir)
 }
 
+/// How a run's steps are drawn: one document's queries each, or queries from the whole split.
+enum Batches {
+    InDocument(EpochBatches),
+    Corpus { queries: Vec<(usize, usize)>, mined: Mined, per_query: usize },
+}
+
+impl Batches {
+    fn per_epoch(&self, batch_size: usize) -> usize {
+        match self {
+            Batches::InDocument(b) => b.per_epoch(),
+            Batches::Corpus { queries, .. } => queries.len().div_ceil(batch_size),
+        }
+    }
+}
+
 struct PlainRetrieval<'a> {
     config: &'a TrainConfig,
     corpus: &'a Corpus,
     train: &'a [TrainDoc],
     holdout: &'a [TrainDoc],
-    batches: EpochBatches,
+    batches: Batches,
     /// How a step runs the fine-tuned encoder (`None`: the adapter over frozen vectors).
     encoder: Option<StepEncoder>,
 }
@@ -88,13 +126,21 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
     type Model = DenseModel<B>;
 
     fn steps_per_epoch(&self) -> usize {
-        self.batches.per_epoch()
+        self.batches.per_epoch(self.config.batch_size)
     }
 
     fn step(&mut self, model: &DenseModel<B>, step: usize) -> anyhow::Result<Step<B>> {
-        let batch = self.batches.at(self.train, step);
-        let doc = &self.train[batch.doc];
         let vectors = Vectors::step(self.encoder.as_ref(), model.encoder.as_ref());
+        let batches = match &mut self.batches {
+            Batches::InDocument(batches) => batches,
+            Batches::Corpus { queries, mined, per_query } => {
+                let batch = corpus_batch(self.train, self.config, queries, mined, *per_query, step);
+                let loss = corpus_loss(model, &vectors, self.config, self.train, &batch, &Default::default());
+                return Ok(corpus_step(loss, &batch));
+            }
+        };
+        let batch = batches.at(self.train, step);
+        let doc = &self.train[batch.doc];
         let (loss, kept) = plain_loss(model, &vectors, self.config, doc, &batch.queries, &Default::default());
         Ok(Step {
             terms: vec![("loss/ret", loss)],
@@ -103,12 +149,69 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
         })
     }
 
+    fn cached_step(&mut self, model: &DenseModel<B>, step: usize, add: &mut dyn FnMut(B::Gradients)) -> Option<anyhow::Result<Step<B>>> {
+        let chunk = self.config.grad_cache?;
+        let (encoder, bert) = (self.encoder.as_ref()?, model.encoder.as_ref()?);
+        let Batches::Corpus { queries, mined, per_query } = &self.batches else { return None };
+        let batch = corpus_batch(self.train, self.config, queries, mined, *per_query, step);
+        let inner = model.valid();
+        let inner_bert = inner.encoder.as_ref().expect("a fine-tuned model's inner model has its encoder");
+        let (docs, device) = (self.train, Default::default());
+        let queries: Vec<&TrainQuery> = batch.queries.iter().map(|&(d, q)| &docs[d].queries[q]).collect();
+        let (queries, units, device) = (&queries, &batch.candidates, &device);
+        let sides = [
+            Side {
+                rows: queries.len(),
+                embed: Box::new(|r| model.embed(Vectors::Step(encoder, bert).queries(&queries[r], device))),
+                embed_inner: Box::new(|r| inner.embed(Vectors::Step(encoder, inner_bert).queries(&queries[r], device))),
+            },
+            Side {
+                rows: units.len(),
+                embed: Box::new(|r| model.embed(Vectors::Step(encoder, bert).units_across(docs, &units[r], device))),
+                embed_inner: Box::new(|r| inner.embed(Vectors::Step(encoder, inner_bert).units_across(docs, &units[r], device))),
+            },
+        ];
+        let loss = grad_cache::cached_step(
+            &sides,
+            chunk,
+            |reps| {
+                let [q, u]: [Tensor<B, 2>; 2] = reps.try_into().expect("two sides");
+                corpus_retrieval_loss(u, q, &batch, self.config)
+            },
+            add,
+        );
+        Some(Ok(corpus_step(loss, &batch)))
+    }
+
     fn evaluate(&self, model: &DenseModel<B::InnerBackend>) -> Vec<(&'static str, f64)> {
         held_out_figures(self.corpus, self.holdout, self.encoder.as_ref(), model)
     }
 
     fn select_by(&self) -> Option<SelectBy> {
         Some(SelectBy { figure: "eval/ie_mean", higher_is_better: true })
+    }
+}
+
+/// Step `step`'s batch when batches run across documents (`negatives: Corpus`): `batch_size` of the
+/// training `queries` in an order drawn by the seed each epoch, each with `per_query` of its mined negatives.
+fn corpus_batch(train: &[TrainDoc], config: &TrainConfig, queries: &[(usize, usize)], mined: &Mined, per_query: usize, step: usize) -> CorpusBatch {
+    let (seed, size) = (config.schedule.seed, config.batch_size);
+    let (epoch, _, items) = step_batch(queries.len(), size, seed, step);
+    CorpusBatch::new(train, mined, per_query, items.iter().map(|&i| queries[i]).collect(), seed, epoch)
+}
+
+/// A corpus-wide step's loss with what it logs: its candidates, the documents they came from, the
+/// (query, candidate) pairs left out as false negatives.
+fn corpus_step<B: Backend>(loss: Tensor<B, 1>, batch: &CorpusBatch) -> Step<B> {
+    let documents = batch.documents();
+    Step {
+        terms: vec![("loss/ret", loss)],
+        scalars: vec![
+            ("negatives/candidates", batch.candidates.len() as f64),
+            ("negatives/documents", documents as f64),
+            ("negatives/excluded", batch.excluded.len() as f64),
+        ],
+        context: format!("{} queries against {} units of {documents} documents", batch.queries.len(), batch.candidates.len()),
     }
 }
 
@@ -129,6 +232,21 @@ pub(crate) fn plain_loss<B: Backend>(
     let positives: Vec<usize> = queries.iter().map(|q| q.positive).collect();
     let (units, eq) = (model.embed(vectors.units_within(doc, &kept, device)), model.embed(vectors.queries(&queries, device)));
     (retrieval_loss(units, eq, &positives, config), kept.len())
+}
+
+/// L_ret of a corpus-wide batch ([`crate::negatives`]): its queries against its candidates, the fine-tuned
+/// encoder (or the map over frozen vectors) run over exactly those units.
+pub(crate) fn corpus_loss<B: Backend>(
+    model: &DenseModel<B>,
+    vectors: &Vectors<B>,
+    config: &TrainConfig,
+    docs: &[TrainDoc],
+    batch: &CorpusBatch,
+    device: &B::Device,
+) -> Tensor<B, 1> {
+    let queries: Vec<&TrainQuery> = batch.queries.iter().map(|&(d, q)| &docs[d].queries[q]).collect();
+    let units = model.embed(vectors.units_across(docs, &batch.candidates, device));
+    corpus_retrieval_loss(units, model.embed(vectors.queries(&queries, device)), batch, config)
 }
 
 /// Validation IE and hit@1, 5 of `model` on the `holdout` documents (none when there is none), its
@@ -162,13 +280,13 @@ mod tests {
     use arbor_models::DefaultBackend;
     use burn::backend::Autodiff;
 
-    /// Two documents of five units in 8-d: units 0-3 are the axes e0..e3, unit 4 is e7; query k asks for unit
-    /// k but its pooled vector is e_k + 2 e7, nearer unit 4: the corpus, the training and the held-out
-    /// document.
-    fn axis_docs() -> (Corpus, Vec<TrainDoc>, Vec<TrainDoc>) {
+    /// `n + 1` documents of five units in 8-d: units 0-3 are the axes e0..e3, unit 4 is e7; query k asks for
+    /// unit k but its pooled vector is e_k + 2 e7, nearer unit 4: the corpus, the `n` training documents
+    /// and the held-out one.
+    fn axis_docs_n(n: usize) -> (Corpus, Vec<TrainDoc>, Vec<TrainDoc>) {
         let text = "aaaa bbbb cccc dddd eeee";
         let corpus = Corpus::new(
-            (0..2).map(|i| Document { id: format!("d{i}"), title: String::new(), text: text.into(), sections: vec![], split: None }).collect(),
+            (0..=n).map(|i| Document { id: format!("d{i}"), title: String::new(), text: text.into(), sections: vec![], split: None }).collect(),
             vec![],
             Path::new("t"),
         )
@@ -179,11 +297,40 @@ mod tests {
             let pooled = vec![axis(0), axis(1), axis(2), axis(3), axis(7)];
             let query = |k: usize| {
                 let v: Vec<f32> = axis(k).iter().zip(axis(7)).map(|(a, b)| (a + 2.0 * b) / 5f32.sqrt()).collect();
-                TrainQuery { pooled: v, ids: vec![], positive: k, gold: vec![units[k]] }
+                TrainQuery { text: format!("q{k}"), pooled: v, ids: vec![], positive: k, gold: vec![units[k]] }
             };
             TrainDoc { units: units.clone(), pooled, ids: vec![], pairs: vec![], tokens: vec![], queries: (0..4).map(query).collect() }
         };
-        (corpus, vec![doc(0)], vec![doc(1)])
+        (corpus, (0..n).map(doc).collect(), vec![doc(n)])
+    }
+
+    fn axis_docs() -> (Corpus, Vec<TrainDoc>, Vec<TrainDoc>) {
+        axis_docs_n(1)
+    }
+
+    /// The same lesson with batches across three training documents and negatives mined by the frozen
+    /// encoder from all of them: the map learns it, the run records its negatives, and each step logs
+    /// how many documents its candidates came from.
+    #[test]
+    fn corpus_wide_negatives_teach_the_adapter_the_same_lesson() {
+        let (corpus, train_docs, holdout) = axis_docs_n(3);
+        let how = crate::negatives::CorpusNegatives { mine: crate::negatives::Mine::Encoder, per_query: 2, skip: 0, top: 4, margin: None };
+        let config = TrainConfig {
+            schedule: Schedule { epochs: 20, checkpoint_every: 1000, ..Schedule::default() },
+            batch_size: 4,
+            lr_new: 0.05,
+            negatives: crate::negatives::Negatives::Corpus(how),
+            ..TrainConfig::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let model = train::<Autodiff<DefaultBackend>>(&config, 8, None, &corpus, &train_docs, &holdout, dir.path(), &mut |_, _| {}).unwrap();
+        let hit1 = flat_on_held_out(&corpus, &holdout, |d| held_out(&model, &Vectors::Given, d, &Default::default())).hit[0];
+        assert_eq!(hit1, 100.0);
+        let negatives: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("negatives.json")).unwrap()).unwrap();
+        assert_eq!(negatives["stats"]["queries"], 12);
+        let log = std::fs::read_to_string(dir.path().join("log.jsonl")).unwrap();
+        let most = log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?["negatives/documents"].as_f64()).fold(0.0, f64::max);
+        assert!(most >= 2.0, "batches mix documents: {most}");
     }
 
     /// On [`axis_docs`] the map must learn to shrink e7, and validation hit@1 goes from 0 to 100.
@@ -247,7 +394,8 @@ mod tests {
             let config = TrainConfig { batch_size: 2, step_tokens, hard_negatives, frozen_layers, ..TrainConfig::default() };
             let batches = EpochBatches::new(&docs, 2, config.schedule.seed);
             let encoder = Some(StepEncoder::new(&tune, frozen_layers).unwrap());
-            let mut task = PlainRetrieval { config: &config, corpus: &corpus, train: &docs, holdout: &[], batches, encoder };
+            let mut task =
+                PlainRetrieval { config: &config, corpus: &corpus, train: &docs, holdout: &[], batches: Batches::InDocument(batches), encoder };
             let step = Task::<Autodiff<DefaultBackend>>::step(&mut task, &model, 0).unwrap();
             step.terms[0].1.clone().into_scalar()
         };
@@ -267,6 +415,79 @@ mod tests {
         }
     }
 
+    /// With the fine-tuned encoder, a corpus-wide batch whose candidates are every unit of the one
+    /// document gives the in-document whole-document loss (InfoNCE is blind to the candidates' order).
+    #[test]
+    fn a_corpus_batch_holding_the_document_gives_the_in_document_loss() {
+        let crate::fixtures::Lease { corpus, docs, tune, .. } = crate::fixtures::lease();
+        let device = Default::default();
+        let model = DenseModel::new(docs[0].pooled[0].len(), Some(tune.bert.clone()), &device);
+        let encoder = StepEncoder::new(&tune, None).unwrap();
+        let vectors = Vectors::step(Some(&encoder), model.encoder.as_ref());
+        let config = TrainConfig { batch_size: 2, ..TrainConfig::default() };
+        let (whole, _) = plain_loss(&model, &vectors, &config, &docs[0], &[0, 1], &device);
+        let n = docs[0].units.len();
+        let how = crate::negatives::CorpusNegatives { mine: crate::negatives::Mine::Encoder, per_query: n - 1, skip: 0, top: n, margin: None };
+        let mined = how.mine(&corpus, &docs, 0);
+        let batch = CorpusBatch::new(&docs, &mined, n - 1, vec![(0, 0), (0, 1)], 0, 0);
+        assert_eq!(batch.candidates.len(), n);
+        let corpus_wide: f32 = corpus_loss(&model, &vectors, &config, &docs, &batch, &device).into_scalar();
+        let whole: f32 = whole.into_scalar();
+        assert!((corpus_wide - whole).abs() < 1e-4 * whole.abs().max(1.0), "corpus-wide {corpus_wide}, in-document {whole}");
+    }
+
+    /// GradCache's step has the plain step's gradient, every piece one row (two queries, then each unit):
+    /// the loss and the gradients of the encoder's weights equal to float rounding, the whole encoder
+    /// trained and with its lower blocks frozen.
+    #[test]
+    fn the_cached_step_has_the_plain_steps_gradient() {
+        use burn::optim::{GradientsAccumulator, GradientsParams};
+        type A = Autodiff<DefaultBackend>;
+        let crate::fixtures::Lease { corpus, docs, tune, dim, .. } = crate::fixtures::lease();
+        let device = Default::default();
+        let n = docs[0].units.len();
+        let how = crate::negatives::CorpusNegatives { mine: crate::negatives::Mine::Encoder, per_query: 2, skip: 0, top: n, margin: None };
+        let model = DenseModel::new(dim, Some(tune.bert.clone()), &device);
+        let bert = model.encoder.as_ref().unwrap();
+        for frozen_layers in [None, Some(3)] {
+            let negatives = crate::negatives::Negatives::Corpus(how.clone());
+            let config =
+                TrainConfig { batch_size: 2, freeze_encoder: false, negatives, grad_cache: Some(1), frozen_layers, ..TrainConfig::default() };
+            config.check().unwrap();
+            let batches = Batches::Corpus { queries: negatives::all_queries(&docs), mined: how.mine(&corpus, &docs, 0), per_query: 2 };
+            let encoder = Some(StepEncoder::new(&tune, frozen_layers).unwrap());
+            let mut task = PlainRetrieval { config: &config, corpus: &corpus, train: &docs, holdout: &[], batches, encoder };
+            let plain = Task::<A>::step(&mut task, &model, 0).unwrap();
+            let plain_loss: f32 = plain.terms[0].1.clone().into_scalar();
+            let mut grads = plain.terms[0].1.clone().backward();
+            let plain_grads = GradientsParams::from_module(&mut grads, &model);
+            let (mut sum, mut pieces) = (GradientsAccumulator::<DenseModel<A>>::new(), 0);
+            let cached = Task::<A>::cached_step(&mut task, &model, 0, &mut |mut g| {
+                pieces += 1;
+                sum.accumulate(&model, GradientsParams::from_module(&mut g, &model));
+            });
+            let cached = cached.expect("a corpus-wide fine-tuning step with grad_cache is cached").unwrap();
+            let cached_loss: f32 = cached.terms[0].1.clone().into_scalar();
+            assert!((plain_loss - cached_loss).abs() < 1e-5, "loss {plain_loss} against {cached_loss}");
+            let candidates = plain.scalars.iter().find(|(name, _)| *name == "negatives/candidates").unwrap().1 as usize;
+            assert_eq!(pieces, 2 + candidates, "one piece a row");
+            let cached_grads = sum.grads();
+            let mut weights = vec![&bert.layers[5].query.weight, &bert.layers[5].intermediate.weight];
+            if frozen_layers.is_none() {
+                weights.extend([&bert.layers[0].intermediate.weight, &bert.embeddings.word_embeddings.weight]);
+            }
+            for weight in weights {
+                let get = |g: &GradientsParams| {
+                    g.get::<DefaultBackend, 2>(weight.id).expect("a trained weight has a gradient").into_data().to_vec::<f32>().unwrap()
+                };
+                let (p, c) = (get(&plain_grads), get(&cached_grads));
+                let scale = p.iter().fold(0f32, |m, x| m.max(x.abs()));
+                let diff = p.iter().zip(&c).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+                assert!(scale > 0.0 && diff <= 1e-4 * scale, "{frozen_layers:?}: gradient differs by {diff} (largest {scale})");
+            }
+        }
+    }
+
     /// The data-parallel trainer's step ([`crate::parallel`]) on its first window is the skeleton's step 0:
     /// the same batch, the same window (here two of the five units), the same InfoNCE.
     #[test]
@@ -278,7 +499,14 @@ mod tests {
         let config = TrainConfig { batch_size: 2, step_tokens, frozen_layers: Some(3), ..TrainConfig::default() };
         let encoder = StepEncoder::new(&tune, config.frozen_layers).unwrap();
         let batches = EpochBatches::new(&docs, 2, config.schedule.seed);
-        let mut task = PlainRetrieval { config: &config, corpus: &corpus, train: &docs, holdout: &[], batches, encoder: Some(encoder.clone()) };
+        let mut task = PlainRetrieval {
+            config: &config,
+            corpus: &corpus,
+            train: &docs,
+            holdout: &[],
+            batches: Batches::InDocument(batches),
+            encoder: Some(encoder.clone()),
+        };
         let step = Task::<Autodiff<DefaultBackend>>::step(&mut task, &model, 0).unwrap();
         assert!(step.context.ends_with("2 of 5 units"), "{}", step.context);
         let skeleton: f32 = step.terms[0].1.clone().into_scalar();

@@ -76,6 +76,13 @@ impl<'a, B: Backend> Vectors<'a, B> {
         self.rows(ids, || kept.iter().map(|&u| doc.pooled[u].as_slice()).collect(), device)
     }
 
+    /// The vectors of units of several documents, `refs` as (document, unit) into `docs`, in that order,
+    /// `[refs, hidden]` (a corpus-wide step's candidates: [`crate::negatives`]).
+    pub fn units_across(&self, docs: &[TrainDoc], refs: &[(usize, usize)], device: &B::Device) -> Tensor<B, 2> {
+        let ids = || refs.iter().map(|&(d, u)| docs[d].ids[u].as_slice()).collect();
+        self.rows(ids, || refs.iter().map(|&(d, u)| docs[d].pooled[u].as_slice()).collect(), device)
+    }
+
     /// The vectors of every unit of `doc`: those of `kept` (sorted) as [`Self::units`], the others the
     /// frozen encoder's (`TrainDoc::pooled`, read as data: no gradient). The sampled step of a model that
     /// reads whole documents (SproutRAG's SLLM): the encoder's cost is the window's, the document stays

@@ -48,7 +48,9 @@ pub fn lease() -> Lease {
         Corpus::new(vec![Document { id: "d".into(), title: String::new(), text, sections: vec![], split: None }], vec![], Path::new("t")).unwrap();
     let questions = ["When is the rent due?", "Who fixes the heating?"];
     let (qids, qpooled) = (encoder.tokenize(&questions), encoder.embed(&questions, 8, &mut |_| {}));
-    let queries = (0..2).map(|k| TrainQuery { pooled: qpooled[k].clone(), ids: qids[k].clone(), positive: k, gold: vec![units[k]] }).collect();
+    let queries = (0..2)
+        .map(|k| TrainQuery { text: questions[k].into(), pooled: qpooled[k].clone(), ids: qids[k].clone(), positive: k, gold: vec![units[k]] })
+        .collect();
     let ids = encoder.tokenize(&texts);
     let pooled = encoder.embed(&texts, 8, &mut |_| {});
     let doc = TrainDoc { units, pooled, ids: ids.clone(), pairs: vec![(0, 1), (3, 4)], tokens: vec![], queries };

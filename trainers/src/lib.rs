@@ -25,6 +25,10 @@
 //!   `frozen_layers`, the inference kernel for validation).
 //! - [`parallel`]: the encoder's fine-tuning (the dense control's) on burn-train's Learner, data
 //!   parallel over `schedule.devices`.
+//! - [`grad_cache`]: GradCache, a contrastive step over a batch larger than memory with the plain step's
+//!   gradient (the dense trainer's corpus-wide step).
+//! - [`negatives`]: where a query's negatives come from: its own document, or mined from the whole
+//!   training split with batches across documents (false negatives filtered).
 //! - [`window`]: the sampled step's units (positives, then the nearest negatives within a token budget).
 
 pub mod checkpoint;
@@ -35,9 +39,11 @@ pub mod dense;
 pub mod encoder;
 #[cfg(test)]
 mod fixtures;
+pub mod grad_cache;
 pub mod head_weights;
 pub mod learner;
 pub mod logger;
+pub mod negatives;
 pub mod objective;
 pub mod parallel;
 pub mod planner;

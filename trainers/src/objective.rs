@@ -1,7 +1,8 @@
 //! The objective every query-trained trainer shares, so that a method and its matched control are scored
 //! by one piece of code: L_ret, InfoNCE between a batch's queries and their positive units (SproutRAG,
 //! Section 4's L_ret; the batch's other positives and, with `hard_negatives`, every other unit
-//! of the document as negatives), and the held-out reading that chooses each trainer's epoch: flat retrieval
+//! of the document as negatives; with corpus-wide negatives, [`corpus_retrieval_loss`] over the batch's
+//! candidates, false negatives left out), and the held-out reading that chooses each trainer's epoch: flat retrieval
 //! of every validation query among its document's units, scored on its gold spans (arbor_eval's
 //! character IE), logged as `eval/ie_mean`, `eval/hit@1` and `eval/hit@5`. SproutRAG's joint training
 //! ([`crate::sproutrag`]), the dense control ([`crate::dense`]) and their data-parallel steps
@@ -11,13 +12,14 @@ use arbor_datasets::{Corpus, DocSpan};
 use arbor_eval::Item;
 use arbor_eval::index::top_k;
 use arbor_eval::scoring::metrics::{Metrics, score_query};
-use arbor_losses::info_nce;
+use arbor_losses::{info_nce, info_nce_over};
 use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
 
 use crate::config::TrainConfig;
 use crate::data::TrainDoc;
 use crate::encoder::index;
+use crate::negatives::CorpusBatch;
 
 /// What a trainer logs of its held-out metrics, and chooses its epoch by (`eval/ie_mean`).
 pub fn validation_figures(m: &Metrics) -> Vec<(&'static str, f64)> {
@@ -36,6 +38,15 @@ pub fn retrieval_loss<B: Backend>(units: Tensor<B, 2>, queries: Tensor<B, 2>, po
     let others: Vec<usize> = (0..n).filter(|u| !positives.contains(u)).collect();
     let hard = (config.hard_negatives && !others.is_empty()).then(|| units.select(0, index(&others, &device)));
     info_nce(queries, ep, hard, config.tau)
+}
+
+/// L_ret over a corpus-wide batch ([`crate::negatives`]): each query against every candidate, its
+/// positive the target, the batch's false negatives of it left out.
+///
+/// # Shapes
+/// - `units`: `[candidates, d]` in `batch.candidates` order, `queries`: `[batch.queries, d]`
+pub fn corpus_retrieval_loss<B: Backend>(units: Tensor<B, 2>, queries: Tensor<B, 2>, batch: &CorpusBatch, config: &TrainConfig) -> Tensor<B, 1> {
+    info_nce_over(queries, units, &batch.targets, &batch.excluded, config.tau)
 }
 
 /// Flat retrieval of each held-back query among its document's units, top 10 by cosine, scored on its gold

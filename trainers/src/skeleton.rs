@@ -3,7 +3,8 @@
 //! for every trainer:
 //!
 //! - per step, the task's named loss terms, each checked finite (a NaN or infinite term stops the run,
-//!   naming the step, the term and the task's context), summed, and one backward pass;
+//!   naming the step, the term and the task's context), summed, and one backward pass (or, for a task
+//!   that caches its step, GradCache, the sum of its pieces' gradients: [`Task::cached_step`]);
 //! - the gradients split over the task's parameter [`Group`]s, one AdamW per group (weight decay,
 //!   gradient clipping by norm) at the group's learning rate times the schedule (linear warmup, linear
 //!   decay to 0);
@@ -23,7 +24,7 @@ use anyhow::{Context, bail};
 use burn::module::{AutodiffModule, Module};
 use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::grad_clipping::GradientClippingConfig;
-use burn::optim::{AdamW, AdamWConfig, GradientsParams, Optimizer};
+use burn::optim::{AdamW, AdamWConfig, GradientsAccumulator, GradientsParams, Optimizer};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{ElementConversion, Tensor};
 
@@ -63,6 +64,14 @@ pub trait Task<B: AutodiffBackend> {
     fn steps_per_epoch(&self) -> usize;
     /// The loss terms of step `step` (0-based; the epoch is `step / steps_per_epoch`).
     fn step(&mut self, model: &Self::Model, step: usize) -> anyhow::Result<Step<B>>;
+    /// GradCache ([`crate::grad_cache`]): a step whose gradients the task computes itself, a piece at a
+    /// time, handing each piece's gradients to `add` (the skeleton sums them per optimizer group), so a
+    /// batch larger than memory trains in bounded memory; the returned step's terms are then values to
+    /// log, not back-propagated. `None` (the default): the plain step, [`Task::step`]'s terms summed and
+    /// back-propagated once.
+    fn cached_step(&mut self, _model: &Self::Model, _step: usize, _add: &mut dyn FnMut(B::Gradients)) -> Option<anyhow::Result<Step<B>>> {
+        None
+    }
     /// Figures of the updated model to log after each step.
     fn monitor(&self, _model: &Self::Model) -> Vec<(&'static str, f64)> {
         Vec::new()
@@ -133,7 +142,17 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
     let select = task.select_by();
     let mut stop = false;
     for step in start..total {
-        let Step { terms, scalars, context } = task.step(&model, step)?;
+        // GradCache: the task's pieces' gradients, summed per optimizer group as they come.
+        let mut cached: Vec<GradientsAccumulator<T::Model>> = groups.iter().map(|_| GradientsAccumulator::new()).collect();
+        let add = &mut |mut grads: B::Gradients| {
+            for (group, sum) in groups.iter().zip(cached.iter_mut()) {
+                sum.accumulate(&model, (group.params)(&mut grads, &model));
+            }
+        };
+        let (Step { terms, scalars, context }, by_pieces) = match task.cached_step(&model, step, add) {
+            Some(step) => (step?, true),
+            None => (task.step(&model, step)?, false),
+        };
         let mut logged = Vec::with_capacity(terms.len() + scalars.len() + groups.len() + 4);
         for (name, term) in &terms {
             let v: f32 = term.clone().into_scalar().elem();
@@ -148,9 +167,14 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
         logged.extend(scalars);
         let factor = schedule.factor(step, total);
         // A step without a loss term has nothing to learn from (no GRPO group was usable): no update.
-        if let Some(loss) = terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b) {
-            let mut grads = loss.backward();
-            let params: Vec<GradientsParams> = groups.iter().map(|g| (g.params)(&mut grads, &model)).collect();
+        let params: Option<Vec<GradientsParams>> = match by_pieces {
+            true => Some(cached.iter_mut().map(GradientsAccumulator::grads).collect()),
+            false => terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b).map(|loss| {
+                let mut grads = loss.backward();
+                groups.iter().map(|g| (g.params)(&mut grads, &model)).collect()
+            }),
+        };
+        if let Some(params) = params {
             for ((group, optim), params) in groups.iter().zip(&mut optims).zip(params) {
                 model = optim.step(group.lr * factor, model, params);
             }

@@ -56,6 +56,7 @@ pub fn train<B: AutodiffBackend>(
     progress: &mut dyn FnMut(usize, usize),
 ) -> anyhow::Result<SproutRagModel<B::InnerBackend>> {
     config.check().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(config.negatives.is_in_document(), "SproutRAG's joint step reads one document at a time: its negatives are that document's");
     anyhow::ensure!(train.iter().any(|d| !d.queries.is_empty()), "no training query: check training.split");
     let device = Default::default();
     B::seed(&device, config.schedule.seed);
@@ -312,7 +313,7 @@ mod tests {
             0.1, 0.1, 0.8, 1.0,
         ], 4);
         let gold = vec![DocSpan { doc: 0, span: Span::new(2, 18) }];
-        let query = TrainQuery { pooled: vec![], ids: vec![], positive: 0, gold };
+        let query = TrainQuery { text: String::new(), pooled: vec![], ids: vec![], positive: 0, gold };
         let doc =
             TrainDoc { units: (0..4).map(span).collect(), pooled: vec![], ids: vec![], pairs: vec![], tokens: vec![], queries: vec![query.clone()] };
         let eq = t(&[1.0, 0.2], 1);
@@ -340,7 +341,7 @@ mod tests {
         let config = SproutRagModelConfig { sllm: SllmConfig { layers: 1, heads: 2, d_model: 16, d_ff: 32 }, vae: None };
         let model = config.init::<A>(2, 0, AggregationInit::Uniform, &Default::default());
         let pooled = vec![vec![1.0, 0.0], vec![0.8, 0.6], vec![0.0, 1.0], vec![-0.6, 0.8]];
-        let query = TrainQuery { pooled: vec![1.0, 0.2], ids: vec![], positive: 0, gold: vec![span(0)] };
+        let query = TrainQuery { text: String::new(), pooled: vec![1.0, 0.2], ids: vec![], positive: 0, gold: vec![span(0)] };
         let doc = TrainDoc { units: (0..4).map(span).collect(), pooled, ids: vec![], pairs: vec![(0, 1)], tokens: vec![], queries: vec![query] };
         let names = |c: &TrainConfig| losses(&model, &Vectors::Given, c, &doc, &[0], 0).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
         assert_eq!(names(&TrainConfig::default()), ["loss/ret", "loss/attn_weighted"]);

@@ -63,7 +63,7 @@ mod tests {
     }
 
     fn query(pooled: Vec<f32>, positive: usize) -> TrainQuery {
-        TrainQuery { pooled, ids: vec![], positive, gold: vec![] }
+        TrainQuery { text: String::new(), pooled, ids: vec![], positive, gold: vec![] }
     }
 
     #[test]

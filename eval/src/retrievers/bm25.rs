@@ -28,7 +28,7 @@ pub struct Bm25<'a> {
 /// crate's own scorer visits every matching unit's whole term list for each query term. Its scores are
 /// the crate's `Scorer`'s bit for bit: the same IDF expression and, per unit, the same additions in the
 /// same order (query terms in order, repeats included; a term the unit lacks adds 0).
-struct Engine {
+pub struct Engine {
     embedder: Embedder,
     /// The units, by local index (postings hold local indices).
     units: Vec<usize>,
@@ -36,7 +36,8 @@ struct Engine {
 }
 
 impl Engine {
-    fn new(units: Vec<(usize, String)>) -> Self {
+    /// The index of `units`, each `(key, text)`: what [`Self::matches`] returns the keys of.
+    pub fn new(units: Vec<(usize, String)>) -> Self {
         let texts: Vec<&str> = units.iter().map(|(_, t)| t.as_str()).collect();
         let embedder: Embedder = EmbedderBuilder::with_fit_to_corpus(Language::English, &texts).build();
         let mut postings: HashMap<u32, Vec<(u32, f32)>> = HashMap::new();
@@ -57,8 +58,8 @@ impl Engine {
         (1f32 + (numerator / (n + 0.5))).ln()
     }
 
-    /// Every unit sharing a term with `query`, scored, in unit order.
-    fn matches(&self, query: &str) -> Vec<(usize, f32)> {
+    /// Every unit sharing a term with `query`, scored, in the order `units` were given.
+    pub fn matches(&self, query: &str) -> Vec<(usize, f32)> {
         let mut scores = vec![0f32; self.units.len()];
         let mut hit = Vec::new();
         for term in self.embedder.embed(query).iter() {

@@ -110,7 +110,7 @@ mod tests {
     fn sproutrags_control_takes_the_methods_batches_schedule_and_optimiser() {
         use arbor_datasets::{DocSpan, Span};
         use arbor_trainers::data::{TrainDoc, TrainQuery, epoch_batches};
-        let query = |positive: usize| TrainQuery { pooled: vec![], ids: vec![], positive, gold: vec![] };
+        let query = |positive: usize| TrainQuery { text: String::new(), pooled: vec![], ids: vec![], positive, gold: vec![] };
         let docs: Vec<TrainDoc> = (0..5)
             .map(|d| TrainDoc {
                 units: (0..4).map(|u| DocSpan { doc: d, span: Span::new(u, u + 1) }).collect(),
@@ -144,7 +144,8 @@ mod tests {
     }
 
     /// SmartChunk's planner: its control trains at the planner's rate, queries per step, seed and epochs,
-    /// with the planner's floor of steps, per phase of its strategy.
+    /// with the planner's floor of steps, per phase of its strategy, in batches across documents as the
+    /// planner's are.
     #[test]
     fn the_planners_control_reads_the_planners_own_training() {
         let planner = |strategy: &str| {
@@ -158,8 +159,9 @@ mod tests {
             let t = &dense.training;
             assert_eq!((t.lr_new, t.batch_size, t.schedule.seed, t.freeze_encoder), (2e-3, 8, 3, true), "{strategy}");
             assert_eq!((t.schedule.epochs, t.min_steps), (4 * phases, Some(50 * phases)), "{strategy}");
+            assert!(t.negatives.corpus().is_some(), "the planner's batches mix documents, so its control's do: {:?}", t.negatives);
             let label = Method::Dense(dense.clone()).label();
-            assert!(label.contains("at least"), "{label}");
+            assert!(label.contains("at least") && label.contains("across documents"), "{label}");
         }
     }
 

@@ -28,7 +28,9 @@ use crate::validation::VALIDATION;
 
 /// `Dense((training: (epochs: 2, freeze_encoder: false, ...)))` in an experiment file. Of the training
 /// settings it reads the split, the schedule, the batch size, the learning rates (`lr_encoder` fine-tuned,
-/// `lr_new` for the map over a frozen encoder), tau and the hard negatives.
+/// `lr_new` for the map over a frozen encoder), tau, the hard negatives and where negatives come from
+/// (`negatives: Corpus((mine: Bm25, per_query: 1, top: 30))`: batches across documents, negatives mined
+/// from the whole training split, arbor_trainers::negatives).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DenseConfig {
@@ -56,6 +58,8 @@ impl DenseConfig {
                 lr_encoder: t.lr_encoder,
                 tau: t.tau,
                 hard_negatives: t.hard_negatives,
+                negatives: t.negatives.clone(),
+                grad_cache: t.grad_cache,
                 step_tokens: t.step_tokens,
                 frozen_layers: t.frozen_layers,
                 train_queries: t.train_queries,
@@ -77,9 +81,15 @@ impl MethodSpec for DenseConfig {
                 r.lr_encoder, r.trainable_layers, r.schedule.epochs, t.tau
             );
         }
+        let negatives = t.negatives.corpus().map_or(String::new(), |c| {
+            let margin = c.margin.map_or(String::new(), |m| format!(", margin {m}"));
+            let cached = t.grad_cache.map_or(String::new(), |k| format!(", GradCache chunks of {k}"));
+            format!(", batches of {} across documents, {} {:?} negatives a query of ranks {}..{}{margin}{cached}", t.batch_size, c.per_query, c.mine, c.skip, c.top)
+        });
         match t.freeze_encoder {
             false => {
-                let mut window = t.step_tokens.map_or(String::new(), |n| format!(", {n}-token windows"));
+                let mut window = negatives;
+                window += &t.step_tokens.map_or(String::new(), |n| format!(", {n}-token windows"));
                 match t.frozen_layers {
                     Some(0) => window += ", embeddings frozen",
                     Some(k) => window += &format!(", embeddings and blocks 0-{} frozen", k - 1),
@@ -92,7 +102,7 @@ impl MethodSpec for DenseConfig {
             }
             true => {
                 let devices = on_devices(t).map_or(String::new(), |d| format!(", {d}"));
-                let floor = t.min_steps.map_or(String::new(), |m| format!(", at least {m} steps, {} queries a step", t.batch_size));
+                let floor = negatives + &t.min_steps.map_or(String::new(), |m| format!(", at least {m} steps, {} queries a step", t.batch_size));
                 format!(
                     "Dense, a linear map over the frozen encoder trained at {} by InfoNCE alone ({} epochs{floor}{devices})",
                     t.lr_new, t.schedule.epochs
@@ -111,6 +121,10 @@ impl MethodSpec for DenseConfig {
     fn check(&self) -> anyhow::Result<()> {
         self.training.check().map_err(anyhow::Error::msg)?;
         self.reranker.as_ref().map_or(Ok(()), |r| r.check().map_err(anyhow::Error::msg))
+    }
+
+    fn trains_on_inputs(&self) -> bool {
+        self.reranker.is_none()
     }
 
     fn trains(&self) -> super::Trains {

@@ -3,7 +3,9 @@
 //! units from here, so the control is matched by construction. The queries of a split are grouped by the
 //! document of their first gold span; each document comes with its units, the frozen encoder's pooled
 //! vectors (or token ids, when the encoder is fine-tuned), the gold merge pairs and the VAE's tokens as
-//! the trainer needs them. The held-out documents are the validation split's (crate::validation).
+//! the trainer needs them. A unit's token ids are what the encoder reads of it at evaluation (its
+//! `units.context` header, then its text), its frozen vector the evaluation's; the VAE's tokens are its own
+//! text. The held-out documents are the validation split's (crate::validation).
 
 use std::collections::BTreeMap;
 
@@ -114,6 +116,8 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
         let range = index.units.by_doc[d].clone();
         let spans: Vec<DocSpan> = index.units.spans[range.clone()].to_vec();
         let texts: Vec<&str> = range.clone().map(|u| index.units.text(corpus, u)).collect();
+        // What the encoder reads at evaluation: the unit's header (`units.context`), then its text.
+        let inputs: Vec<std::borrow::Cow<str>> = range.clone().map(|u| index.units.input(corpus, u)).collect();
         let tokens = match needs.vae_tokens {
             true => encoder.word_pieces(&texts).into_iter().map(|t| std::iter::once(start_token).chain(t).collect()).collect(),
             false => Vec::new(),
@@ -124,7 +128,7 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
             match positive_unit(&spans, &gold) {
                 Some(positive) => {
                     let ids = if needs.ids { encoder.tokenize(&[q.text.as_str()]).remove(0) } else { Vec::new() };
-                    queries.push(TrainQuery { pooled: pooled.clone(), ids, positive, gold })
+                    queries.push(TrainQuery { text: q.text.clone(), pooled: pooled.clone(), ids, positive, gold })
                 }
                 None => skipped += 1,
             }
@@ -136,7 +140,7 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
         docs.push(TrainDoc {
             units: spans,
             pooled: unit_vectors[range].to_vec(),
-            ids: if needs.ids { encoder.tokenize(&texts) } else { Vec::new() },
+            ids: if needs.ids { encoder.tokenize(&inputs.iter().map(|t| t.as_ref()).collect::<Vec<_>>()) } else { Vec::new() },
             pairs,
             tokens,
             queries,

@@ -247,6 +247,6 @@ mod tests {
         assert_eq!((m.krate.as_str(), m.path.join("::")), ("eval", "scoring::metrics".to_owned()));
         assert_eq!(Module::of(Path::new("trainers/src/lib.rs")).unwrap().path, Vec::<String>::new());
         assert_eq!(Module::of(Path::new("experiments/src/methods/mod.rs")).unwrap().path, ["methods"]);
-        assert!(Module::of(Path::new("experiments/tests/pipeline.rs")).is_none());
+        assert!(Module::of(Path::new("experiments/tests/integration/pipeline.rs")).is_none());
     }
 }

@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Built, Context, MethodSpec, QueryVectors, Trains};
 use arbor_trainers::config::TrainConfig;
+use arbor_trainers::negatives::{CorpusNegatives, Negatives};
 use arbor_trainers::schedule::Schedule;
 pub use plan::PlannerSettings;
 
@@ -189,7 +190,9 @@ impl MethodSpec for SmartChunkConfig {
     /// The compressor learns from the training documents' chunks and their summaries; the planner from the
     /// training queries. Its dense control (a map over the frozen encoder) reads the planner's own
     /// training: its queries, queries per step, rate, seed and schedule, and as many phases' epochs and
-    /// `min_steps` floors as the strategy runs (SFT then GRPO: two).
+    /// `min_steps` floors as the strategy runs (SFT then GRPO: two). The planner's batches are drawn across
+    /// the whole split, so the control's are too (`negatives: Corpus`, as many steps an epoch), each query
+    /// with one negative mined by BM25 from the training documents: the field's recipe.
     fn trains(&self) -> Trains {
         match (&self.plan, &self.embed) {
             (PlanConfig::Planner(p), _) => {
@@ -201,6 +204,7 @@ impl MethodSpec for SmartChunkConfig {
                     batch_size: t.batch_size,
                     lr_new: t.lr,
                     min_steps: Some(t.min_steps * phases),
+                    negatives: Negatives::Corpus(CorpusNegatives::default()),
                     ..TrainConfig::default()
                 })
             }

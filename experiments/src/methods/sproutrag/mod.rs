@@ -234,6 +234,13 @@ impl MethodSpec for SproutRagConfig {
             (AttentionSource::Sllm, Some(t)) => t.check().map_err(anyhow::Error::msg)?,
             _ => {}
         }
+        if let Some(t) = self.training.as_ref().filter(|t| !t.negatives.is_in_document()) {
+            bail!(
+                "SproutRag training.negatives: {:?}: SproutRAG's joint step reads one document at a time (its SLLM and trees are a \
+                 document's), so its negatives are that document's: leave negatives out (InDocument), or train Dense with them",
+                t.negatives
+            );
+        }
         if self.vectors == SllmVectors::Encoder && self.attention != AttentionSource::Sllm {
             bail!("SproutRag vectors: Encoder needs attention: Sllm (token-attention trees take leaf_vectors)");
         }

@@ -9,8 +9,7 @@ use arbor_experiments::experiment::Experiment;
 use arbor_experiments::run::{evaluate_only, run, run_in};
 use arbor_experiments::trained::Training;
 
-mod common;
-use common::{Ranked, ok, same_ranking, workspace};
+use crate::common::{Ranked, ok, same_ranking, workspace};
 
 #[test]
 fn quickstart_writes_a_run_folder_with_a_sane_report() {

@@ -6,7 +6,7 @@ use arbor_models::encoder::Kernel;
 use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder, default_device};
 
 fn fixture() -> Vec<(String, Vec<f32>)> {
-    include_str!("fixtures/parity.jsonl")
+    include_str!("../fixtures/parity.jsonl")
         .lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();

@@ -12,8 +12,7 @@ use arbor_experiments::run::evaluate_only;
 use arbor_store::{Meta, Store};
 use serde_json::Value;
 
-mod common;
-use common::{Ranked, arbor, ok, same_ranking, workspace};
+use crate::common::{Ranked, arbor, ok, same_ranking, workspace};
 
 /// The fixture's articles: (file name, text), named so that file order is the fixture's order.
 fn articles() -> Vec<(String, String)> {

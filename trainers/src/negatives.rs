@@ -1,0 +1,459 @@
+//! Negatives as a training setting (`training.negatives`): where a query's contrastive negatives come from.
+//!
+//! - `InDocument` (the default, SproutRAG's reference): a step holds one document's queries; the batch's
+//!   other positives and, with `hard_negatives`, every other unit of that document are the negatives
+//!   ([`crate::objective::retrieval_loss`]). A query never meets another document's text.
+//! - `Corpus(..)`: as sentence-transformers (MultipleNegativesRankingLoss with `mine_hard_negatives`),
+//!   Tevatron and FlagEmbedding train. Batches are drawn across the whole training split, so the in-batch
+//!   negatives are other documents' positives; each query brings `per_query` negatives mined from every
+//!   unit of the training documents, ranked by BM25, by the frozen encoder's cosine, or drawn at random
+//!   from the other documents, of which the ranks `skip..top` are kept. Every query is scored against
+//!   every candidate of the batch, its own positive the target
+//!   ([`arbor_losses::info_nce_over`]):
+//!
+//! ```text
+//! L = -(1/N) sum_i log( exp(cos(q_i, p_i) / tau) / sum_{c in batch, c not a false negative of i} exp(cos(q_i, c) / tau) )
+//! ```
+//!
+//! False negatives are filtered: a unit overlapping any gold span of a query is never that query's
+//! negative, neither when it is mined nor when it enters the batch as another query's positive or
+//! negative. `margin: Some(m)` drops, at mining, every candidate scoring above `m` times the query's
+//! positive (NV-Retriever's positive-aware TopK-PercPos; 0.95 in its paper). Mining reads only the
+//! trainer's documents (the training split: never a validation or test document, which the trainer is
+//! not given), depends only on them and the setting, and its statistics (negatives per query, from how
+//! many documents) go to the run's `negatives.json` and, per step, to the training log.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use arbor_datasets::{Corpus, DocSpan};
+use arbor_eval::retrievers::bm25::Engine;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use serde::{Deserialize, Serialize};
+
+use crate::data::{TrainDoc, TrainQuery};
+
+/// Where a training's negatives come from; `negatives: Corpus((mine: Bm25, per_query: 1, top: 30))` in
+/// an experiment file.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub enum Negatives {
+    /// One document's queries a step, negatives from that document.
+    #[default]
+    InDocument,
+    /// Batches across documents, negatives mined from the whole training split.
+    Corpus(CorpusNegatives),
+}
+
+impl Negatives {
+    pub fn is_in_document(&self) -> bool {
+        *self == Negatives::InDocument
+    }
+
+    /// The corpus-wide setting, if this is one.
+    pub fn corpus(&self) -> Option<&CorpusNegatives> {
+        match self {
+            Negatives::InDocument => None,
+            Negatives::Corpus(c) => Some(c),
+        }
+    }
+}
+
+/// How negatives are mined from the training documents; fields left out take these defaults
+/// (`mine: Bm25, per_query: 1, skip: 0, top: 30, margin: None`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CorpusNegatives {
+    pub mine: Mine,
+    /// Mined negatives a query brings to each step, drawn afresh each epoch from its kept ranks (0: the
+    /// batch's other positives only, cross-document in-batch negatives).
+    pub per_query: usize,
+    /// Ranks skipped at the top of a query's filtered candidates (the likeliest unlabelled positives).
+    pub skip: usize,
+    /// Ranks kept end here: a query's negatives are its filtered candidates `skip..top`.
+    pub top: usize,
+    /// Drop candidates scoring above this fraction of the query's positive (positive-aware mining).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub margin: Option<f64>,
+}
+
+impl Default for CorpusNegatives {
+    fn default() -> Self {
+        CorpusNegatives { mine: Mine::Bm25, per_query: 1, skip: 0, top: 30, margin: None }
+    }
+}
+
+/// What ranks a query's candidate negatives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Mine {
+    /// BM25 over every unit of the training documents (arbor_eval's BM25: k1 1.2, b 0.75).
+    #[default]
+    Bm25,
+    /// The frozen encoder's cosine (the vectors computed once before training).
+    Encoder,
+    /// Units of the other training documents in a random order (by the seed): easy negatives.
+    Random,
+}
+
+/// A unit of the trainer's documents: (document, unit), indices into its `&[TrainDoc]`.
+pub type UnitRef = (usize, usize);
+
+/// Every query's negatives and what mining found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mined {
+    /// Per document, per query: its kept negatives, best-ranked first.
+    pub lists: Vec<Vec<Vec<UnitRef>>>,
+    pub stats: MiningStats,
+}
+
+/// What mining found, written to the run's `negatives.json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MiningStats {
+    pub queries: usize,
+    pub negatives_per_query: f64,
+    /// Distinct documents a query's negatives come from, on average.
+    pub documents_per_query: f64,
+    /// Share of the negatives from a document other than the query's own.
+    pub from_other_documents: f64,
+    /// Candidates left out for overlapping the query's gold.
+    pub dropped_as_gold: usize,
+    /// Candidates left out by the positive-aware margin.
+    pub dropped_by_margin: usize,
+    /// Queries left with no negative (their batches still give them the other positives).
+    pub queries_without: usize,
+}
+
+impl CorpusNegatives {
+    pub fn check(&self) -> Result<(), String> {
+        if self.top <= self.skip {
+            return Err(format!("training.negatives: top ({}) must be above skip ({})", self.top, self.skip));
+        }
+        if self.per_query > self.top - self.skip {
+            return Err(format!(
+                "training.negatives: per_query ({}) is more than the ranks kept, skip..top ({}..{})",
+                self.per_query, self.skip, self.top
+            ));
+        }
+        match self.margin {
+            Some(m) if !(m > 0.0 && m <= 1.0) => Err(format!("training.negatives: margin must be in (0, 1], got {m}")),
+            Some(_) if self.mine == Mine::Random => Err("training.negatives: a margin needs scores: mine by Bm25 or Encoder, not Random".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Mines every query's negatives among the units of `docs` (texts read from `corpus`); `seed` orders
+    /// the random ones.
+    pub fn mine(&self, corpus: &Corpus, docs: &[TrainDoc], seed: u64) -> Mined {
+        let units: Vec<UnitRef> = docs.iter().enumerate().flat_map(|(d, doc)| (0..doc.units.len()).map(move |u| (d, u))).collect();
+        let ranker = Ranker::new(self.mine, corpus, docs, &units, seed);
+        let (mut dropped_as_gold, mut dropped_by_margin) = (0, 0);
+        let mut lists = Vec::with_capacity(docs.len());
+        for (d, doc) in docs.iter().enumerate() {
+            let mut per_doc = Vec::with_capacity(doc.queries.len());
+            for (qi, q) in doc.queries.iter().enumerate() {
+                // In-batch negatives only: nothing to mine.
+                let ranked = if self.per_query == 0 { Vec::new() } else { ranker.rank(docs, (d, qi), &units) };
+                let positive = ranked.iter().find(|&&(r, _)| r == (d, q.positive)).map_or(0.0, |&(_, s)| s);
+                let mut kept = Vec::new();
+                for (r, score) in ranked {
+                    if r == (d, q.positive) {
+                        continue;
+                    }
+                    if is_gold(docs, r, q) {
+                        dropped_as_gold += 1;
+                    } else if self.margin.is_some_and(|m| f64::from(score) > m * f64::from(positive)) {
+                        dropped_by_margin += 1;
+                    } else {
+                        kept.push(r);
+                        if kept.len() == self.top {
+                            break;
+                        }
+                    }
+                }
+                per_doc.push(kept.into_iter().skip(self.skip).collect());
+            }
+            lists.push(per_doc);
+        }
+        let stats = MiningStats::of(&lists, dropped_as_gold, dropped_by_margin);
+        Mined { lists, stats }
+    }
+}
+
+/// Whether unit `r` overlaps any gold span of `q`.
+pub fn is_gold(docs: &[TrainDoc], r: UnitRef, q: &TrainQuery) -> bool {
+    let unit: DocSpan = docs[r.0].units[r.1];
+    q.gold.iter().any(|g| g.overlaps(&unit))
+}
+
+/// Candidates ranked for a query, best first, with their scores.
+enum Ranker {
+    Bm25(Engine),
+    Encoder,
+    Random(u64),
+}
+
+impl Ranker {
+    fn new(mine: Mine, corpus: &Corpus, docs: &[TrainDoc], units: &[UnitRef], seed: u64) -> Self {
+        match mine {
+            Mine::Bm25 => {
+                let text = |&(d, u): &UnitRef| {
+                    let s = docs[d].units[u];
+                    corpus.documents[s.doc].text[s.span.start..s.span.end].to_string()
+                };
+                Ranker::Bm25(Engine::new(units.iter().enumerate().map(|(i, r)| (i, text(r))).collect()))
+            }
+            Mine::Encoder => Ranker::Encoder,
+            Mine::Random => Ranker::Random(seed),
+        }
+    }
+
+    /// The candidates for query `at` = (document, query), best first (ties in unit order); the random
+    /// order is the other documents' units shuffled by the seed and the query's place.
+    fn rank(&self, docs: &[TrainDoc], at: (usize, usize), units: &[UnitRef]) -> Vec<(UnitRef, f32)> {
+        let q = &docs[at.0].queries[at.1];
+        let mut scored: Vec<(usize, f32)> = match self {
+            Ranker::Bm25(engine) => engine.matches(&q.text),
+            Ranker::Encoder => units.iter().enumerate().map(|(i, &(d, u))| (i, cosine(&q.pooled, &docs[d].pooled[u]))).collect(),
+            Ranker::Random(seed) => {
+                let mut others: Vec<usize> = (0..units.len()).filter(|&i| units[i].0 != at.0).collect();
+                others.shuffle(&mut rand::rngs::StdRng::seed_from_u64(mix(*seed, &[at.0, at.1])));
+                return others.into_iter().map(|i| (units[i], 0.0)).collect();
+            }
+        };
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.into_iter().map(|(i, s)| (units[i], s)).collect()
+    }
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    dot / (norm(a) * norm(b))
+}
+
+/// A seed for a draw at `parts` (epoch, document, query...) of a run seeded `seed`.
+fn mix(seed: u64, parts: &[usize]) -> u64 {
+    parts.iter().fold(seed.wrapping_mul(1_000_003), |h, &p| (h ^ p as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29))
+}
+
+impl MiningStats {
+    fn of(lists: &[Vec<Vec<UnitRef>>], dropped_as_gold: usize, dropped_by_margin: usize) -> Self {
+        let (mut queries, mut negatives, mut documents, mut other, mut without) = (0, 0, 0, 0, 0);
+        for (d, per_doc) in lists.iter().enumerate() {
+            for list in per_doc {
+                queries += 1;
+                negatives += list.len();
+                documents += list.iter().map(|r| r.0).collect::<BTreeSet<_>>().len();
+                other += list.iter().filter(|r| r.0 != d).count();
+                without += usize::from(list.is_empty());
+            }
+        }
+        let per = |x: usize, n: usize| if n == 0 { 0.0 } else { x as f64 / n as f64 };
+        MiningStats {
+            queries,
+            negatives_per_query: per(negatives, queries),
+            documents_per_query: per(documents, queries),
+            from_other_documents: per(other, negatives),
+            dropped_as_gold,
+            dropped_by_margin,
+            queries_without: without,
+        }
+    }
+}
+
+/// Every training query, (document, query), in document order: what corpus-wide batches draw from.
+pub fn all_queries(docs: &[TrainDoc]) -> Vec<(usize, usize)> {
+    docs.iter().enumerate().flat_map(|(d, doc)| (0..doc.queries.len()).map(move |q| (d, q))).collect()
+}
+
+/// One corpus-wide step: its queries, the units it scores them against, each query's positive among
+/// them, and the (query, candidate) pairs left out as false negatives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CorpusBatch {
+    pub queries: Vec<(usize, usize)>,
+    /// The batch's positives in query order (each once), then its queries' sampled negatives (each once).
+    pub candidates: Vec<UnitRef>,
+    pub targets: Vec<usize>,
+    pub excluded: Vec<(usize, usize)>,
+}
+
+impl CorpusBatch {
+    /// The batch of `queries` in `epoch`: each brings `per_query` of its mined negatives, drawn by the
+    /// seed, the epoch and the query (so a resumed run draws the same).
+    pub fn new(docs: &[TrainDoc], mined: &Mined, per_query: usize, queries: Vec<(usize, usize)>, seed: u64, epoch: usize) -> Self {
+        let mut candidates: Vec<UnitRef> = Vec::new();
+        let place = |r: UnitRef, candidates: &mut Vec<UnitRef>| match candidates.iter().position(|&c| c == r) {
+            Some(i) => i,
+            None => {
+                candidates.push(r);
+                candidates.len() - 1
+            }
+        };
+        let targets: Vec<usize> = queries.iter().map(|&(d, q)| place((d, docs[d].queries[q].positive), &mut candidates)).collect();
+        for &(d, q) in &queries {
+            let mut list = mined.lists[d][q].clone();
+            list.shuffle(&mut rand::rngs::StdRng::seed_from_u64(mix(seed, &[epoch, d, q])));
+            for r in list.into_iter().take(per_query) {
+                place(r, &mut candidates);
+            }
+        }
+        let mut excluded = Vec::new();
+        for (i, &(d, q)) in queries.iter().enumerate() {
+            let query = &docs[d].queries[q];
+            excluded.extend((0..candidates.len()).filter(|&j| j != targets[i] && is_gold(docs, candidates[j], query)).map(|j| (i, j)));
+        }
+        CorpusBatch { queries, candidates, targets, excluded }
+    }
+
+    /// Distinct documents among the candidates.
+    pub fn documents(&self) -> usize {
+        self.candidates.iter().map(|c| c.0).collect::<BTreeSet<_>>().len()
+    }
+}
+
+/// Writes what mining found and every query's negatives (document id and byte span) to
+/// `run_dir/negatives.json`, atomically.
+pub fn record(run_dir: &Path, corpus: &Corpus, docs: &[TrainDoc], mined: &Mined, how: &CorpusNegatives) -> anyhow::Result<()> {
+    let span = |&(d, u): &UnitRef| {
+        let s = docs[d].units[u];
+        (corpus.documents[s.doc].id.as_str(), s.span.start, s.span.end)
+    };
+    let lists: Vec<Vec<Vec<_>>> = mined.lists.iter().map(|per_doc| per_doc.iter().map(|l| l.iter().map(span).collect()).collect()).collect();
+    let value = serde_json::json!({ "setting": how, "stats": mined.stats, "negatives": lists });
+    std::fs::create_dir_all(run_dir)?;
+    arbor_eval::formats::files::atomic_write(&run_dir.join("negatives.json"), serde_json::to_string(&value)?.as_bytes())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use arbor_datasets::{Document, Span};
+
+    use super::*;
+
+    /// Three training documents of four one-sentence units each; query k of document d asks for unit k
+    /// (in words its unit shares), its gold that unit; the frozen vectors put unit u of document d on axis
+    /// 4 d + u and each query on its positive's axis plus a little of the next unit's.
+    fn docs() -> (Corpus, Vec<TrainDoc>) {
+        let words = ["rent due monthly", "heating repairs landlord", "deposit returned tenant", "pets allowed cats"];
+        let texts: Vec<String> = (0..3).map(|d| words.iter().map(|w| format!("{w} d{d}.")).collect::<Vec<_>>().join(" ")).collect();
+        let documents = texts
+            .iter()
+            .enumerate()
+            .map(|(d, t)| Document { id: format!("doc{d}"), title: String::new(), text: t.clone(), sections: vec![], split: None })
+            .collect();
+        let corpus = Corpus::new(documents, vec![], Path::new("t")).unwrap();
+        let axis = |k: usize, w: f32| {
+            (0..12)
+                .map(|i| {
+                    if i == k {
+                        1.0
+                    } else if i == k + 1 {
+                        w
+                    } else {
+                        0.0
+                    }
+                })
+                .collect::<Vec<f32>>()
+        };
+        let docs = (0..3)
+            .map(|d| {
+                let mut at = 0;
+                let units: Vec<DocSpan> = words
+                    .iter()
+                    .map(|w| {
+                        let len = w.len() + 4;
+                        let span = Span::new(at, at + len);
+                        at += len + 1;
+                        DocSpan { doc: d, span }
+                    })
+                    .collect();
+                let queries = (0..2)
+                    .map(|k| TrainQuery { text: words[k].into(), pooled: axis(4 * d + k, 0.5), ids: vec![], positive: k, gold: vec![units[k]] })
+                    .collect();
+                TrainDoc { pooled: (0..4).map(|u| axis(4 * d + u, 0.0)).collect(), units, ids: vec![], pairs: vec![], tokens: vec![], queries }
+            })
+            .collect();
+        (corpus, docs)
+    }
+
+    /// Whatever ranks them, a query's negatives are units of the training documents, never its positive
+    /// nor a unit overlapping its gold, at most `top - skip` of them.
+    #[test]
+    fn no_mined_negative_is_the_positive_or_overlaps_gold() {
+        let (corpus, mut docs) = docs();
+        // Query 1 of document 0 also has unit 2's text as gold: unit 2 is never its negative.
+        let extra = docs[0].units[2];
+        docs[0].queries[1].gold.push(extra);
+        for mine in [Mine::Bm25, Mine::Encoder, Mine::Random] {
+            let how = CorpusNegatives { mine, per_query: 2, skip: 1, top: 6, margin: None };
+            how.check().unwrap();
+            let mined = how.mine(&corpus, &docs, 7);
+            for (d, doc) in docs.iter().enumerate() {
+                for (q, query) in doc.queries.iter().enumerate() {
+                    let list = &mined.lists[d][q];
+                    assert!(list.len() <= 5, "{mine:?}: {list:?}");
+                    for &r in list {
+                        assert!(r.0 < docs.len() && r.1 < docs[r.0].units.len());
+                        assert_ne!(r, (d, query.positive), "{mine:?}");
+                        assert!(!is_gold(&docs, r, query), "{mine:?}: {r:?} overlaps the gold of ({d}, {q})");
+                        if mine == Mine::Random {
+                            assert_ne!(r.0, d, "random negatives come from the other documents");
+                        }
+                    }
+                }
+            }
+            assert!(mined.stats.dropped_as_gold >= usize::from(mine == Mine::Encoder), "{mine:?}: {:?}", mined.stats);
+            assert_eq!(mined, how.mine(&corpus, &docs, 7), "mining depends only on its inputs");
+        }
+    }
+
+    /// BM25 ranks first the other documents' units with the query's words (the same clause of another
+    /// contract); the encoder's ranking, skip, top and the margin, hand-checked.
+    #[test]
+    fn ranks_skip_top_and_margin_hand_checked() {
+        let (corpus, docs) = docs();
+        let bm25 = CorpusNegatives { mine: Mine::Bm25, per_query: 1, skip: 0, top: 2, margin: None }.mine(&corpus, &docs, 0);
+        assert_eq!(bm25.lists[0][0], vec![(1, 0), (2, 0)], "\"rent due monthly\" in documents 1 and 2");
+        assert_eq!(bm25.stats.from_other_documents, 1.0);
+        // Query (0, 0) on axis 0 + 0.5 axis 1: unit (0, 1) at cosine 0.447, every other unit at 0.
+        let encoder = CorpusNegatives { mine: Mine::Encoder, per_query: 1, skip: 0, top: 3, margin: None };
+        assert_eq!(encoder.mine(&corpus, &docs, 0).lists[0][0], vec![(0, 1), (0, 2), (0, 3)], "then unit order");
+        let skipped = CorpusNegatives { skip: 1, ..encoder.clone() }.mine(&corpus, &docs, 0);
+        assert_eq!(skipped.lists[0][0], vec![(0, 2), (0, 3)]);
+        // The positive scores 0.894: a margin of 0.4 drops the 0.447 candidate (above 0.358), 0.6 keeps it.
+        let margin = |m| CorpusNegatives { margin: Some(m), ..encoder.clone() }.mine(&corpus, &docs, 0);
+        assert_eq!(margin(0.4).lists[0][0][0], (0, 2));
+        assert_eq!(margin(0.6).lists[0][0][0], (0, 1));
+        assert_eq!(margin(0.4).stats.dropped_by_margin, 6, "one candidate for each of the six queries");
+        assert!(CorpusNegatives { margin: Some(0.5), mine: Mine::Random, ..encoder.clone() }.check().is_err());
+        assert!(CorpusNegatives { skip: 3, top: 3, ..encoder.clone() }.check().is_err());
+        assert!(CorpusNegatives { per_query: 4, ..encoder }.check().is_err());
+    }
+
+    /// A batch across documents: positives first, each once, then the sampled negatives; a unit
+    /// overlapping a query's gold never counts against it, though it is another query's positive.
+    #[test]
+    fn a_corpus_batch_mixes_documents_and_leaves_out_false_negatives() {
+        let (corpus, mut docs) = docs();
+        // Query (0, 1)'s gold also covers unit 0, query (0, 0)'s positive.
+        let unit0 = docs[0].units[0];
+        docs[0].queries[1].gold.push(unit0);
+        let how = CorpusNegatives { mine: Mine::Bm25, per_query: 1, skip: 0, top: 2, margin: None };
+        let mined = how.mine(&corpus, &docs, 0);
+        let batch = CorpusBatch::new(&docs, &mined, 1, vec![(0, 0), (0, 1), (2, 1)], 0, 0);
+        assert_eq!(&batch.candidates[..3], &[(0, 0), (0, 1), (2, 1)]);
+        assert_eq!(batch.targets, vec![0, 1, 2]);
+        assert!(batch.excluded.contains(&(1, 0)), "query (0, 1) is not pushed from its own gold: {:?}", batch.excluded);
+        assert!(batch.excluded.iter().all(|&(i, j)| j != batch.targets[i]));
+        assert!(batch.documents() >= 2);
+        assert_eq!(batch, CorpusBatch::new(&docs, &mined, 1, vec![(0, 0), (0, 1), (2, 1)], 0, 0), "a resumed run draws the same");
+        let dir = tempfile::tempdir().unwrap();
+        record(dir.path(), &corpus, &docs, &mined, &how).unwrap();
+        let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("negatives.json")).unwrap()).unwrap();
+        assert_eq!(written["negatives"][0][0][0][0], "doc1");
+        assert_eq!(written["stats"]["queries"], 6);
+    }
+}
