@@ -1,6 +1,7 @@
 //! What a SproutRAG training run reads: per document, the frozen encoder's pooled unit vectors, the gold
 //! merge pairs, and its queries with their positive unit. Batches are one document's queries, in an
-//! order that depends only on (seed, epoch), so a resumed run sees the same batches.
+//! order that depends only on (seed, epoch), so a resumed run sees the same batches; with corpus-wide
+//! negatives (`crate::negatives`) the dense trainer draws them across documents by [`step_batch`] instead.
 
 use arbor_datasets::DocSpan;
 use rand::SeedableRng;

@@ -159,16 +159,18 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
         let (docs, device) = (self.train, Default::default());
         let queries: Vec<&TrainQuery> = batch.queries.iter().map(|&(d, q)| &docs[d].queries[q]).collect();
         let (queries, units, device) = (&queries, &batch.candidates, &device);
+        let pick_queries = |rows: &[usize]| rows.iter().map(|&r| queries[r]).collect::<Vec<_>>();
+        let pick_units = |rows: &[usize]| rows.iter().map(|&r| units[r]).collect::<Vec<_>>();
         let sides = [
             Side {
-                rows: queries.len(),
-                embed: Box::new(|r| model.embed(Vectors::Step(encoder, bert).queries(&queries[r], device))),
-                embed_inner: Box::new(|r| inner.embed(Vectors::Step(encoder, inner_bert).queries(&queries[r], device))),
+                order: Side::<B>::by_length(queries.len(), |r| queries[r].ids.len()),
+                embed: Box::new(|rows| model.embed(Vectors::Step(encoder, bert).queries(&pick_queries(rows), device))),
+                embed_inner: Box::new(|rows| inner.embed(Vectors::Step(encoder, inner_bert).queries(&pick_queries(rows), device))),
             },
             Side {
-                rows: units.len(),
-                embed: Box::new(|r| model.embed(Vectors::Step(encoder, bert).units_across(docs, &units[r], device))),
-                embed_inner: Box::new(|r| inner.embed(Vectors::Step(encoder, inner_bert).units_across(docs, &units[r], device))),
+                order: Side::<B>::by_length(units.len(), |r| docs[units[r].0].ids[units[r].1].len()),
+                embed: Box::new(|rows| model.embed(Vectors::Step(encoder, bert).units_across(docs, &pick_units(rows), device))),
+                embed_inner: Box::new(|rows| inner.embed(Vectors::Step(encoder, inner_bert).units_across(docs, &pick_units(rows), device))),
             },
         ];
         let loss = grad_cache::cached_step(
@@ -436,7 +438,8 @@ mod tests {
         assert!((corpus_wide - whole).abs() < 1e-4 * whole.abs().max(1.0), "corpus-wide {corpus_wide}, in-document {whole}");
     }
 
-    /// GradCache's step has the plain step's gradient, every piece one row (two queries, then each unit):
+    /// GradCache's step has the plain step's gradient, in pieces of one row (two queries, then each unit,
+    /// taken in order of length) or of three rows of unequal lengths:
     /// the loss and the gradients of the encoder's weights equal to float rounding, the whole encoder
     /// trained and with its lower blocks frozen.
     #[test]
@@ -449,10 +452,10 @@ mod tests {
         let how = crate::negatives::CorpusNegatives { mine: crate::negatives::Mine::Encoder, per_query: 2, skip: 0, top: n, margin: None };
         let model = DenseModel::new(dim, Some(tune.bert.clone()), &device);
         let bert = model.encoder.as_ref().unwrap();
-        for frozen_layers in [None, Some(3)] {
+        for (frozen_layers, chunk) in [(None, 1), (Some(3), 1), (None, 3)] {
             let negatives = crate::negatives::Negatives::Corpus(how.clone());
             let config =
-                TrainConfig { batch_size: 2, freeze_encoder: false, negatives, grad_cache: Some(1), frozen_layers, ..TrainConfig::default() };
+                TrainConfig { batch_size: 2, freeze_encoder: false, negatives, grad_cache: Some(chunk), frozen_layers, ..TrainConfig::default() };
             config.check().unwrap();
             let batches = Batches::Corpus { queries: negatives::all_queries(&docs), mined: how.mine(&corpus, &docs, 0), per_query: 2 };
             let encoder = Some(StepEncoder::new(&tune, frozen_layers).unwrap());
@@ -470,7 +473,7 @@ mod tests {
             let cached_loss: f32 = cached.terms[0].1.clone().into_scalar();
             assert!((plain_loss - cached_loss).abs() < 1e-5, "loss {plain_loss} against {cached_loss}");
             let candidates = plain.scalars.iter().find(|(name, _)| *name == "negatives/candidates").unwrap().1 as usize;
-            assert_eq!(pieces, 2 + candidates, "one piece a row");
+            assert_eq!(pieces, 2usize.div_ceil(chunk) + candidates.div_ceil(chunk), "one piece a chunk");
             let cached_grads = sum.grads();
             let mut weights = vec![&bert.layers[5].query.weight, &bert.layers[5].intermediate.weight];
             if frozen_layers.is_none() {
@@ -483,7 +486,7 @@ mod tests {
                 let (p, c) = (get(&plain_grads), get(&cached_grads));
                 let scale = p.iter().fold(0f32, |m, x| m.max(x.abs()));
                 let diff = p.iter().zip(&c).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
-                assert!(scale > 0.0 && diff <= 1e-4 * scale, "{frozen_layers:?}: gradient differs by {diff} (largest {scale})");
+                assert!(scale > 0.0 && diff <= 1e-4 * scale, "{frozen_layers:?}, chunks of {chunk}: gradient differs by {diff} (largest {scale})");
             }
         }
     }
