@@ -94,7 +94,8 @@ impl Artefact {
             // 9: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
             // 10: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 11: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
-            Artefact::Raptor => 11,
+            // 12: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
+            Artefact::Raptor => 12,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -106,7 +107,8 @@ impl Artefact {
             // 12: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
             // 13: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 14: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
-            Artefact::Trees => 14,
+            // 15: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
+            Artefact::Trees => 15,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -118,7 +120,8 @@ impl Artefact {
             // 9: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
             // 10: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 11: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
-            Artefact::HeadWeights => 11,
+            // 12: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
+            Artefact::HeadWeights => 12,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -127,7 +130,8 @@ impl Artefact {
             // 10: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
             // 11: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 12: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
-            Artefact::Reranker => 12,
+            // 13: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
+            Artefact::Reranker => 13,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -139,7 +143,8 @@ impl Artefact {
             // 14: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
             // 15: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 16: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
-            Artefact::SproutRag => 16,
+            // 17: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
+            Artefact::SproutRag => 17,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -149,7 +154,8 @@ impl Artefact {
             // 13: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
             // 14: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 15: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
-            Artefact::Compressor => 15,
+            // 16: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
+            Artefact::Compressor => 16,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -160,7 +166,8 @@ impl Artefact {
             // 14: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
             // 15: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 16: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
-            Artefact::Dense => 16,
+            // 17: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
+            Artefact::Dense => 17,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -171,7 +178,8 @@ impl Artefact {
             // 14: the schedule's floor of steps in one place (`Schedule::at_least`); no behaviour changed
             // 15: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 16: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
-            Artefact::Planner => 16,
+            // 17: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
+            Artefact::Planner => 17,
         }
     }
 

@@ -157,18 +157,18 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
         let inner = model.valid();
         let inner_bert = inner.encoder.as_ref().expect("a fine-tuned model's inner model has its encoder");
         let (docs, device) = (self.train, Default::default());
-        let queries: Vec<&TrainQuery> = batch.queries.iter().map(|&(d, q)| &docs[d].queries[q]).collect();
+        let queries = batch.questions(docs);
         let (queries, units, device) = (&queries, &batch.candidates, &device);
         let pick_queries = |rows: &[usize]| rows.iter().map(|&r| queries[r]).collect::<Vec<_>>();
         let pick_units = |rows: &[usize]| rows.iter().map(|&r| units[r]).collect::<Vec<_>>();
         let sides = [
             Side {
-                order: Side::<B>::by_length(queries.len(), |r| queries[r].ids.len()),
+                order: grad_cache::by_length(queries.len(), |r| queries[r].ids.len()),
                 embed: Box::new(|rows| model.embed(Vectors::Step(encoder, bert).queries(&pick_queries(rows), device))),
                 embed_inner: Box::new(|rows| inner.embed(Vectors::Step(encoder, inner_bert).queries(&pick_queries(rows), device))),
             },
             Side {
-                order: Side::<B>::by_length(units.len(), |r| docs[units[r].0].ids[units[r].1].len()),
+                order: grad_cache::by_length(units.len(), |r| docs[units[r].0].ids[units[r].1].len()),
                 embed: Box::new(|rows| model.embed(Vectors::Step(encoder, bert).units_across(docs, &pick_units(rows), device))),
                 embed_inner: Box::new(|rows| inner.embed(Vectors::Step(encoder, inner_bert).units_across(docs, &pick_units(rows), device))),
             },
@@ -246,7 +246,7 @@ pub(crate) fn corpus_loss<B: Backend>(
     batch: &CorpusBatch,
     device: &B::Device,
 ) -> Tensor<B, 1> {
-    let queries: Vec<&TrainQuery> = batch.queries.iter().map(|&(d, q)| &docs[d].queries[q]).collect();
+    let queries = batch.questions(docs);
     let units = model.embed(vectors.units_across(docs, &batch.candidates, device));
     corpus_retrieval_loss(units, model.embed(vectors.queries(&queries, device)), batch, config)
 }

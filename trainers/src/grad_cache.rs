@@ -28,13 +28,11 @@ pub struct Side<'a, B: AutodiffBackend> {
     pub embed_inner: Box<dyn Fn(&[usize]) -> Tensor<B::InnerBackend, 2> + 'a>,
 }
 
-impl<B: AutodiffBackend> Side<'_, B> {
-    /// Rows taken shortest first by `len(row)` (ties in row order).
-    pub fn by_length(rows: usize, len: impl Fn(usize) -> usize) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..rows).collect();
-        order.sort_by_key(|&r| (len(r), r));
-        order
-    }
+/// A [`Side::order`] taking `rows` shortest first by `len(row)` (ties in row order).
+pub fn by_length(rows: usize, len: impl Fn(usize) -> usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..rows).collect();
+    order.sort_by_key(|&r| (len(r), r));
+    order
 }
 
 /// The cached step: `loss` of every side's representations (each in row order, `sides` in order), its

@@ -145,14 +145,14 @@ impl CorpusNegatives {
     /// the random ones.
     pub fn mine(&self, corpus: &Corpus, docs: &[TrainDoc], seed: u64) -> Mined {
         let units: Vec<UnitRef> = docs.iter().enumerate().flat_map(|(d, doc)| (0..doc.units.len()).map(move |u| (d, u))).collect();
-        let ranker = Ranker::new(self.mine, corpus, docs, &units, seed);
+        // In-batch negatives only: nothing to rank, so no index is built.
+        let ranker = (self.per_query > 0).then(|| Ranker::new(self.mine, corpus, docs, &units, seed));
         let (mut dropped_as_gold, mut dropped_by_margin) = (0, 0);
         let mut lists = Vec::with_capacity(docs.len());
         for (d, doc) in docs.iter().enumerate() {
             let mut per_doc = Vec::with_capacity(doc.queries.len());
             for (qi, q) in doc.queries.iter().enumerate() {
-                // In-batch negatives only: nothing to mine.
-                let ranked = if self.per_query == 0 { Vec::new() } else { ranker.rank(docs, (d, qi), &units) };
+                let ranked = ranker.as_ref().map_or_else(Vec::new, |r| r.rank(docs, (d, qi), &units));
                 let positive = ranked.iter().find(|&&(r, _)| r == (d, q.positive)).map_or(0.0, |&(_, s)| s);
                 let mut kept = Vec::new();
                 for (r, score) in ranked {
@@ -188,7 +188,8 @@ pub fn is_gold(docs: &[TrainDoc], r: UnitRef, q: &TrainQuery) -> bool {
 /// Candidates ranked for a query, best first, with their scores.
 enum Ranker {
     Bm25(Engine),
-    Encoder,
+    /// The norm of every unit's frozen vector, in `units` order, computed once.
+    Encoder(Vec<f32>),
     Random(u64),
 }
 
@@ -202,7 +203,7 @@ impl Ranker {
                 };
                 Ranker::Bm25(Engine::new(units.iter().enumerate().map(|(i, r)| (i, text(r))).collect()))
             }
-            Mine::Encoder => Ranker::Encoder,
+            Mine::Encoder => Ranker::Encoder(units.iter().map(|&(d, u)| norm(&docs[d].pooled[u])).collect()),
             Mine::Random => Ranker::Random(seed),
         }
     }
@@ -213,7 +214,10 @@ impl Ranker {
         let q = &docs[at.0].queries[at.1];
         let mut scored: Vec<(usize, f32)> = match self {
             Ranker::Bm25(engine) => engine.matches(&q.text),
-            Ranker::Encoder => units.iter().enumerate().map(|(i, &(d, u))| (i, cosine(&q.pooled, &docs[d].pooled[u]))).collect(),
+            Ranker::Encoder(norms) => {
+                let nq = norm(&q.pooled);
+                units.iter().enumerate().map(|(i, &(d, u))| (i, dot(&q.pooled, &docs[d].pooled[u]) / (nq * norms[i]))).collect()
+            }
             Ranker::Random(seed) => {
                 let mut others: Vec<usize> = (0..units.len()).filter(|&i| units[i].0 != at.0).collect();
                 others.shuffle(&mut rand::rngs::StdRng::seed_from_u64(mix(*seed, &[at.0, at.1])));
@@ -225,10 +229,12 @@ impl Ranker {
     }
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-    dot / (norm(a) * norm(b))
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn norm(v: &[f32]) -> f32 {
+    v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12)
 }
 
 /// A seed for a draw at `parts` (epoch, document, query...) of a run seeded `seed`.
@@ -303,6 +309,11 @@ impl CorpusBatch {
             excluded.extend((0..candidates.len()).filter(|&j| j != targets[i] && is_gold(docs, candidates[j], query)).map(|j| (i, j)));
         }
         CorpusBatch { queries, candidates, targets, excluded }
+    }
+
+    /// The batch's questions, in its order.
+    pub fn questions<'d>(&self, docs: &'d [TrainDoc]) -> Vec<&'d TrainQuery> {
+        self.queries.iter().map(|&(d, q)| &docs[d].queries[q]).collect()
     }
 
     /// Distinct documents among the candidates.
