@@ -1,99 +1,148 @@
 #!/usr/bin/env python3
-"""The reference for arbor's fine-tuning step (the dense control's, arbor_trainers::dense): the same step
-in PyTorch with sentence-transformers' all-MiniLM-L6-v2, timed. One step: a batch of questions and one
-document's units encoded with gradients (mean pooling, L2 norm), InfoNCE at tau 0.05 over the units
-(the positives and every other unit as negatives), backward, AdamW at 2e-5. `whole` encodes every unit of
-the document; `window` the units that fit in STEP_TOKENS word pieces (arbor's `step_tokens`: positives,
-then the units nearest the questions by the frozen vectors). Units come from an arbor index (SQLite),
-so both sides encode the same texts. `window-frozen` is `window` with the embeddings and the first
-FROZEN_LAYERS blocks kept at their pretrained weights (arbor's `frozen_layers`): no gradient, so PyTorch
-keeps no activations for them.
+"""PyTorch's side of arbor's step benchmark (scripts/bench_step.sh): the dense trainer's fine-tuning step
+(arbor_trainers::bench) on exactly the batches `arbor bench-step` wrote, timed.
 
-    python3 scripts/bench_torch_step.py INDEX MODEL_DIR QUESTIONS_FILE [STEP_TOKENS] [STEPS] [DOC_KEY] [FROZEN_LAYERS]
+One step: the queries and the window's units (token ids as arbor read them, each side padded to its
+longest row, one forward pass a side) through the encoder with gradients (mean pooling, L2 norm), the
+document's other units by their frozen vectors (from the file), InfoNCE at the file's tau of query i
+against the rows `positives ++ negatives` of [window; frozen] (target i), backward, each gradient
+clipped to the file's norm (Burn clips each parameter's gradient on its own), AdamW with arbor's
+betas, epsilon, weight decay and learning rate. The embeddings and the lower `frozen_layers` blocks
+take no gradient. Dropout is off, as arbor's encoder has none.
 
-DOC_KEY names the document (a key of the index; default: the one with the most units).
+    python3 scripts/bench_torch_step.py BATCHES [STEPS]
 
-Prints one JSON line per mode: units and word pieces encoded, seconds per step (median of STEPS after a
-warm-up step), threads.
+THREADS sets torch's CPU threads; DEVICE=cuda runs the step on the GPU (each step waits for it).
+
+Prints one JSON line per case: milliseconds of each timed step (after one warm-up step) and their
+median, word pieces a second, the peak resident memory during the steps (Linux), the first step's loss
+(the same batch gives arbor's), and the versions of torch and transformers it ran against.
 """
 import json
 import os
-import sqlite3
 import statistics
 import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
-from sentence_transformers import SentenceTransformer  # noqa: E402
+import transformers  # noqa: E402
+from transformers import AutoModel  # noqa: E402
 
 
-def units_of(index, key):
-    db = sqlite3.connect(index)
-    if key:
-        doc_id, text = db.execute("SELECT id, text FROM documents WHERE key = ?", (key,)).fetchone()
-    else:
-        doc_id, text = db.execute("SELECT d.id, d.text FROM documents d JOIN units u ON u.doc = d.id GROUP BY d.id ORDER BY COUNT(*) DESC LIMIT 1").fetchone()
-    raw = text.encode("utf-8")
-    return [raw[s:e].decode("utf-8") for s, e in db.execute("SELECT byte_start, byte_end FROM units WHERE doc = ? ORDER BY ord", (doc_id,))]
+def reset_peak_rss():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def peak_rss_mib():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+DEVICE = torch.device(os.environ.get("DEVICE", "cpu"))
+
+
+def sync():
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def pool(model, rows):
+    """Mean-pooled, L2-normalised vectors of token-id rows, one padded batch (arbor's pool_ids)."""
+    length = max(len(r) for r in rows)
+    ids = torch.zeros((len(rows), length), dtype=torch.long)
+    mask = torch.zeros((len(rows), length), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+        mask[i, : len(r)] = 1
+    ids, mask = ids.to(DEVICE), mask.to(DEVICE)
+    hidden = model(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids)).last_hidden_state
+    weights = mask.unsqueeze(-1).to(hidden.dtype)
+    mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(mean, dim=-1, eps=1e-12)
+
+
+def run_case(spec, case, steps):
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    model = AutoModel.from_pretrained(spec["model_dir"]).to(DEVICE)
+    model.eval()  # dropout off: arbor's encoder has none
+    frozen_layers = spec["frozen_layers"]
+    if frozen_layers > 0:
+        for part in [model.embeddings, *model.encoder.layer[:frozen_layers]]:
+            part.requires_grad_(False)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = spec["optimizer"]
+    optimizer = torch.optim.AdamW(
+        params, lr=spec["lr"], betas=(opt["beta_1"], opt["beta_2"]), eps=opt["epsilon"], weight_decay=opt["weight_decay"]
+    )
+    clip = (opt.get("grad_clipping") or {}).get("Norm")
+    batch = case["batch"]
+    frozen = torch.tensor(batch["frozen"], dtype=torch.float32, device=DEVICE) if batch["frozen"] else None
+    rows = torch.tensor(batch["positives"] + batch["negatives"], device=DEVICE)
+    target = torch.arange(len(batch["queries"]), device=DEVICE)
+    tau = spec["tau"]
+    times, first_loss = [], None
+    reset_peak_rss()
+    for s in range(steps + 1):
+        start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        units = pool(model, batch["window"])
+        if frozen is not None:
+            units = torch.cat([units, frozen])
+        queries = pool(model, batch["queries"])
+        candidates = torch.nn.functional.normalize(units[rows], dim=-1, eps=1e-12)
+        logits = torch.nn.functional.normalize(queries, dim=-1, eps=1e-12) @ candidates.T / tau
+        loss = torch.nn.functional.cross_entropy(logits, target)
+        if first_loss is None:
+            first_loss = float(loss.detach())
+        loss.backward()
+        if clip is not None:
+            for p in params:
+                torch.nn.utils.clip_grad_norm_([p], clip)
+        optimizer.step()
+        sync()
+        if s > 0:
+            times.append((time.perf_counter() - start) * 1e3)
+    return times, first_loss, peak_rss_mib()
 
 
 def main():
-    index, model_dir, questions_file = sys.argv[1], sys.argv[2], sys.argv[3]
-    step_tokens = int(sys.argv[4]) if len(sys.argv) > 4 else 4096
-    steps = int(sys.argv[5]) if len(sys.argv) > 5 else 3
-    key = sys.argv[6] if len(sys.argv) > 6 and sys.argv[6] else None
-    frozen_layers = int(sys.argv[7]) if len(sys.argv) > 7 else 3
-    model = SentenceTransformer(model_dir, device="cpu")
-    tok = model.tokenizer
-    units = units_of(index, key)
-    questions = [l.strip() for l in open(questions_file) if l.strip()][:32]
-    with torch.no_grad():
-        frozen_u = model.encode(units, batch_size=32, convert_to_tensor=True, normalize_embeddings=True)
-        frozen_q = model.encode(questions, batch_size=32, convert_to_tensor=True, normalize_embeddings=True)
-    # Positives: each question's nearest unit (a stand-in for the gold unit), then the window's negatives.
-    nearest = (frozen_q @ frozen_u.T).max(dim=0).values
-    positives = (frozen_q @ frozen_u.T).argmax(dim=1).tolist()
-    lengths = [len(tok(u, truncation=True, max_length=256)["input_ids"]) for u in units]
-    keep = set(positives)
-    used = sum(lengths[u] for u in keep)
-    for u in sorted(range(len(units)), key=lambda u: -float(nearest[u])):
-        if u not in keep and used + lengths[u] <= step_tokens:
-            keep.add(u)
-            used += lengths[u]
-    window = sorted(keep)
-    encoder = model[0].auto_model
-    encoder.train()
-    optimizer = torch.optim.AdamW(encoder.parameters(), lr=2e-5)
-
-    def embed(texts):
-        out = []
-        for i in range(0, len(texts), 32):
-            batch = tok(texts[i:i + 32], padding=True, truncation=True, max_length=256, return_tensors="pt")
-            hidden = encoder(**batch).last_hidden_state
-            mask = batch["attention_mask"].unsqueeze(-1).float()
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            out.append(torch.nn.functional.normalize(pooled, dim=-1))
-        return torch.cat(out)
-
-    for mode, chosen in (("whole", list(range(len(units)))), ("window", window), ("window-frozen", window)):
-        if mode == "window-frozen":
-            for part in [encoder.embeddings, *encoder.encoder.layer[:frozen_layers]]:
-                part.requires_grad_(False)
-            optimizer = torch.optim.AdamW([p for p in encoder.parameters() if p.requires_grad], lr=2e-5)
-        at = {u: i for i, u in enumerate(chosen)}
-        target = torch.tensor([at[p] for p in positives])
-        times = []
-        for s in range(steps + 1):
-            start = time.perf_counter()
-            optimizer.zero_grad()
-            loss = torch.nn.functional.cross_entropy(embed(questions) @ embed([units[u] for u in chosen]).T / 0.05, target)
-            loss.backward()
-            optimizer.step()
-            if s > 0:
-                times.append(time.perf_counter() - start)
-        print(json.dumps({"mode": mode, "units": len(chosen), "tokens": sum(lengths[u] for u in chosen), "seconds_per_step": statistics.median(times), "threads": torch.get_num_threads(),
-                          "frozen_layers": frozen_layers if mode == "window-frozen" else 0}))
+    spec = json.load(open(sys.argv[1]))
+    steps = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    threads = int(os.environ.get("THREADS", torch.get_num_threads()))
+    torch.set_num_threads(threads)
+    for case in spec["cases"]:
+        times, first_loss, peak = run_case(spec, case, steps)
+        batch = case["batch"]
+        tokens = sum(len(r) for r in batch["queries"]) + sum(len(r) for r in batch["window"])
+        median = statistics.median(times)
+        print(json.dumps({
+            "framework": "pytorch",
+            "case": case["name"],
+            "threads": torch.get_num_threads(),
+            "units": len(batch["window"]),
+            "queries": len(batch["queries"]),
+            "tokens": tokens,
+            "median_ms": median,
+            "ms": times,
+            "tokens_per_s": tokens / (median / 1e3),
+            "peak_rss_mib": peak,
+            "first_loss": first_loss,
+            "device": DEVICE.type,
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+        }), flush=True)
 
 
 if __name__ == "__main__":

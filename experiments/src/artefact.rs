@@ -95,7 +95,8 @@ impl Artefact {
             // 10: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 11: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
             // 12: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
-            Artefact::Raptor => 12,
+            // 13: the skeleton's AdamW in one function (`skeleton::optimizer`, which the step benchmark reads too) and the run's set-up in `run::prepare`; no behaviour changed
+            Artefact::Raptor => 13,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -108,7 +109,8 @@ impl Artefact {
             // 13: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 14: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
             // 15: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
-            Artefact::Trees => 15,
+            // 16: the skeleton's AdamW in one function (`skeleton::optimizer`, which the step benchmark reads too) and the run's set-up in `run::prepare`; no behaviour changed
+            Artefact::Trees => 16,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -121,7 +123,8 @@ impl Artefact {
             // 10: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 11: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
             // 12: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
-            Artefact::HeadWeights => 12,
+            // 13: the skeleton's AdamW in one function (`skeleton::optimizer`, which the step benchmark reads too) and the run's set-up in `run::prepare`; no behaviour changed
+            Artefact::HeadWeights => 13,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -131,7 +134,8 @@ impl Artefact {
             // 11: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 12: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
             // 13: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
-            Artefact::Reranker => 13,
+            // 14: the skeleton's AdamW in one function (`skeleton::optimizer`, which the step benchmark reads too) and the run's set-up in `run::prepare`; no behaviour changed
+            Artefact::Reranker => 14,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -144,7 +148,8 @@ impl Artefact {
             // 15: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 16: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
             // 17: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
-            Artefact::SproutRag => 17,
+            // 18: the skeleton's AdamW in one function (`skeleton::optimizer`, which the step benchmark reads too) and the run's set-up in `run::prepare`; no behaviour changed
+            Artefact::SproutRag => 18,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -155,7 +160,8 @@ impl Artefact {
             // 14: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 15: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
             // 16: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
-            Artefact::Compressor => 16,
+            // 17: the skeleton's AdamW in one function (`skeleton::optimizer`, which the step benchmark reads too) and the run's set-up in `run::prepare`; no behaviour changed
+            Artefact::Compressor => 17,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -167,7 +173,8 @@ impl Artefact {
             // 15: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 16: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
             // 17: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
-            Artefact::Dense => 17,
+            // 18: the skeleton's AdamW in one function (`skeleton::optimizer`, which the step benchmark reads too) and the run's set-up in `run::prepare`; no behaviour changed
+            Artefact::Dense => 18,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -179,7 +186,8 @@ impl Artefact {
             // 15: `training.negatives` (batches across documents, negatives mined from the training split: trainers' negatives.rs), a training query's text, unit ids read as the encoder reads them, GradCache (`training.grad_cache`), the planner's control batched across documents
             // 16: GradCache takes each side's rows in order of length (chunks pad less); no other behaviour changed
             // 17: review: mining builds no index for in-batch negatives only and computes each unit's norm once; no behaviour changed
-            Artefact::Planner => 17,
+            // 18: the skeleton's AdamW in one function (`skeleton::optimizer`, which the step benchmark reads too) and the run's set-up in `run::prepare`; no behaviour changed
+            Artefact::Planner => 18,
         }
     }
 

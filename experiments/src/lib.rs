@@ -4,6 +4,7 @@
 //! points behind the `train`, `evaluate` and `arbor` binaries.
 
 pub mod artefact;
+pub mod bench_step;
 pub mod cache;
 pub mod cli;
 pub mod compare;

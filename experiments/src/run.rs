@@ -137,10 +137,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         selected.truncate(n);
     }
     anyhow::ensure!(!selected.is_empty(), "no query with gold evidence in split {:?} of {}", exp.data.split, exp.data.path);
-    let encoder = SentenceEncoder::<DefaultBackend>::load(&exp.encoder, &default_device())?;
-    let units = UnitConfig { max_tokens: Some(exp.units.max_tokens.unwrap_or_else(|| encoder.max_content_tokens())), ..exp.units };
-    let leaves = leaf_index(&corpus, &units, &encoder)?;
-    let keys = Keys::new(&corpus, &units, &encoder.fingerprint);
+    let Prepared { encoder, leaves, keys, max_tokens } = prepare(exp, &corpus)?;
     let docs = ranked_docs(&corpus, own_from, &selected, exp.data.split.as_deref(), exp.retrieval.scope);
     let rows = rows(exp);
     let methods: Vec<Method> = rows.iter().map(|(m, _)| m.clone()).collect();
@@ -160,7 +157,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         experiment: exp.name.clone(),
         setting: setting(exp, &corpus, own_from, &docs, queries.len()),
         inputs: Inputs { corpus: corpus_digest(&corpus), encoder: encoder.fingerprint.clone() },
-        units: unit_stats(&leaves, &docs, &queries, &encoder, units.max_tokens.expect("resolved above")),
+        units: unit_stats(&leaves, &docs, &queries, &encoder, max_tokens),
         methods: vec![],
         selection: exp.selection.describe(exp.data.split.as_deref()),
         queries: queries.iter().map(|q| q.id.clone()).collect(),
@@ -241,6 +238,25 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     report.compare();
     report.write(dir)?;
     Ok(report)
+}
+
+/// What every row of an experiment reads besides its method: the encoder, every document's leaf units
+/// cut to what it reads (`max_tokens` word pieces at most), and the artefacts' keys.
+pub struct Prepared {
+    pub encoder: SentenceEncoder<DefaultBackend>,
+    pub leaves: LeafIndex,
+    pub keys: Keys,
+    pub max_tokens: usize,
+}
+
+/// Loads `exp`'s encoder and cuts `corpus` into its leaf units.
+pub fn prepare(exp: &Experiment, corpus: &Corpus) -> anyhow::Result<Prepared> {
+    let encoder = SentenceEncoder::<DefaultBackend>::load(&exp.encoder, &default_device())?;
+    let max_tokens = exp.units.max_tokens.unwrap_or_else(|| encoder.max_content_tokens());
+    let units = UnitConfig { max_tokens: Some(max_tokens), ..exp.units };
+    let leaves = leaf_index(corpus, &units, &encoder)?;
+    let keys = Keys::new(corpus, &units, &encoder.fingerprint);
+    Ok(Prepared { encoder, leaves, keys, max_tokens })
 }
 
 /// The report's rows: the experiment's methods (trained or not), then the matched controls of its trained

@@ -31,6 +31,7 @@
 //!   training split with batches across documents (false negatives filtered).
 //! - [`window`]: the sampled step's units (positives, then the nearest negatives within a token budget).
 
+pub mod bench;
 pub mod checkpoint;
 pub mod compressor;
 pub mod config;

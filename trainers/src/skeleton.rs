@@ -112,8 +112,7 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
     );
     let per_epoch = task.steps_per_epoch();
     anyhow::ensure!(per_epoch > 0, "nothing to train on: an epoch has no step");
-    let adamw =
-        AdamWConfig::new().with_weight_decay(schedule.weight_decay).with_grad_clipping(Some(GradientClippingConfig::Norm(schedule.grad_clip)));
+    let adamw = optimizer(schedule);
     let mut optims: Vec<OptimizerAdaptor<AdamW, T::Model, B>> = groups.iter().map(|_| adamw.init()).collect();
     std::fs::create_dir_all(run_dir).with_context(|| format!("cannot create {}", run_dir.display()))?;
     let ckpt_dir = run_dir.join("checkpoints");
@@ -234,6 +233,11 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
         }
         None => Ok(model),
     }
+}
+
+/// Every group's optimizer: AdamW with the schedule's weight decay, gradients clipped to its norm.
+pub fn optimizer(schedule: &Schedule) -> AdamWConfig {
+    AdamWConfig::new().with_weight_decay(schedule.weight_decay).with_grad_clipping(Some(GradientClippingConfig::Norm(schedule.grad_clip)))
 }
 
 /// Loads a checkpoint's model, optimizers and task state.

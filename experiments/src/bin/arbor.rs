@@ -1,6 +1,7 @@
 //! `arbor`: the umbrella command (`arbor embed`, `arbor evaluate`, `arbor train`, `arbor compare`, `arbor inspect`,
-//! `arbor index`, `arbor query`).
+//! `arbor index`, `arbor query`, `arbor bench-step`).
 
+use arbor_experiments::bench_step::{BenchStepArgs, bench_step};
 use arbor_experiments::cli::{EvaluateArgs, TrainArgs, evaluate, train};
 use arbor_experiments::compare::{CompareArgs, compare};
 use arbor_experiments::embed::{EmbedArgs, embed};
@@ -37,6 +38,8 @@ enum Command {
     Index(IndexArgs),
     /// Rank an index's units for a question: documents, character and byte offsets, scores, text
     Query(QueryArgs),
+    /// Time the fine-tuning step on fixed batches of an experiment's training split, and write those batches for PyTorch's side (scripts/bench_step.sh)
+    BenchStep(BenchStepArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -48,5 +51,6 @@ fn main() -> anyhow::Result<()> {
         Command::Inspect(args) => inspect(&args),
         Command::Index(args) => index(&args),
         Command::Query(args) => query(&args),
+        Command::BenchStep(args) => bench_step(&args),
     }
 }

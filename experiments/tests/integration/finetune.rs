@@ -105,3 +105,88 @@ fn encoder_vectors_over_a_frozen_encoder_rank_leaves_as_flat() {
     let err = Experiment::parse(&bad, Path::new("bad.ron")).unwrap_err().to_string();
     assert!(err.contains("vectors: Encoder needs attention: Sllm"), "{err}");
 }
+
+/// `arbor bench-step` on the fixture's articles cut to their first paragraph or so (a whole article's step
+/// would take the test ten seconds): the batches file holds the three cases (the median article's window
+/// and whole, the longest article's window) with the step's settings, each timed line matches its case,
+/// and at the pretrained weights the windowed step's loss is the whole article's (the units outside the
+/// window enter by their frozen vectors, which the encoder's gradient path gives again to float rounding).
+#[test]
+fn bench_step_writes_the_batches_it_timed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = short_articles(tmp.path(), 1200);
+    let ron = tmp.path().join("bench.ron");
+    let experiment = format!(
+        r#"Experiment(name: "bench", data: (format: Jsonl, path: {:?}, split: Some("test")), units: (max_sentences: 1),
+             methods: [Dense((training: (batch_size: 4, freeze_encoder: false, step_tokens: Some(120))))])"#,
+        corpus.display().to_string()
+    );
+    std::fs::write(&ron, experiment).unwrap();
+    let batches = tmp.path().join("batches.json");
+    let said = crate::common::ok(&["bench-step", ron.to_str().unwrap(), "--batches", batches.to_str().unwrap(), "--steps", "1"]);
+    let lines: Vec<serde_json::Value> = said.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&batches).unwrap()).unwrap();
+    let cases = file["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 3);
+    assert_eq!(lines.len(), 3);
+    assert_eq!((file["tau"].as_f64(), file["lr"].as_f64()), (Some(0.05), Some(2e-5)));
+    assert_eq!(file["optimizer"]["grad_clipping"]["Norm"].as_f64(), Some(1.0), "{}", file["optimizer"]);
+    let len = |v: &serde_json::Value| v.as_array().unwrap().len();
+    for (line, case) in lines.iter().zip(cases) {
+        let batch = &case["batch"];
+        assert_eq!(line["case"], case["name"]);
+        assert_eq!(line["units"].as_u64().unwrap() as usize, len(&batch["window"]));
+        let queries = len(&batch["queries"]);
+        assert!((1..=4).contains(&queries) && line["queries"].as_u64().unwrap() as usize == queries);
+        let pieces: usize = ["queries", "window"].iter().flat_map(|side| batch[side].as_array().unwrap()).map(len).sum();
+        assert_eq!(line["tokens"].as_u64().unwrap() as usize, pieces);
+        assert!(line["median_ms"].as_f64().unwrap() > 0.0 && line["gflop"].as_f64().unwrap() > 0.0);
+        assert_eq!(len(&batch["positives"]), queries);
+        assert_eq!(len(&batch["window"]) + len(&batch["frozen"]), len(&batch["negatives"]) + queries - repeats(&batch["positives"]));
+    }
+    let (window, whole) = (&cases[0]["batch"], &cases[1]["batch"]);
+    assert_eq!(cases[0]["document"], cases[1]["document"]);
+    assert!(len(&window["frozen"]) > 0 && len(&whole["frozen"]) == 0, "the window leaves units out, the whole article none");
+    let loss = |i: usize| lines[i]["first_loss"].as_f64().unwrap();
+    assert!((loss(0) - loss(1)).abs() < 1e-4, "window {} against whole {}", loss(0), loss(1));
+}
+
+/// How many of `positives` repeat an earlier one (two queries of one unit).
+fn repeats(positives: &serde_json::Value) -> usize {
+    let p: Vec<u64> = positives.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    (0..p.len()).filter(|&i| p[..i].contains(&p[i])).count()
+}
+
+/// The fixture's articles cut after the last sentence ending before byte `cut`, with the questions whose
+/// evidence lies in what is kept, as a JSONL corpus in `dir`; returns its folder.
+fn short_articles(dir: &Path, cut: usize) -> std::path::PathBuf {
+    use serde_json::Value;
+    let fixture = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/squad-mini"));
+    let mut kept = std::collections::HashMap::new();
+    let docs: Vec<String> = std::fs::read_to_string(fixture.join("documents.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut d: Value = serde_json::from_str(l).unwrap();
+            let text = d["text"].as_str().unwrap();
+            let end = text.char_indices().take_while(|&(i, _)| i < cut).filter(|&(_, c)| c == '.').last().map_or(text.len(), |(i, _)| i + 1);
+            kept.insert(d["id"].as_str().unwrap().to_owned(), end);
+            d["text"] = Value::from(&text[..end]);
+            d.to_string()
+        })
+        .collect();
+    let queries: Vec<String> = std::fs::read_to_string(fixture.join("queries.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            let q: Value = serde_json::from_str(l).unwrap();
+            q["evidence"].as_array().unwrap().iter().all(|e| e["end"].as_u64().unwrap() as usize <= kept[e["doc_id"].as_str().unwrap()])
+        })
+        .map(str::to_owned)
+        .collect();
+    let out = dir.join("short");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("documents.jsonl"), docs.join("\n")).unwrap();
+    std::fs::write(out.join("queries.jsonl"), queries.join("\n")).unwrap();
+    out
+}

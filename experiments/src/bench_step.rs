@@ -1,0 +1,187 @@
+//! `arbor bench-step`: arbor's fine-tuning step timed on fixed batches of a real corpus, the batches
+//! written to a file that PyTorch's side (`scripts/bench_torch_step.py`) runs exactly the same step on;
+//! `scripts/bench_step.sh` runs both and prints the table.
+//!
+//! The step is the dense trainer's ([`arbor_trainers::bench`]) under the experiment's first `Dense` method
+//! with a fine-tuned encoder: its batch size, `step_tokens`, frozen blocks, tau, learning rate and
+//! optimizer. The batches are those of the training split's documents with the median and the largest
+//! number of word pieces (among those with a full batch of queries): each document's first `batch_size`
+//! training queries, once over the window of `step_tokens` and once over the whole median document.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use arbor_eval::formats::files::atomic_write;
+use arbor_models::DefaultBackend;
+use arbor_trainers::bench::{FixedBatch, Shape, step_flops, time_steps};
+use arbor_trainers::config::TrainConfig;
+use arbor_trainers::data::TrainDoc;
+use burn::backend::Autodiff;
+use serde::Serialize;
+
+use crate::cache::Cache;
+use crate::experiment::Experiment;
+use crate::methods::training::{Needs, pretrained, train_docs, training_queries};
+use crate::methods::{Context, Method};
+use crate::run::{Prepared, load_corpus, prepare};
+use crate::trained::Training;
+
+#[derive(clap::Args, Debug)]
+pub struct BenchStepArgs {
+    /// The experiment whose first `Dense` method (encoder fine-tuned) sets the step and whose training split gives the batches
+    pub experiment: PathBuf,
+    /// Where the batches go (JSON: token ids, frozen vectors, the loss's rows, the step's settings)
+    #[arg(long)]
+    pub batches: PathBuf,
+    /// Timed steps a batch, after one untimed warm-up step (the median is reported)
+    #[arg(long, default_value_t = 3)]
+    pub steps: usize,
+    /// A folder of artefacts to reuse (the training documents' frozen vectors), as `train --cache`
+    /// (default: beside the batches file, its name with the extension `cache`)
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+}
+
+/// The batches file both sides read.
+#[derive(Debug, Serialize)]
+struct Batches<'a> {
+    /// The encoder's folder (config.json, model.safetensors): the weights both sides start from.
+    model_dir: String,
+    tau: f64,
+    lr: f64,
+    /// arbor's optimizer as Burn serialises its config: AdamW's betas, epsilon and weight decay, and the
+    /// norm gradients are clipped to (`grad_clipping: {"Norm": x}`).
+    optimizer: serde_json::Value,
+    /// The embeddings and this many lower blocks keep their pretrained weights (no gradient).
+    frozen_layers: usize,
+    cases: Vec<Case<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct Case<'a> {
+    name: &'static str,
+    document: &'a str,
+    batch: FixedBatch,
+}
+
+/// What one case's timing prints, one JSON line.
+#[derive(Debug, Serialize)]
+struct Timed<'a> {
+    framework: &'static str,
+    case: &'a str,
+    threads: usize,
+    units: usize,
+    queries: usize,
+    tokens: usize,
+    median_ms: f64,
+    ms: &'a [f64],
+    tokens_per_s: f64,
+    peak_rss_mib: Option<f64>,
+    first_loss: f32,
+    /// The step's model FLOPs ([`step_flops`]), in GFLOP, and what the median step achieved, in TFLOP/s.
+    gflop: f64,
+    tflops: f64,
+    backend: &'static str,
+}
+
+pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.steps > 0, "--steps must be at least 1");
+    let exp = Experiment::load(&args.experiment)?;
+    let training = step_settings(&exp)?;
+    let (corpus, _) = load_corpus(&exp)?;
+    let Prepared { encoder, leaves, keys, .. } = prepare(&exp, &corpus)?;
+    let cache = Cache::new(args.cache.clone().unwrap_or_else(|| args.batches.with_extension("cache")));
+    let ctx = Context::new(&corpus, &leaves, &keys, &encoder, &exp.encoder, &cache, &Training::Allowed, &[], &[], exp.retrieval.scope);
+    let by_doc = training_queries(&corpus, &training);
+    let docs = train_docs(&ctx, &by_doc, &training.split, Needs { ids: true, vae_tokens: false, merge_pairs: None })?;
+    let names: Vec<&str> = by_doc.keys().map(|&d| corpus.documents[d].id.as_str()).collect();
+    let (median, long) = median_and_longest(&docs, training.batch_size)
+        .with_context(|| format!("no document of training split {:?} has a training query", training.split))?;
+    let mut plan = vec![("median document, window", median, training.step_tokens)];
+    plan.push(("median document, whole", median, None));
+    plan.push(("long document, window", long, training.step_tokens));
+    if training.step_tokens.is_none() {
+        plan.retain(|(name, ..)| name.ends_with("whole"));
+    }
+    let tune = pretrained(&ctx)?;
+    let threads = rayon::current_num_threads();
+    let mut cases = Vec::with_capacity(plan.len());
+    for (name, d, step_tokens) in plan {
+        let doc = &docs[d];
+        let queries: Vec<usize> = (0..doc.queries.len().min(training.batch_size)).collect();
+        let batch = FixedBatch::new(doc, &queries, step_tokens);
+        let config = TrainConfig { step_tokens, ..training.clone() };
+        let timing = time_steps::<Autodiff<DefaultBackend>>(&config, &tune, doc, &queries, args.steps)?;
+        let median_ms = timing.median_ms();
+        let flops = step_flops(Shape::of(&tune.bert), config.frozen_layers.unwrap_or(0), &batch);
+        let line = Timed {
+            framework: "arbor",
+            case: name,
+            threads,
+            units: batch.window.len(),
+            queries: queries.len(),
+            tokens: batch.tokens(),
+            median_ms,
+            ms: &timing.ms,
+            tokens_per_s: batch.tokens() as f64 / (median_ms / 1e3),
+            peak_rss_mib: timing.peak_rss_mib,
+            first_loss: timing.first_loss,
+            gflop: flops / 1e9,
+            tflops: flops / (median_ms / 1e3) / 1e12,
+            backend: arbor_models::backend::NAME,
+        };
+        println!("{}", serde_json::to_string(&line)?);
+        cases.push(Case { name, document: names[d], batch });
+    }
+    let file = Batches {
+        model_dir: arbor_models::hub::resolve(&exp.encoder.model)?.path.display().to_string(),
+        tau: training.tau,
+        lr: training.lr_encoder,
+        optimizer: serde_json::to_value(arbor_trainers::skeleton::optimizer(&training.schedule))?,
+        frozen_layers: training.frozen_layers.unwrap_or(0),
+        cases,
+    };
+    atomic_write(&args.batches, serde_json::to_string(&file)?.as_bytes()).with_context(|| format!("cannot write {}", args.batches.display()))
+}
+
+/// The training settings of `exp`'s first `Dense` method that fine-tunes its encoder.
+fn step_settings(exp: &Experiment) -> anyhow::Result<TrainConfig> {
+    let dense = exp.methods.iter().find_map(|m| match m {
+        Method::Dense(c) if !c.training.freeze_encoder && c.reranker.is_none() => Some(c.training.clone()),
+        _ => None,
+    });
+    dense.with_context(|| format!("{}: bench-step times the first Dense method with `freeze_encoder: false`, and this experiment has none", exp.name))
+}
+
+/// The documents of median and of largest word-piece count among those with at least `batch_size`
+/// training queries (all documents with a query when none has that many).
+fn median_and_longest(docs: &[TrainDoc], batch_size: usize) -> Option<(usize, usize)> {
+    let tokens = |d: &TrainDoc| d.ids.iter().map(Vec::len).sum::<usize>();
+    let full: Vec<usize> = (0..docs.len()).filter(|&d| docs[d].queries.len() >= batch_size).collect();
+    let mut pool = match full.is_empty() {
+        true => (0..docs.len()).filter(|&d| !docs[d].queries.is_empty()).collect(),
+        false => full,
+    };
+    pool.sort_by_key(|&d| (tokens(&docs[d]), d));
+    Some((*pool.get(pool.len().checked_sub(1)? / 2)?, *pool.last()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(tokens: usize, queries: usize) -> TrainDoc {
+        let query = arbor_trainers::data::TrainQuery { text: String::new(), pooled: vec![], ids: vec![], positive: 0, gold: vec![] };
+        TrainDoc { units: vec![], pooled: vec![], ids: vec![vec![0; tokens]], pairs: vec![], tokens: vec![], queries: vec![query; queries] }
+    }
+
+    #[test]
+    fn the_median_and_the_longest_document_with_a_full_batch() {
+        let docs = [doc(50, 4), doc(10, 4), doc(900, 1), doc(30, 4), doc(70, 4)];
+        // With a full batch of 4: 10, 30, 50, 70 tokens; the lower median and the largest.
+        assert_eq!(median_and_longest(&docs, 4), Some((3, 4)));
+        // None has 8 queries: every document with a query.
+        assert_eq!(median_and_longest(&docs, 8), Some((0, 2)));
+        assert_eq!(median_and_longest(&[doc(10, 0)], 4), None);
+    }
+}
