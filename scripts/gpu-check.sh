@@ -91,7 +91,8 @@ for side in cpu gpu; do
     "$bin" train "$quickstart" --out "$out/$side" > "$out/$side.log" 2>&1 || { tail -n 20 "$out/$side.log"; exit 1; }
     echo "$side: quickstart in $(echo "$(date +%s.%N) - $start" | bc) s"
 done
-"$python" scripts/compare_runs.py "$(ls -d "$out"/cpu/*/ | head -1)" "$(ls -d "$out"/gpu/*/ | head -1)" 0.1 || status=1
+run_of() { dirname "$(ls "$out/$1"/*/*/report.json | head -1)"; }
+"$python" scripts/compare_runs.py "$(run_of cpu)" "$(run_of gpu)" 0.1 || status=1
 
 echo "== 2. the encoder, each build"
 "$python" -c "
@@ -135,16 +136,17 @@ import json, os, sys
 out, peak = sys.argv[1], [float(p) for p in sys.argv[2].split()]
 print("| build | backend | case | ms a step | TFLOP/s | MFU FP32 | MFU TF32 | first loss |")
 print("|---|---|---|---|---|---|---|---|")
+gflop_of = {r["case"]: r["gflop"] for r in map(json.loads, open(os.path.join(out, "step-cpu.jsonl")))}
 for side in ("cpu", "gpu", "torch"):
     path = os.path.join(out, f"step-{side}.jsonl")
     if not os.path.exists(path):
         continue
     for r in map(json.loads, open(path)):
-        gflop = r.get("gflop")
-        tflops = r.get("tflops") if gflop is not None else None
-        mfu = ["-", "-"] if not peak or tflops is None or side == "cpu" else [f"{100 * tflops / p:.1f} %" for p in peak]
+        # PyTorch's step is the same batch: the same model FLOPs.
+        tflops = gflop_of[r["case"]] / r["median_ms"]
+        mfu = ["-", "-"] if not peak or side == "cpu" else [f"{100 * tflops / p:.1f} %" for p in peak]
         backend = r.get("backend") or f"PyTorch {r.get('torch')} ({r.get('device', 'cpu')})"
-        print(f"| {side} | {backend} | {r['case']} | {r['median_ms']:.0f} | {'-' if tflops is None else f'{tflops:.3f}'} | {mfu[0]} | {mfu[1]} | {r['first_loss']:.5f} |")
+        print(f"| {side} | {backend} | {r['case']} | {r['median_ms']:.0f} | {tflops:.3f} | {mfu[0]} | {mfu[1]} | {r['first_loss']:.5f} |")
 PY
 if [ "${status:-0}" -ne 0 ]; then echo "gpu-check: the builds disagree"; exit 1; fi
 echo "gpu-check: the builds agree"

@@ -3,6 +3,7 @@
 //! ([`methods`]), the summariser they share ([`summaries`]), the record of trained models ([`trained`]) and the command-line entry
 //! points behind the `train`, `evaluate` and `arbor` binaries.
 
+pub mod alloc;
 pub mod artefact;
 pub mod bench_step;
 pub mod cache;

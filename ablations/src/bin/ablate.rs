@@ -22,6 +22,7 @@ struct Args {
 }
 
 fn main() -> anyhow::Result<()> {
+    arbor_experiments::alloc::keep_freed_memory();
     let args = Args::parse();
     let start = std::time::Instant::now();
     let loaded = LoadedSweep::load(&args.sweep)?;

@@ -21,6 +21,7 @@ struct Args {
 }
 
 fn main() -> anyhow::Result<()> {
+    arbor_experiments::alloc::keep_freed_memory();
     let args = Args::parse();
     let start = std::time::Instant::now();
     let dir = arbor_ablations::reproduce::reproduce(&args.sweeps, &args.out)?;

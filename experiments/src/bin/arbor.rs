@@ -43,6 +43,7 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
+    arbor_experiments::alloc::keep_freed_memory();
     match Cli::parse().command {
         Command::Embed(args) => embed(&args),
         Command::Evaluate(args) => evaluate(&args),

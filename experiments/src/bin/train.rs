@@ -9,5 +9,6 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
+    arbor_experiments::alloc::keep_freed_memory();
     arbor_experiments::cli::train(&arbor_experiments::cli::TrainArgs::parse())
 }
