@@ -29,6 +29,16 @@ pub mod sllm;
 pub mod sproutrag;
 pub mod unit_attention;
 
+// The tests of the public API (tests/integration/: parity with sentence-transformers, the reranker, token
+// handling, unit attention) run inside the library's own test harness: a separate test crate would
+// monomorphise Burn's generic kernels again in a release build (about 45 s of a clean CI build). They name
+// the crate as a user does, through this alias.
+#[cfg(test)]
+extern crate self as arbor_models;
+#[cfg(test)]
+#[path = "../tests/integration/main.rs"]
+mod integration;
+
 pub use backend::{DefaultBackend, default_device};
 pub use encoder::{EncoderConfig, SentenceEncoder};
 pub use error::ModelError;

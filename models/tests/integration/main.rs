@@ -1,5 +1,6 @@
-//! arbor-models' integration tests, one binary: each test crate monomorphises Burn's generic kernels
-//! anew in a release build, so one crate compiles them once (and links once).
+//! arbor-models' tests of its public API, compiled into the library's own test harness (src/lib.rs,
+//! `mod integration`; Cargo.toml's `autotests = false`): each test crate monomorphises Burn's generic
+//! kernels anew in a release build, so these share the library's.
 
 mod parity;
 mod reranker;
