@@ -87,10 +87,8 @@ fn child(words: usize, method: usize) -> anyhow::Result<()> {
     let exp = Experiment::parse(&ron, &tmp.path().join("scale.ron"))?;
     let run = tmp.path().join("run");
     let report = run_in(&exp, &run, &Cache::new(&run), &Training::Allowed)?;
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let peak_kb: f64 =
-        status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(f64::NAN);
+    let peak_mib = arbor_trainers::bench::peak_rss_mib().unwrap_or(f64::NAN);
     let units = report.units.units;
-    println!("RESULT {units} {:.1} {:.0}", report.methods[0].index_ms_per_doc.unwrap_or(f64::NAN) / 1000.0, peak_kb / 1024.0);
+    println!("RESULT {units} {:.1} {:.0}", report.methods[0].index_ms_per_doc.unwrap_or(f64::NAN) / 1000.0, peak_mib);
     Ok(())
 }

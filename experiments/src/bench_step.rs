@@ -97,12 +97,14 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
     let names: Vec<&str> = by_doc.keys().map(|&d| corpus.documents[d].id.as_str()).collect();
     let (median, long) = median_and_longest(&docs, training.batch_size)
         .with_context(|| format!("no document of training split {:?} has a training query", training.split))?;
-    let mut plan = vec![("median document, window", median, training.step_tokens)];
-    plan.push(("median document, whole", median, None));
-    plan.push(("long document, window", long, training.step_tokens));
-    if training.step_tokens.is_none() {
-        plan.retain(|(name, ..)| name.ends_with("whole"));
-    }
+    let plan = match training.step_tokens {
+        Some(_) => vec![
+            ("median document, window", median, training.step_tokens),
+            ("median document, whole", median, None),
+            ("long document, window", long, training.step_tokens),
+        ],
+        None => vec![("median document, whole", median, None)],
+    };
     let tune = pretrained(&ctx)?;
     let threads = rayon::current_num_threads();
     let mut cases = Vec::with_capacity(plan.len());

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::TrainConfig;
 use crate::data::{TrainDoc, TrainQuery};
 use crate::dense::plain_loss;
-use crate::encoder::{FineTune, StepEncoder, Vectors};
+use crate::encoder::{FineTune, StepEncoder, Vectors, window_rows};
 use crate::window::window;
 
 /// One step's inputs as another framework needs them. The encoder reads `queries` and `window` (token ids,
@@ -43,18 +43,14 @@ impl FixedBatch {
     pub fn new(doc: &TrainDoc, queries: &[usize], step_tokens: Option<usize>) -> FixedBatch {
         let picked: Vec<&TrainQuery> = queries.iter().map(|&q| &doc.queries[q]).collect();
         let kept = window(doc, &picked, step_tokens);
-        let others: Vec<usize> = (0..doc.units.len()).filter(|u| kept.binary_search(u).is_err()).collect();
-        let row = |u: usize| match kept.binary_search(&u) {
-            Ok(i) => i,
-            Err(_) => kept.len() + others.binary_search(&u).expect("a unit is kept or not"),
-        };
+        let (others, rows) = window_rows(doc.units.len(), &kept);
         let positives: Vec<usize> = picked.iter().map(|q| q.positive).collect();
         FixedBatch {
             queries: picked.iter().map(|q| q.ids.clone()).collect(),
             window: kept.iter().map(|&u| doc.ids[u].clone()).collect(),
             frozen: others.iter().map(|&u| doc.pooled[u].clone()).collect(),
-            positives: positives.iter().map(|&u| row(u)).collect(),
-            negatives: (0..doc.units.len()).filter(|u| !positives.contains(u)).map(row).collect(),
+            positives: positives.iter().map(|&u| rows[u]).collect(),
+            negatives: (0..doc.units.len()).filter(|u| !positives.contains(u)).map(|u| rows[u]).collect(),
         }
     }
 
@@ -164,8 +160,9 @@ fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-/// The peak resident memory since the last reset, in MiB (Linux's `VmHWM`).
-fn peak_rss_mib() -> Option<f64> {
+/// The process's peak resident memory (since the last reset, if any), in MiB (Linux's `VmHWM`; `None`
+/// elsewhere).
+pub fn peak_rss_mib() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;

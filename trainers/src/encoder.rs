@@ -92,15 +92,9 @@ impl<'a, B: Backend> Vectors<'a, B> {
         if kept.len() == n || matches!(self, Vectors::Given) {
             return self.all_units(doc, device);
         }
-        let others: Vec<usize> = (0..n).filter(|u| kept.binary_search(u).is_err()).collect();
+        let (others, rows) = window_rows(n, kept);
         let frozen = matrix(&others.iter().map(|&u| doc.pooled[u].as_slice()).collect::<Vec<_>>(), device);
-        // Unit u's row in [window; others].
-        let row = |u: usize| match kept.binary_search(&u) {
-            Ok(i) => i,
-            Err(_) => kept.len() + others.binary_search(&u).expect("every unit is in one of the two"),
-        };
-        let order: Vec<usize> = (0..n).map(row).collect();
-        Tensor::cat(vec![self.units(doc, kept, device), frozen], 0).select(0, index(&order, device))
+        Tensor::cat(vec![self.units(doc, kept, device), frozen], 0).select(0, index(&rows, device))
     }
 
     /// Whether the vectors come from an encoder a step fine-tunes.
@@ -131,6 +125,18 @@ impl<'a, B: Backend> Vectors<'a, B> {
             }
         }
     }
+}
+
+/// A document of `n` units split by a window `kept` (sorted): the units outside it, in document order,
+/// and each unit's row in the matrix `[kept; others]`.
+pub fn window_rows(n: usize, kept: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let others: Vec<usize> = (0..n).filter(|u| kept.binary_search(u).is_err()).collect();
+    let row = |u: usize| match kept.binary_search(&u) {
+        Ok(i) => i,
+        Err(_) => kept.len() + others.binary_search(&u).expect("every unit is in one of the two"),
+    };
+    let rows = (0..n).map(row).collect();
+    (others, rows)
 }
 
 /// Positions as the index tensor `select` takes, `[values]`.

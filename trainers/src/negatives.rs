@@ -33,6 +33,7 @@ use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
 use crate::data::{TrainDoc, TrainQuery};
+use crate::window::dot;
 
 /// Where a training's negatives come from; `negatives: Corpus((mine: Bm25, per_query: 1, top: 30))` in
 /// an experiment file.
@@ -229,12 +230,8 @@ impl Ranker {
     }
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 fn norm(v: &[f32]) -> f32 {
-    v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12)
+    dot(v, v).sqrt().max(1e-12)
 }
 
 /// A seed for a draw at `parts` (epoch, document, query...) of a run seeded `seed`.

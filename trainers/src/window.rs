@@ -38,7 +38,8 @@ pub fn window(doc: &TrainDoc, queries: &[&TrainQuery], budget: Option<usize>) ->
     (0..n).filter(|&u| keep[u]).collect()
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+/// The dot product, one running sum (what the window's order and negative mining's scores are computed with).
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
