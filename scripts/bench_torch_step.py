@@ -12,7 +12,9 @@ take no gradient. Dropout is off, as arbor's encoder has none.
 
     python3 scripts/bench_torch_step.py BATCHES [STEPS]
 
-THREADS sets torch's CPU threads; DEVICE=cuda runs the step on the GPU (each step waits for it).
+THREADS sets torch's CPU threads; DEVICE=cuda runs the step on the GPU (each step waits for it); TF32=1
+lets its float32 matrix products round their inputs to TF32 on tensor cores, as burn-cuda's do (PyTorch's
+default is full float32).
 
 Prints one JSON line per case: milliseconds of each timed step (after one warm-up step) and their
 median, word pieces a second, the peak resident memory during the steps (Linux), the first step's loss
@@ -50,6 +52,8 @@ def peak_rss_mib():
 
 
 DEVICE = torch.device(os.environ.get("DEVICE", "cpu"))
+PRECISION = "tf32" if os.environ.get("TF32") == "1" else "fp32"
+torch.backends.cuda.matmul.allow_tf32 = PRECISION == "tf32"
 
 
 def sync():
@@ -140,6 +144,7 @@ def main():
             "peak_rss_mib": peak,
             "first_loss": first_loss,
             "device": DEVICE.type,
+            "precision": PRECISION,
             "torch": torch.__version__,
             "transformers": transformers.__version__,
         }), flush=True)

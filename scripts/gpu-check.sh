@@ -7,22 +7,29 @@
 # checks the CPU build against itself, which is how it is tested here); ARBOR_CPU: the reference build
 # (default target/release/arbor); ARBOR_MODEL: an encoder folder (config.json, model.safetensors,
 # tokenizer.json) to read instead of all-MiniLM-L6-v2 fetched into $ARBOR_HOME (the GPU machine has no
-# network). Three checks, each build in turn:
-#   1. the quickstart (experiments/quickstart.ron) trained and evaluated: every method's IE within 0.1 of
-#      the CPU build's and every query's ranking the same (scripts/compare_runs.py);
-#   2. the encoder: `arbor embed` over the fixture's sentences, sentences a second, and the cosine of each
+# network); ARBOR_CHECK_TIMEOUT: seconds any one run may take (default 600); ARBOR_CHECKS: which checks
+# to run (default "1 2 3 4"). The checks, cheapest first:
+#   1. the encoder: `arbor embed` over the fixture's sentences, sentences a second, and the cosine of each
 #      GPU vector to the CPU's (the lowest printed);
-#   3. the fine-tuning step on the fixture's fixed batches (`arbor bench-step`,
-#      experiments/bench-step-fixture.ron): ms a step, TFLOP/s, and the model FLOPs utilisation against
-#      the chip's peak (nvidia-smi's name: H100 / H200, 67 TFLOP/s FP32, 495 TF32 on tensor cores, dense);
-#      PyTorch's step on the same batches where python3 has torch and transformers (on the GPU there).
+#   2. the fine-tuning step on the fixture's fixed batches (`arbor bench-step`,
+#      experiments/bench-step-fixture.ron), each build and PyTorch (where python3 has torch and
+#      transformers; on the GPU there, in float32 and with TF32 matrix products, as burn-cuda's matmul
+#      rounds float32 inputs to TF32 on tensor cores): ms a step, TFLOP/s, and the model FLOPs utilisation
+#      against the chip's peak (nvidia-smi's name: H100 / H200, 67 TFLOP/s FP32, 495 TF32, dense);
+#   3. the same on scripts/bench_step.sh's batches (experiments/bench-step-legalbench.ron), the GPU build
+#      and PyTorch, where ARBOR_DATA holds legalbench-rag-mini;
+#   4. the quickstart (experiments/quickstart.ron) trained and evaluated: every method's IE within 0.1 of
+#      the CPU build's and every query's ranking the same (scripts/compare_runs.py).
 #
 # For a lent GPU machine (no network, at most 64 MiB carried; DEVELOPERS' device tool):
 #   scripts/gpu-check.sh pack      here: builds the CUDA binary (target/cuda) and packs into .gpu/ both builds
 #                                  (stripped, xz) and the encoder with its weights stored as float16 (the
-#                                  float32 file is 87 MiB): about 55 MiB; add /.gpu/ to .git/info/exclude
+#                                  float32 file is 87 MiB), and legalbench-rag-mini's contractnli documents
+#                                  and questions from $ARBOR_DATA (default ../shared/data; 1 MiB), for
+#                                  check 3: about 61 MiB; add /.gpu/ to .git/info/exclude
 #   scripts/gpu-check.sh unpack    there: unpacks .gpu/ into /tmp/gpu-check (the weights widened back to
 #                                  float32, so both builds read the same numbers) and prints the variables
+#                                  (ARBOR_CPU, ARBOR_GPU, ARBOR_MODEL, ARBOR_DATA)
 #                                  to run with, e.g. in one command, carry [".gpu"]:
 #     eval "$(scripts/gpu-check.sh unpack)" && scripts/gpu-check.sh "$OUT/gpu-check"
 set -euo pipefail
@@ -31,7 +38,8 @@ case "${1:-}" in
 pack)
     python=${PYTHON:-python3}
     cargo build --release --bin arbor
-    CARGO_TARGET_DIR=target/cuda cargo build --release --features cuda --bin arbor
+    # Without nvcc here cudarc binds CUDA's newest API (13.4); the lent machines' toolkit is 13.0.
+    CUDARC_CUDA_VERSION=${CUDARC_CUDA_VERSION:-13000} CARGO_TARGET_DIR=target/cuda cargo build --release --features cuda --bin arbor
     rm -rf .gpu && mkdir -p .gpu/model
     for side in cpu cuda; do
         bin=target/release/arbor; [ $side = cuda ] && bin=target/cuda/release/arbor
@@ -44,6 +52,19 @@ import sys
 from safetensors.numpy import load_file, save_file
 save_file({k: v.astype("float16") for k, v in load_file(sys.argv[1]).items()}, sys.argv[2])
 PY
+    data=${ARBOR_DATA:-../shared/data}/legalbench-rag-mini
+    if [ -d "$data" ]; then
+        mkdir -p .gpu/data/legalbench-rag-mini
+        "$python" - "$data" .gpu/data/legalbench-rag-mini <<'PY'
+import json, os, sys
+src, dst = sys.argv[1:]
+def keep(name, wanted):
+    with open(os.path.join(src, name)) as f, open(os.path.join(dst, name), "w") as out:
+        out.writelines(l for l in f if l.strip() and wanted(json.loads(l)))
+keep("documents.jsonl", lambda d: d["id"].startswith("contractnli/"))
+keep("queries.jsonl", lambda q: all(d.startswith("contractnli/") for d in q["doc_ids"]))
+PY
+    fi
     du -sh .gpu
     exit 0
     ;;
@@ -51,14 +72,19 @@ unpack)
     python=${PYTHON:-python3}
     dest=/tmp/gpu-check
     mkdir -p "$dest/model"
-    for side in cpu cuda; do xz -dc ".gpu/arbor-$side.xz" > "$dest/arbor-$side" && chmod +x "$dest/arbor-$side"; done
+    for side in cpu cuda; do # python's lzma: the lent machine may have no xz
+        "$python" -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" ".gpu/arbor-$side.xz" "$dest/arbor-$side"
+        chmod +x "$dest/arbor-$side"
+    done
     cp .gpu/model/*.json .gpu/model/vocab.txt "$dest/model/"
     "$python" - .gpu/model/model.f16.safetensors "$dest/model/model.safetensors" <<'PY'
 import sys
 from safetensors.numpy import load_file, save_file
 save_file({k: v.astype("float32") for k, v in load_file(sys.argv[1]).items()}, sys.argv[2])
 PY
-    echo "export ARBOR_CPU=$dest/arbor-cpu ARBOR_GPU=$dest/arbor-cuda ARBOR_MODEL=$dest/model"
+    data=""
+    [ -d .gpu/data ] && cp -r .gpu/data "$dest/" && data=" ARBOR_DATA=$dest/data"
+    echo "export ARBOR_CPU=$dest/arbor-cpu ARBOR_GPU=$dest/arbor-cuda ARBOR_MODEL=$dest/model$data"
     exit 0
     ;;
 esac
@@ -66,6 +92,7 @@ out=${1:-runs/gpu-check}
 cpu=${ARBOR_CPU:-target/release/arbor}
 gpu=${ARBOR_GPU:-target/release/arbor}
 python=${PYTHON:-python3}
+limit=${ARBOR_CHECK_TIMEOUT:-600}
 [ -x "$cpu" ] || cargo build --release --bin arbor
 mkdir -p "$out"
 experiment() { # experiment file with the encoder folder swapped in, when one is given
@@ -77,24 +104,25 @@ experiment() { # experiment file with the encoder folder swapped in, when one is
         echo "$1"
     fi
 }
+ms() { echo $(($(date +%s%N) / 1000000)); }
+secs() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
+bin_of() { if [ "$1" = gpu ]; then echo "$gpu"; else echo "$cpu"; fi; }
 model_args=()
 [ -n "${ARBOR_MODEL:-}" ] && model_args=(--model "$ARBOR_MODEL")
-command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | sed 's/^/gpu: /'
-echo "cpu build: $cpu; gpu build: $gpu"
+peak=""
+if command -v nvidia-smi > /dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | sed 's/^/gpu: /'
+    case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
+        *H100* | *H200*) peak="67 495" ;;
+    esac
+fi
+echo "cpu build: $cpu; gpu build: $gpu; $(nproc) cpus"
+torch_device=""
+"$python" -c "import torch, transformers" 2> /dev/null && torch_device=$("$python" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 
-echo "== 1. the quickstart, each build"
-quickstart=$(experiment experiments/quickstart.ron)
-for side in cpu gpu; do
-    bin=$cpu; [ $side = gpu ] && bin=$gpu
-    rm -rf "${out:?}/$side"
-    start=$(date +%s.%N)
-    "$bin" train "$quickstart" --out "$out/$side" > "$out/$side.log" 2>&1 || { tail -n 20 "$out/$side.log"; exit 1; }
-    echo "$side: quickstart in $(echo "$(date +%s.%N) - $start" | bc) s"
-done
-run_of() { dirname "$(ls "$out/$1"/*/*/report.json | head -1)"; }
-"$python" scripts/compare_runs.py "$(run_of cpu)" "$(run_of gpu)" 0.1 || status=1
-
-echo "== 2. the encoder, each build"
+checks=" ${ARBOR_CHECKS:-1 2 3 4} "
+if [[ $checks == *" 1 "* ]]; then
+echo "== 1. the encoder, each build"
 "$python" -c "
 import json, re, sys
 for line in open('experiments/fixtures/squad-mini/documents.jsonl'):
@@ -102,11 +130,10 @@ for line in open('experiments/fixtures/squad-mini/documents.jsonl'):
         if s.strip(): print(s.strip())" > "$out/sentences.txt"
 n=$(wc -l < "$out/sentences.txt")
 for side in cpu gpu; do
-    bin=$cpu; [ $side = gpu ] && bin=$gpu
-    start=$(date +%s.%N)
-    "$bin" embed --input "$out/sentences.txt" "${model_args[@]}" > "$out/embed-$side.jsonl"
-    secs=$(echo "$(date +%s.%N) - $start" | bc)
-    echo "$side: $n sentences in $secs s, $(echo "$n / $secs" | bc) sentences a second (the model's load included)"
+    start=$(ms)
+    timeout "$limit" "$(bin_of $side)" embed --input "$out/sentences.txt" "${model_args[@]}" > "$out/embed-$side.jsonl"
+    took=$(($(ms) - start))
+    echo "$side: $n sentences in $(secs $took) s, $((n * 1000 / took)) sentences a second (the model's load included)"
 done
 "$python" -c "
 import json, math
@@ -114,39 +141,73 @@ def rows(p): return [json.loads(l)['embedding'] for l in open(p)]
 low = min(sum(a * b for a, b in zip(x, y)) / math.sqrt(sum(a * a for a in x) * sum(b * b for b in y)) for x, y in zip(rows('$out/embed-cpu.jsonl'), rows('$out/embed-gpu.jsonl')))
 print(f'lowest cosine of a gpu vector to the cpu one: {low:.6f}')
 assert low > 0.9999, 'the builds embed differently'" || status=1
+fi
 
-echo "== 3. the fine-tuning step on fixed batches, each build"
-bench=$(experiment experiments/bench-step-fixture.ron)
-for side in cpu gpu; do
-    bin=$cpu; [ $side = gpu ] && bin=$gpu
-    "$bin" bench-step "$bench" --batches "$out/batches.json" --steps 5 --cache "$out/cache" > "$out/step-$side.jsonl"
-done
-if "$python" -c "import torch, transformers" 2> /dev/null; then
-    DEVICE=$("$python" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')") \
-        "$python" scripts/bench_torch_step.py "$out/batches.json" 5 > "$out/step-torch.jsonl"
-fi
-peak=""
-if command -v nvidia-smi > /dev/null; then
-    case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
-        *H100* | *H200*) peak="67 495" ;;
-    esac
-fi
-"$python" - "$out" "$peak" <<'PY'
+# The step on one experiment's fixed batches: each side named ($2...) times it (cpu, gpu: arbor's builds;
+# torch: PyTorch on the batches the last arbor side wrote), then one table.
+steps() {
+    local name=$1 bench
+    shift
+    bench=$(experiment "$1")
+    shift
+    for side in "$@"; do
+        case $side in
+        torch | torch-tf32)
+            [ -n "$torch_device" ] || continue
+            [ "$side" = torch-tf32 ] && [ "$torch_device" != cuda ] && continue
+            tf32=0; [ "$side" = torch-tf32 ] && tf32=1
+            DEVICE=$torch_device TF32=$tf32 timeout "$limit" "$python" scripts/bench_torch_step.py "$out/batches-$name.json" 5 > "$out/step-$name-$side.jsonl" || status=1
+            ;;
+        *)
+            timeout "$limit" "$(bin_of "$side")" bench-step "$bench" --batches "$out/batches-$name.json" --steps 5 --cache "$out/cache-$name" > "$out/step-$name-$side.jsonl" || status=1
+            ;;
+        esac
+    done
+    "$python" - "$out" "$name" "$peak" <<'PY'
 import json, os, sys
-out, peak = sys.argv[1], [float(p) for p in sys.argv[2].split()]
+out, name, peak = sys.argv[1], sys.argv[2], [float(p) for p in sys.argv[3].split()]
+def lines(side):
+    path = os.path.join(out, f"step-{name}-{side}.jsonl")
+    return [json.loads(l) for l in open(path) if l.strip()] if os.path.exists(path) else []
+# PyTorch's step is the same batch: the same model FLOPs as arbor's.
+gflop_of = {r["case"]: r["gflop"] for side in ("cpu", "gpu") for r in lines(side)}
 print("| build | backend | case | ms a step | TFLOP/s | MFU FP32 | MFU TF32 | first loss |")
 print("|---|---|---|---|---|---|---|---|")
-gflop_of = {r["case"]: r["gflop"] for r in map(json.loads, open(os.path.join(out, "step-cpu.jsonl")))}
-for side in ("cpu", "gpu", "torch"):
-    path = os.path.join(out, f"step-{side}.jsonl")
-    if not os.path.exists(path):
-        continue
-    for r in map(json.loads, open(path)):
-        # PyTorch's step is the same batch: the same model FLOPs.
+for side in ("cpu", "gpu", "torch", "torch-tf32"):
+    for r in lines(side):
         tflops = gflop_of[r["case"]] / r["median_ms"]
-        mfu = ["-", "-"] if not peak or side == "cpu" else [f"{100 * tflops / p:.1f} %" for p in peak]
-        backend = r.get("backend") or f"PyTorch {r.get('torch')} ({r.get('device', 'cpu')})"
+        on_gpu = side == "gpu" or r.get("device") == "cuda"
+        mfu = [f"{100 * tflops / p:.1f} %" for p in peak] if peak and on_gpu else ["-", "-"]
+        backend = r.get("backend") or f"PyTorch {r.get('torch')} ({r.get('device', 'cpu')}, {r.get('precision', 'fp32')})"
         print(f"| {side} | {backend} | {r['case']} | {r['median_ms']:.0f} | {tflops:.3f} | {mfu[0]} | {mfu[1]} | {r['first_loss']:.5f} |")
 PY
+}
+
+if [[ $checks == *" 2 "* ]]; then
+    echo "== 2. the fine-tuning step on the fixture's fixed batches"
+    steps fixture experiments/bench-step-fixture.ron cpu gpu torch torch-tf32
+fi
+
+if [[ $checks != *" 3 "* ]]; then
+    :
+elif [ -d "${ARBOR_DATA:-}/legalbench-rag-mini" ]; then
+    echo "== 3. the fine-tuning step on legalbench-rag-mini's batches (scripts/bench_step.sh's), the GPU build and PyTorch"
+    steps legalbench experiments/bench-step-legalbench.ron gpu torch torch-tf32
+else
+    echo "== 3. skipped: no legalbench-rag-mini under ARBOR_DATA=${ARBOR_DATA:-}"
+fi
+
+[[ $checks == *" 4 "* ]] || { echo "gpu-check: checks$checks done"; exit "${status:-0}"; }
+echo "== 4. the quickstart, each build"
+quickstart=$(experiment experiments/quickstart.ron)
+for side in cpu gpu; do
+    rm -rf "${out:?}/$side"
+    start=$(ms)
+    timeout "$limit" "$(bin_of $side)" train "$quickstart" --out "$out/$side" > "$out/$side.log" 2>&1 || { tail -n 20 "$out/$side.log"; exit 1; }
+    echo "$side: quickstart in $(secs $(($(ms) - start))) s"
+done
+run_of() { dirname "$(ls "$out/$1"/*/*/report.json | head -1)"; }
+"$python" scripts/compare_runs.py "$(run_of cpu)" "$(run_of gpu)" 0.1 || status=1
+
 if [ "${status:-0}" -ne 0 ]; then echo "gpu-check: the builds disagree"; exit 1; fi
 echo "gpu-check: the builds agree"

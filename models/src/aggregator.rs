@@ -37,7 +37,7 @@ impl<B: Backend> HeadAggregator<B> {
     pub fn new(layers: usize, heads: usize, init: AggregationInit, device: &B::Device) -> Self {
         let alpha = match init {
             AggregationInit::Uniform => Tensor::zeros([layers, heads], device),
-            AggregationInit::Normal => Tensor::random([layers, heads], Distribution::Normal(0.0, 1.0), device),
+            AggregationInit::Normal => crate::host::host_random([layers, heads], Distribution::Normal(0.0, 1.0), device),
             AggregationInit::LastLayer => {
                 let last = Tensor::<B, 1, Bool>::from_data(
                     burn::tensor::TensorData::new((0..layers * heads).map(|i| i / heads == layers - 1).collect(), [layers * heads]),

@@ -21,6 +21,7 @@ pub mod compressor;
 pub mod dense;
 pub mod encoder;
 pub mod error;
+pub mod host;
 pub mod hub;
 pub mod planner;
 pub mod reranker;

@@ -75,7 +75,7 @@ impl<B: Backend> SentenceVae<B> {
         let mu = self.mu.forward(pooled.clone());
         let log_var = self.log_var.forward(pooled);
         let z = if sample {
-            let eps = Tensor::random(mu.dims(), Distribution::Normal(0.0, 1.0), &mu.device());
+            let eps = crate::host::host_random(mu.dims(), Distribution::Normal(0.0, 1.0), &mu.device());
             mu.clone() + (log_var.clone() / 2.0).exp() * eps
         } else {
             mu.clone()

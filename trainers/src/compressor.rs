@@ -9,6 +9,7 @@ use std::path::Path;
 
 use arbor_losses::compression_mse;
 use arbor_models::compressor::{Compressor, CompressorConfig};
+use arbor_models::host::{Host, init_on_host};
 use burn::data::dataloader::batcher::Batcher;
 use burn::module::Module;
 use burn::tensor::backend::{AutodiffBackend, Backend};
@@ -64,7 +65,8 @@ pub fn train<B: AutodiffBackend>(
     anyhow::ensure!(train.iter().chain(holdout).all(|e| !e.parts.is_empty()), "a compression example has no part");
     let device = Default::default();
     B::seed(&device, config.schedule.seed);
-    let compressor = model_config.init::<B>(d_input, &device);
+    let compressor =
+        init_on_host(config.schedule.seed, |cpu| model_config.init::<Host>(d_input, cpu), model_config.init::<B>(d_input, &device), &device)?;
     let how = Fit {
         schedule: &config.schedule,
         lr: config.lr,

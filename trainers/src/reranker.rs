@@ -14,8 +14,10 @@ use std::path::Path;
 use arbor_losses::listwise_softmax;
 use arbor_models::bert::Bert;
 use arbor_models::encoder::{TokenIds, pad_ids};
+use arbor_models::host::{Host, init_on_host};
 use arbor_models::reranker::{CrossEncoder, pair_ids};
 use burn::module::AutodiffModule;
+use burn::nn::LinearConfig;
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{ElementConversion, Tensor};
@@ -263,7 +265,9 @@ pub fn train<B: AutodiffBackend>(
     let device = bert.embeddings.word_embeddings.weight.device();
     B::seed(&device, config.schedule.seed);
     let hidden = bert.embeddings.layer_norm.gamma.dims()[0];
-    let model = CrossEncoder::new(bert, hidden, &device).freeze_below(config.trainable_layers);
+    let mut model = CrossEncoder::new(bert, hidden, &device).freeze_below(config.trainable_layers);
+    // The head's initial weights drawn on the host (arbor_models::host): the same on every backend.
+    model.head = init_on_host(config.schedule.seed, |cpu| LinearConfig::new(hidden, 1).init::<Host>(cpu), model.head, &device)?;
     // The trunk's group first; the head's takes what is left (the head and gamma).
     let groups = [
         Group { name: "encoder", lr: config.lr_encoder, params: |g, m: &CrossEncoder<B>| GradientsParams::from_module(g, &m.bert) },

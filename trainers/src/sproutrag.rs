@@ -26,6 +26,7 @@ use arbor_eval::structures::tree::{Similarity, Tree};
 use arbor_losses::{attention_structure, node_contrastive, vae_loss};
 use arbor_models::aggregator::AggregationInit;
 use arbor_models::bert::Bert;
+use arbor_models::host::{Host, init_on_host};
 use arbor_models::sproutrag::{SproutRagModel, SproutRagModelConfig};
 use burn::module::AutodiffModule;
 use burn::optim::GradientsParams;
@@ -68,7 +69,14 @@ pub fn train<B: AutodiffBackend>(
     );
     let fine_tune = encoder.is_some();
     let step_encoder = encoder.as_ref().map(|tune| StepEncoder::new(tune, config.frozen_layers)).transpose()?;
-    let model = init(model_config, aggregation, dims, encoder.map(|tune| tune.bert), &device);
+    // The new modules' initial weights drawn on the host (arbor_models::host): the same on every backend.
+    let (d_input, vocab) = dims;
+    let fresh = model_config.init::<B>(d_input, vocab, AggregationInit::Uniform, &device);
+    let model = init_on_host(config.schedule.seed, |cpu| model_config.init::<Host>(d_input, vocab, aggregation, cpu), fresh, &device)?;
+    let model = match encoder {
+        Some(tune) => model.with_encoder(tune.bert),
+        None => model,
+    };
     // The encoder's and the aggregation weights' gradients are taken first; the new modules get the rest.
     let mut groups = vec![Group {
         name: "aggregation",

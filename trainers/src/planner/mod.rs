@@ -26,6 +26,7 @@
 use std::path::Path;
 
 use arbor_losses::RewardWeights;
+use arbor_models::host::{Host, init_on_host};
 use arbor_models::planner::{PlanVocab, Planner, PlannerConfig};
 use burn::module::AutodiffModule;
 use burn::optim::GradientsParams;
@@ -164,7 +165,8 @@ pub fn train<B: AutodiffBackend>(
     );
     let device = Default::default();
     B::seed(&device, config.schedule.seed);
-    let mut model = model_config.init::<B>(d_features, vocab, &device);
+    let fresh = model_config.init::<B>(d_features, vocab, &device);
+    let mut model = init_on_host(config.schedule.seed, |cpu| model_config.init::<Host>(d_features, vocab, cpu), fresh, &device)?;
     let groups = [Group { name: "planner", lr: config.lr, params: |g, m: &Planner<B>| GradientsParams::from_module(g, m) }];
     let eval = Eval { holdout, vocab, max_len: model_config.max_len };
     if matches!(config.strategy, Strategy::Sft | Strategy::SftRl) {
