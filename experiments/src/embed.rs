@@ -4,7 +4,7 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
-use arbor_models::{DefaultBackend, EncoderConfig, ModelSource, SentenceEncoder, default_device};
+use arbor_models::{DefaultBackend, EncoderConfig, ModelSource, default_device};
 use clap::Parser;
 use serde::Serialize;
 
@@ -39,7 +39,7 @@ pub fn embed(args: &EmbedArgs) -> anyhow::Result<()> {
         batch_size: args.batch_size.max(1),
         ..EncoderConfig::default()
     };
-    let encoder = SentenceEncoder::<DefaultBackend>::load(&config, &default_device())?;
+    let encoder = arbor_models::pipeline::load::<DefaultBackend>(&config, &default_device())?;
     let texts: Vec<&str> = lines.iter().map(String::as_str).collect();
     let pb = crate::progress::bar(texts.len(), "embedding");
     let vectors = encoder.embed(&texts, config.batch_size, &mut |n| pb.inc(n as u64));

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod compare;
 pub mod embed;
 pub mod experiment;
+pub mod export;
 pub mod inspect;
 pub mod leakage;
 pub mod library;

@@ -1,10 +1,11 @@
 //! `arbor`: the umbrella command (`arbor embed`, `arbor evaluate`, `arbor train`, `arbor compare`, `arbor inspect`,
-//! `arbor index`, `arbor query`, `arbor bench-step`).
+//! `arbor index`, `arbor query`, `arbor bench-step`, `arbor export`).
 
 use arbor_experiments::bench_step::{BenchStepArgs, bench_step};
 use arbor_experiments::cli::{EvaluateArgs, TrainArgs, evaluate, train};
 use arbor_experiments::compare::{CompareArgs, compare};
 use arbor_experiments::embed::{EmbedArgs, embed};
+use arbor_experiments::export::{ExportArgs, export};
 use arbor_experiments::inspect::{InspectArgs, inspect};
 use arbor_experiments::library::index::{IndexArgs, index};
 use arbor_experiments::library::query::{QueryArgs, query};
@@ -40,6 +41,8 @@ enum Command {
     Query(QueryArgs),
     /// Time the fine-tuning step on fixed batches of an experiment's training split, and write those batches for PyTorch's side (scripts/bench_step.sh)
     BenchStep(BenchStepArgs),
+    /// Write a run's fine-tuned encoder (a Dense or SproutRAG row) as a sentence-transformers folder
+    Export(ExportArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -53,5 +56,6 @@ fn main() -> anyhow::Result<()> {
         Command::Index(args) => index(&args),
         Command::Query(args) => query(&args),
         Command::BenchStep(args) => bench_step(&args),
+        Command::Export(args) => export(&args),
     }
 }

@@ -151,6 +151,85 @@ fn bench_step_writes_the_batches_it_timed() {
     assert!((loss(0) - loss(1)).abs() < 1e-4, "window {} against whole {}", loss(0), loss(1));
 }
 
+/// `arbor export`: the fine-tuned Dense row's encoder as a sentence-transformers folder, read back by arbor
+/// through `model: Dir(...)`: Flat over the export ranks every query exactly as the row did (and not as
+/// Flat over the pretrained encoder, so the weights written are the fine-tuned ones). A row whose
+/// encoder stayed frozen, an unknown row and an existing folder are refused, leaving nothing behind.
+#[test]
+fn an_exported_encoder_ranks_as_its_row() {
+    std::env::set_current_dir(crate::common::workspace()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = short_articles(tmp.path(), 1200);
+    let data = format!(r#"data: (format: Jsonl, path: {:?}, split: Some("test")), units: (max_sentences: 1)"#, corpus.display().to_string());
+    let tune = format!(
+        r#"Experiment(name: "tune", {data}, methods: [Flat,
+            Dense((training: (batch_size: 4, freeze_encoder: false, lr_encoder: 1e-4, schedule: (epochs: 2, checkpoint_every: 100)))),
+            Dense((training: (batch_size: 4)))], controls: [])"#
+    );
+    let (trained, report) = run(&Experiment::parse(&tune, Path::new("tune.ron")).unwrap(), &tmp.path().join("runs"), false, None).unwrap();
+    let (flat, tuned, map) = (&report.methods[0].name, &report.methods[1].name, &report.methods[2].name);
+    assert!(tuned.contains("fine-tuned") && map.contains("linear map"), "{tuned} / {map}");
+    let to = tmp.path().join("exported");
+    let (run_arg, to_arg) = (trained.to_str().unwrap(), to.to_str().unwrap());
+    crate::common::ok(&["export", run_arg, "--row", tuned, "--to", to_arg]);
+    for file in [
+        "modules.json",
+        "1_Pooling/config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "config.json",
+        "sentence_bert_config.json",
+        "arbor-export.json",
+    ] {
+        assert!(to.join(file).is_file(), "{file} missing");
+    }
+    let refused = |row: &str, to: &Path, says: &str| {
+        let out = crate::common::arbor(&["export", run_arg, "--row", row, "--to", to.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{row}: {err}");
+    };
+    refused(map, &tmp.path().join("map"), "linear map over the frozen encoder");
+    refused("no such row", &tmp.path().join("none"), "its trained rows");
+    refused(tuned, &to, "exists");
+    assert!(!tmp.path().join("map").exists() && !tmp.path().join("none").exists());
+    let leftovers =
+        std::fs::read_dir(tmp.path()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".partial-")).count();
+    assert_eq!(leftovers, 0);
+    // The export as arbor's encoder: Flat over it is the fine-tuned row.
+    let back = format!(r#"Experiment(name: "back", {data}, encoder: (model: Dir({to:?})), methods: [Flat], controls: [])"#);
+    let (again, _) = run(&Experiment::parse(&back, Path::new("back.ron")).unwrap(), &tmp.path().join("runs"), false, None).unwrap();
+    let (first, second) = (rankings(&trained), rankings(&again));
+    let over_export = &second[report.methods[0].name.as_str()];
+    assert!(!over_export.is_empty());
+    for (query, want) in &first[tuned.as_str()] {
+        crate::common::same_ranking(&over_export[query], want).unwrap_or_else(|e| panic!("query {query}: {e}"));
+    }
+    let moved = first[flat.as_str()].iter().filter(|(q, want)| crate::common::same_ranking(&over_export[*q], want).is_err()).count();
+    assert!(moved > 0, "Flat over the export ranks as Flat over the pretrained encoder: the export holds no fine-tuning");
+}
+
+type Rankings = std::collections::HashMap<String, std::collections::HashMap<String, Vec<crate::common::Ranked>>>;
+
+/// A run's retrievals: method -> query -> ranked items.
+fn rankings(run: &Path) -> Rankings {
+    let mut out = Rankings::new();
+    for line in std::fs::read_to_string(run.join("retrievals.jsonl")).unwrap().lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let items = r["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                let spans =
+                    i["spans"].as_array().unwrap().iter().map(|s| [s[0].as_u64().unwrap() as usize, s[1].as_u64().unwrap() as usize]).collect();
+                (i["doc"].as_str().unwrap().to_owned(), spans, i["score"].as_f64().unwrap() as f32)
+            })
+            .collect();
+        out.entry(r["method"].as_str().unwrap().to_owned()).or_default().insert(r["query"].as_str().unwrap().to_owned(), items);
+    }
+    out
+}
+
 /// How many of `positives` repeat an earlier one (two queries of one unit).
 fn repeats(positives: &serde_json::Value) -> usize {
     let p: Vec<u64> = positives.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
