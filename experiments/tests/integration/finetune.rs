@@ -65,6 +65,23 @@ fn the_encoder_is_fine_tuned_in_its_own_optimizer_group() {
     let steps = log.lines().filter(|l| l.contains("loss/ret")).count();
     assert_eq!(steps, 3, "one step per training article (3 of 4; one held back)");
     assert_eq!(log.lines().filter(|l| l.contains("lr/encoder")).count(), steps);
+    // Its fine-tuned encoder leaves arbor (`arbor export`): a folder arbor embeds with, holding other
+    // weights than the pretrained encoder's.
+    let exported = out.path().join("exported");
+    crate::common::ok(&["export", dir.to_str().unwrap(), "--row", &report.methods[0].name, "--to", exported.to_str().unwrap()]);
+    let sentence = out.path().join("sentence.txt");
+    std::fs::write(&sentence, "Which NFL team represented the AFC at Super Bowl 50?\n").unwrap();
+    let vector = |model: Option<&Path>| -> Vec<f64> {
+        let mut args = vec!["embed", "--input", sentence.to_str().unwrap()];
+        if let Some(m) = model {
+            args.extend(["--model", m.to_str().unwrap()]);
+        }
+        let line: serde_json::Value = serde_json::from_str(crate::common::ok(&args).trim()).unwrap();
+        line["embedding"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()
+    };
+    let (tuned, pretrained) = (vector(Some(&exported)), vector(None));
+    let cosine: f64 = tuned.iter().zip(&pretrained).map(|(a, b)| a * b).sum();
+    assert!(cosine < 1.0 - 1e-7 && cosine > 0.9, "cosine of the exported encoder's vector to the pretrained one's: {cosine}");
     // A frozen-encoder experiment asking for token-attention head weights cannot fine-tune.
     let bad = EXPERIMENT.replace("attention: Sllm", "attention: TokenBlocks(window_tokens: 256)");
     let err = Experiment::parse(&bad, Path::new("bad.ron")).unwrap_err().to_string();
