@@ -1,6 +1,6 @@
 //! The corpus model: documents with optional section trees, queries with gold evidence spans.
 //!
-//! This is the arbor JSONL format (README.md, "Your own data"); every loader produces these types, and
+//! This is the arbor JSONL format (docs/your-data.md, "Your own data"); every loader produces these types, and
 //! [`Corpus::new`] checks what a loader cannot: unique ids, known doc ids, spans inside their documents
 //! on character boundaries, non-empty documents.
 

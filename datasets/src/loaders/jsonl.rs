@@ -1,4 +1,4 @@
-//! arbor's own corpus format: a folder with `documents.jsonl` and `queries.jsonl` (README.md, "Your own data").
+//! arbor's own corpus format: a folder with `documents.jsonl` and `queries.jsonl` (docs/your-data.md, "Your own data").
 
 use std::path::Path;
 
