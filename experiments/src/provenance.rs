@@ -65,14 +65,39 @@ pub fn current() -> Provenance {
         command: std::env::args().collect(),
         backend: arbor_models::backend::NAME.into(),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        started: crate::run::utc_stamp(std::time::SystemTime::now()),
+        started: utc_stamp(std::time::SystemTime::now()),
         checkout: found.map(|c| c.sentence),
     }
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC.
+pub fn utc_stamp(t: std::time::SystemTime) -> String {
+    let secs = t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}{month:02}{day:02}-{:02}{:02}{:02}", rem / 3600, rem / 60 % 60, rem % 60)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_stamps_match_known_dates() {
+        let at = |s: u64| utc_stamp(std::time::UNIX_EPOCH + std::time::Duration::from_secs(s));
+        assert_eq!(at(0), "19700101-000000");
+        assert_eq!(at(951_782_400), "20000229-000000");
+        assert_eq!(at(1_795_315_414), "20261122-024334");
+    }
 
     #[test]
     fn the_build_recorded_a_commit_or_said_it_could_not() {

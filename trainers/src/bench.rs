@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::TrainConfig;
 use crate::data::{TrainDoc, TrainQuery};
-use crate::dense::plain_loss;
+use crate::dense::step::plain_loss;
 use crate::encoder::{FineTune, StepEncoder, Vectors, window_rows};
 use crate::window::window;
 

@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 use super::structures::{Builder, Kept, RAPTOR, TREES};
 use super::trained::Tuned;
 use super::{EncoderArgs, unit_rule};
-use crate::run::utc_stamp;
+use crate::provenance::utc_stamp;
 
 #[derive(Debug, Parser)]
 pub struct IndexArgs {

@@ -189,10 +189,10 @@ fn train_as_reranker(
     config: &DenseConfig,
     reranker: &RerankerTraining,
 ) -> anyhow::Result<(DenseModel<DefaultBackend>, std::path::PathBuf)> {
-    let format = super::rerank::pair_format(ctx.encoder, reranker);
+    let format = super::rerank::training_examples::pair_format(ctx.encoder, reranker);
     let mut made = None;
     let Located { dir, may_train } = ctx.training.locate(label, config, &ctx.keys.encoder, || {
-        let (train, holdout) = made.insert(super::rerank::examples(ctx, reranker)?);
+        let (train, holdout) = made.insert(super::rerank::training_examples::examples(ctx, reranker)?);
         ctx.cache.dir(Artefact::Dense, &key(&(&ctx.keys.encoder, "reranker's control", config, format.max_len, train, holdout)))
     })?;
     if let Some(model) = arbor_trainers::dense::finished(ctx.encoder.dim(), Some(ctx.encoder.bert.clone()), &dir)? {

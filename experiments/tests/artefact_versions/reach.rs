@@ -205,6 +205,17 @@ pub fn reach(roots: &[&str], root: &Path) -> Vec<PathBuf> {
     seen.into_iter().collect()
 }
 
+/// The workspace files the code of `file` (relative to `root`) names, itself left out: its imports, not
+/// the modules it declares.
+pub fn imports(file: &Path, root: &Path) -> Vec<PathBuf> {
+    let Some(module) = Module::of(file) else { return Vec::new() };
+    let text = std::fs::read_to_string(root.join(file)).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let mut out: Vec<PathBuf> = paths(&without_tests(tokens(&text))).iter().filter_map(|p| resolve(&module, p, root)).filter(|f| f != file).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The Rust files at `path` (itself, or every one under a folder), relative to `root`.
 pub fn files(root: &Path, path: &Path) -> Vec<PathBuf> {
     let full = root.join(path);

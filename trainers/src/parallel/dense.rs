@@ -27,7 +27,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 
 use super::{AsTheyAre, Data, DocItem, Grouped};
 use crate::config::TrainConfig;
-use crate::dense::{held_out_figures, plain_loss};
+use crate::dense::step::{held_out_figures, plain_loss};
 use crate::encoder::{StepEncoder, Vectors};
 use crate::learner::{self, NanStop};
 

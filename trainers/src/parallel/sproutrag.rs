@@ -22,7 +22,7 @@ use super::{AsTheyAre, Data, DocItem, Grouped, Take, items, take};
 use crate::config::TrainConfig;
 use crate::encoder::{StepEncoder, Vectors};
 use crate::learner::{self, NanStop};
-use crate::sproutrag::{held_out_figures, losses};
+use crate::sproutrag::step::{held_out_figures, losses};
 
 /// SproutRAG as burn-train trains it: the mean over a batch's items of the skeleton's summed loss terms
 /// is its training and held-out step.

@@ -8,18 +8,18 @@
 //! until `candidates` leaves. When the pool holds fewer than k leaves, the other leaves in scope follow
 //! it in text order (the metric contract).
 
+pub(super) mod training_examples;
+
 use std::collections::HashSet;
 
-use arbor_datasets::span::gold_units;
-use arbor_datasets::{Corpus, DocSpan, Query};
+use arbor_datasets::Corpus;
 use arbor_eval::index::{Chunks, Item, QueryInput};
-use arbor_eval::retrievers::bm25::Bm25;
 use arbor_eval::retrievers::flat::dot;
-use arbor_eval::{Retriever, Scope};
+use arbor_eval::Retriever;
 use arbor_models::bert::load_bert;
 use arbor_models::reranker::Scorer;
 use arbor_models::{DefaultBackend, SentenceEncoder};
-use arbor_trainers::reranker::{Candidate, PairFormat, RerankExample, RerankerTraining, usable};
+use arbor_trainers::reranker::RerankerTraining;
 use burn::backend::Autodiff;
 use serde::{Deserialize, Serialize};
 
@@ -30,7 +30,7 @@ use crate::cache::{Artefact, key};
 use super::Method;
 use crate::progress::with_bar;
 use crate::trained::{Located, TrainedModel};
-use crate::validation::VALIDATION;
+use training_examples::{examples, pair_format};
 use arbor_trainers::config::TrainConfig;
 
 /// `Rerank((over: Flat, candidates: 30, training: (...)))` in an experiment file.
@@ -128,11 +128,6 @@ impl MethodSpec for RerankConfig {
     }
 }
 
-/// How pairs (and its control's rows) are cut for `encoder`.
-pub(super) fn pair_format(encoder: &SentenceEncoder<DefaultBackend>, training: &RerankerTraining) -> PairFormat {
-    PairFormat { special: encoder.special_ids(), max_query: training.max_query_tokens, max_len: training.max_pair_tokens.min(encoder.max_seq_length()) }
-}
-
 /// The reranker: a finished training in the cache (or the earlier run's), else trained now.
 fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::Result<(Scorer<DefaultBackend>, TrainedModel)> {
     let encoder = ctx.encoder;
@@ -171,68 +166,6 @@ fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::
         }
     };
     Ok((Scorer::new(&model, encoder, format.max_query, format.max_len), record))
-}
-
-/// The training examples of `training.split` and the held-out ones of the validation split.
-pub(super) fn examples(ctx: &Context, training: &RerankerTraining) -> anyhow::Result<(Vec<RerankExample>, Vec<RerankExample>)> {
-    let corpus = ctx.corpus;
-    let mut queries = super::training::sample(corpus.eval_queries(Some(&training.split)), training.train_queries, training.schedule.seed);
-    let n_train = queries.len();
-    queries.extend(corpus.eval_queries(Some(VALIDATION)));
-    let mut docs: Vec<usize> = queries.iter().flat_map(|q| corpus.query_docs(q)).collect();
-    docs.sort_unstable();
-    docs.dedup();
-    let batch = ctx.encoder_config.batch_size;
-    let first = FirstStage {
-        units: &ctx.leaves.units,
-        unit_vectors: &ctx.cache.unit_embeddings(ctx.encoder, corpus, ctx.leaves, ctx.keys, &docs, batch)?,
-        bm25: &Bm25::build(corpus, &ctx.leaves.units, Scope::QueryDocuments, &docs),
-    };
-    let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
-    let query_vectors = ctx.cache.text_embeddings(ctx.encoder, batch, &texts, "training queries")?;
-    let (mut train, mut holdout) = (Vec::new(), Vec::new());
-    for (i, (q, vector)) in queries.into_iter().zip(&query_vectors).enumerate() {
-        let example = first.example(ctx.encoder, corpus, q, vector, training.hard_negatives);
-        if i < n_train { train.push(example) } else { holdout.push(example) }
-    }
-    Ok((usable(training, train), usable(training, holdout)))
-}
-
-/// What training examples are drawn from: the units, their dense vectors (the prior, and with BM25 the
-/// hard negatives).
-struct FirstStage<'a> {
-    units: &'a Chunks,
-    unit_vectors: &'a [Vec<f32>],
-    bm25: &'a Bm25<'a>,
-}
-
-impl FirstStage<'_> {
-    fn example(&self, encoder: &SentenceEncoder<DefaultBackend>, corpus: &Corpus, q: &Query, query_vector: &[f32], pool: usize) -> RerankExample {
-        let units = self.units;
-        let docs = corpus.query_docs(q);
-        let gold = corpus.gold(q);
-        let in_scope: Vec<usize> = docs.iter().flat_map(|&d| units.by_doc[d].clone()).collect();
-        let spans: Vec<DocSpan> = in_scope.iter().map(|&u| units.spans[u]).collect();
-        let positives: Vec<usize> = gold_units(&spans, &gold).into_iter().map(|i| in_scope[i]).collect();
-        let input = QueryInput { text: q.text.clone(), docs, embedding: None };
-        // Hard negatives from both first stages, alternating: BM25's best and the dense best.
-        let is_negative = |u: &usize| !gold.iter().any(|g| g.overlaps(&units.spans[*u]));
-        let lexical: Vec<usize> =
-            self.bm25.retrieve(&input, pool + positives.len()).iter().flat_map(|item| units.overlapping(&item.spans)).filter(is_negative).collect();
-        let mut dense: Vec<usize> = in_scope.iter().copied().filter(is_negative).collect();
-        dense.sort_by(|&a, &b| dot(query_vector, &self.unit_vectors[b]).total_cmp(&dot(query_vector, &self.unit_vectors[a])));
-        let mut seen = HashSet::new();
-        let negatives: Vec<usize> = lexical.into_iter().zip(dense).flat_map(|(l, d)| [l, d]).filter(|&u| seen.insert(u)).take(pool).collect();
-        let candidates = |us: &[usize]| {
-            let pieces = encoder.word_pieces(&us.iter().map(|&u| units.text(corpus, u)).collect::<Vec<_>>());
-            pieces.into_iter().zip(us).map(|(ids, &u)| Candidate { ids, prior: dot(query_vector, &self.unit_vectors[u]) }).collect()
-        };
-        RerankExample {
-            query: encoder.word_pieces(&[q.text.as_str()]).remove(0),
-            positives: candidates(&positives),
-            negatives: candidates(&negatives),
-        }
-    }
 }
 
 /// A base method's retriever with its candidates' leaves reranked.

@@ -1,0 +1,72 @@
+//! The dense control's step and its held-out reading, which the skeleton's task ([`super`]) and the
+//! data-parallel path ([`crate::parallel::dense`]) both call: L_ret of one document's batch (the window of
+//! a fine-tuned encoder, the document's other units by their frozen vectors), of a corpus-wide batch, and
+//! the validation figures the epoch is chosen by ([`crate::objective`]).
+
+use arbor_datasets::Corpus;
+use arbor_models::dense::DenseModel;
+use burn::tensor::Tensor;
+use burn::tensor::backend::Backend;
+
+use crate::config::TrainConfig;
+use crate::data::{TrainDoc, TrainQuery};
+use crate::encoder::{StepEncoder, Vectors};
+use crate::negatives::CorpusBatch;
+use crate::objective::{corpus_retrieval_loss, flat_on_held_out, retrieval_loss, validation_figures};
+use crate::window::window;
+
+/// L_ret of a batch of `doc`'s `queries` (by index) and the units it encoded: a fine-tuned encoder runs
+/// over the window of `step_tokens` and the document's other units enter by their frozen vectors (as in
+/// SproutRAG's step); the adapter reads frozen vectors, every unit at no cost, so only the encoder's step
+/// is windowed.
+pub(crate) fn plain_loss<B: Backend>(
+    model: &DenseModel<B>,
+    vectors: &Vectors<B>,
+    config: &TrainConfig,
+    doc: &TrainDoc,
+    queries: &[usize],
+    device: &B::Device,
+) -> (Tensor<B, 1>, usize) {
+    let queries: Vec<&TrainQuery> = queries.iter().map(|&q| &doc.queries[q]).collect();
+    let kept = window(doc, &queries, config.step_tokens.filter(|_| vectors.fine_tuned()));
+    let positives: Vec<usize> = queries.iter().map(|q| q.positive).collect();
+    let (units, eq) = (model.embed(vectors.units_within(doc, &kept, device)), model.embed(vectors.queries(&queries, device)));
+    (retrieval_loss(units, eq, &positives, config), kept.len())
+}
+
+/// L_ret of a corpus-wide batch ([`crate::negatives`]): its queries against its candidates, the fine-tuned
+/// encoder (or the map over frozen vectors) run over exactly those units.
+pub(crate) fn corpus_loss<B: Backend>(
+    model: &DenseModel<B>,
+    vectors: &Vectors<B>,
+    config: &TrainConfig,
+    docs: &[TrainDoc],
+    batch: &CorpusBatch,
+    device: &B::Device,
+) -> Tensor<B, 1> {
+    let queries = batch.questions(docs);
+    let units = model.embed(vectors.units_across(docs, &batch.candidates, device));
+    corpus_retrieval_loss(units, model.embed(vectors.queries(&queries, device)), batch, config)
+}
+
+/// Validation IE and hit@1, 5 of `model` on the `holdout` documents (none when there is none), its
+/// fine-tuned encoder run by the inference kernel.
+pub(crate) fn held_out_figures<B: Backend>(
+    corpus: &Corpus,
+    holdout: &[TrainDoc],
+    encoder: Option<&StepEncoder>,
+    model: &DenseModel<B>,
+) -> Vec<(&'static str, f64)> {
+    if holdout.is_empty() {
+        return Vec::new();
+    }
+    let device = Default::default();
+    let vectors = Vectors::validation(encoder, model.encoder.as_ref());
+    validation_figures(&flat_on_held_out(corpus, holdout, |doc| held_out(model, &vectors, doc, &device)))
+}
+
+/// A held-out document's unit and query embeddings.
+pub(super) fn held_out<B: Backend>(model: &DenseModel<B>, vectors: &Vectors<B>, doc: &TrainDoc, device: &B::Device) -> (Tensor<B, 2>, Tensor<B, 2>) {
+    let queries: Vec<&TrainQuery> = doc.queries.iter().collect();
+    (model.embed(vectors.all_units(doc, device)), model.embed(vectors.queries(&queries, device)))
+}
