@@ -100,7 +100,8 @@ impl Artefact {
             // 15: random numbers drawn on the host (arbor_models::host: initial weights, VAE noise), so a GPU build trains what the CPU build trains; a CPU build draws what it drew before
             // 16: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 17: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
-            Artefact::Raptor => 17,
+            // 18: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
+            Artefact::Raptor => 18,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -118,7 +119,8 @@ impl Artefact {
             // 18: random numbers drawn on the host (arbor_models::host: initial weights, VAE noise), so a GPU build trains what the CPU build trains; a CPU build draws what it drew before
             // 19: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 20: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
-            Artefact::Trees => 20,
+            // 21: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
+            Artefact::Trees => 21,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -136,7 +138,8 @@ impl Artefact {
             // 15: random numbers drawn on the host (arbor_models::host: initial weights, VAE noise), so a GPU build trains what the CPU build trains; a CPU build draws what it drew before
             // 16: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 17: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
-            Artefact::HeadWeights => 17,
+            // 18: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
+            Artefact::HeadWeights => 18,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -151,7 +154,8 @@ impl Artefact {
             // 16: random numbers drawn on the host (arbor_models::host: initial weights, VAE noise), so a GPU build trains what the CPU build trains; a CPU build draws what it drew before
             // 17: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 18: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
-            Artefact::Reranker => 18,
+            // 19: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
+            Artefact::Reranker => 19,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -169,7 +173,8 @@ impl Artefact {
             // 20: random numbers drawn on the host (arbor_models::host: initial weights, VAE noise), so a GPU build trains what the CPU build trains; a CPU build draws what it drew before
             // 21: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 22: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
-            Artefact::SproutRag => 22,
+            // 23: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
+            Artefact::SproutRag => 23,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -185,7 +190,8 @@ impl Artefact {
             // 19: random numbers drawn on the host (arbor_models::host: initial weights, VAE noise), so a GPU build trains what the CPU build trains; a CPU build draws what it drew before
             // 20: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 21: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
-            Artefact::Compressor => 21,
+            // 22: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
+            Artefact::Compressor => 22,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -202,7 +208,8 @@ impl Artefact {
             // 20: random numbers drawn on the host (arbor_models::host: initial weights, VAE noise), so a GPU build trains what the CPU build trains; a CPU build draws what it drew before
             // 21: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 22: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
-            Artefact::Dense => 22,
+            // 23: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
+            Artefact::Dense => 23,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -219,7 +226,8 @@ impl Artefact {
             // 20: random numbers drawn on the host (arbor_models::host: initial weights, VAE noise), so a GPU build trains what the CPU build trains; a CPU build draws what it drew before
             // 21: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 22: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
-            Artefact::Planner => 22,
+            // 23: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
+            Artefact::Planner => 23,
         }
     }
 

@@ -69,3 +69,13 @@ pub fn flat_on_held_out<B: Backend>(corpus: &Corpus, docs: &[TrainDoc], embed: i
     }
     Metrics::mean(&per_query)
 }
+
+/// Where every query-trained trainer starts: its settings checked, at least one training query, the
+/// device's generator seeded by the schedule's seed. Returns the device.
+pub(crate) fn start<B: Backend>(config: &TrainConfig, train: &[TrainDoc]) -> anyhow::Result<B::Device> {
+    config.check().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(train.iter().any(|d| !d.queries.is_empty()), "no training query: check training.split");
+    let device = Default::default();
+    B::seed(&device, config.schedule.seed);
+    Ok(device)
+}

@@ -39,7 +39,7 @@ use crate::data::{EpochBatches, TrainDoc, step_batch};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
 use crate::grad_cache::{self, Side};
 use crate::negatives::{self, CorpusBatch, Mined};
-use crate::objective::corpus_retrieval_loss;
+use crate::objective::{corpus_retrieval_loss, start};
 use crate::parallel;
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
 use step::{corpus_loss, held_out_figures, plain_loss};
@@ -57,10 +57,7 @@ pub fn train<B: AutodiffBackend>(
     run_dir: &Path,
     progress: &mut dyn FnMut(usize, usize),
 ) -> anyhow::Result<DenseModel<B::InnerBackend>> {
-    config.check().map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(train.iter().any(|d| !d.queries.is_empty()), "no training query: check training.split");
-    let device = Default::default();
-    B::seed(&device, config.schedule.seed);
+    let device = start::<B>(config, train)?;
     let group = match encoder.is_some() {
         true => Group { name: "encoder", lr: config.lr_encoder, params: |g, m: &DenseModel<B>| GradientsParams::from_module(g, m) },
         false => Group { name: "adapter", lr: config.lr_new, params: |g, m: &DenseModel<B>| GradientsParams::from_module(g, m) },

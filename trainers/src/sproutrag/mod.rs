@@ -32,6 +32,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use crate::config::TrainConfig;
 use crate::data::{EpochBatches, TrainDoc};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
+use crate::objective::start;
 use crate::parallel;
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
 pub use step::evaluate;
@@ -52,11 +53,8 @@ pub fn train<B: AutodiffBackend>(
     run_dir: &Path,
     progress: &mut dyn FnMut(usize, usize),
 ) -> anyhow::Result<SproutRagModel<B::InnerBackend>> {
-    config.check().map_err(anyhow::Error::msg)?;
     anyhow::ensure!(config.negatives.is_in_document(), "SproutRAG's joint step reads one document at a time: its negatives are that document's");
-    anyhow::ensure!(train.iter().any(|d| !d.queries.is_empty()), "no training query: check training.split");
-    let device = Default::default();
-    B::seed(&device, config.schedule.seed);
+    let device = start::<B>(config, train)?;
     anyhow::ensure!(
         encoder.is_some() != config.freeze_encoder,
         "training.freeze_encoder is {} but the encoder was {}given",
