@@ -23,8 +23,9 @@
 //! - [`config::TrainConfig`], [`data`]: SproutRAG's settings and the per-document batches.
 //! - [`encoder`]: where a trainer's pooled vectors come from (frozen, fine-tuned whole or above
 //!   `frozen_layers`, the inference kernel for validation).
-//! - [`parallel`]: the encoder's fine-tuning (the dense control's) on burn-train's Learner, data
-//!   parallel over `schedule.devices`.
+//! - [`parallel`]: the dense control's training and SproutRAG's joint training on burn-train's Learner,
+//!   data parallel over `schedule.devices` (the compressor and the planner's SFT reach the Learner
+//!   through [`learner`]).
 //! - [`grad_cache`]: GradCache, a contrastive step over a batch larger than memory with the plain step's
 //!   gradient (the dense trainer's corpus-wide step).
 //! - [`negatives`]: where a query's negatives come from: its own document, or mined from the whole
