@@ -62,8 +62,8 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
         "the encoder {}/experiment.ron names is not the one the row was trained with (its files changed since the run?)",
         args.run.display()
     );
-    let tuned = tuned_encoder(entry, &exp, &encoder)?;
     let base = arbor_models::hub::resolve(&exp.encoder.model)?.path;
+    let tuned = tuned_encoder(entry, &base, &encoder)?;
     let parent = args.to.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     let name = args.to.file_name().with_context(|| format!("{} names no folder", args.to.display()))?;
@@ -79,42 +79,39 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The fine-tuned encoder of `entry`'s row, read from its training folder.
-fn tuned_encoder(entry: &TrainedModel, exp: &Experiment, encoder: &SentenceEncoder<DefaultBackend>) -> anyhow::Result<Bert<DefaultBackend>> {
+/// The fine-tuned encoder of `entry`'s row, read from its training folder; `base`: the folder of the
+/// encoder it was fine-tuned from.
+fn tuned_encoder(entry: &TrainedModel, base: &Path, encoder: &SentenceEncoder<DefaultBackend>) -> anyhow::Result<Bert<DefaultBackend>> {
     let row = &entry.method;
     let unfinished = || format!("{} holds no finished training for row {row:?}", entry.dir.display());
-    if let Ok(dense) = serde_json::from_value::<DenseConfig>(entry.settings.clone()) {
+    let tuned = if let Ok(dense) = serde_json::from_value::<DenseConfig>(entry.settings.clone()) {
         anyhow::ensure!(
             !dense.training.freeze_encoder || dense.reranker.is_some(),
             "row {row:?} trained a linear map over the frozen encoder, not the encoder: there is no fine-tuned encoder to export"
         );
-        let model = arbor_trainers::dense::finished(encoder.dim(), Some(encoder.bert.clone()), &entry.dir)?.with_context(unfinished)?;
-        return model.encoder.with_context(|| format!("row {row:?}: its trained model holds no encoder"));
-    }
-    if let Ok(sprout) = serde_json::from_value::<SproutRagConfig>(entry.settings.clone()) {
+        arbor_trainers::dense::finished(encoder.dim(), Some(encoder.bert.clone()), &entry.dir)?.with_context(unfinished)?.encoder
+    } else if let Ok(sprout) = serde_json::from_value::<SproutRagConfig>(entry.settings.clone()) {
         let fine_tuned = sprout.training.as_ref().is_some_and(|t| !t.freeze_encoder);
         anyhow::ensure!(
             sprout.attention == AttentionSource::Sllm && fine_tuned,
             "row {row:?} left the encoder frozen (it learned {}): there is no fine-tuned encoder to export",
             if sprout.attention == AttentionSource::Sllm { "an SLLM over its vectors" } else { "head weights" }
         );
-        let dir = arbor_models::hub::resolve(&exp.encoder.model)?;
-        let pretrained = load_bert::<Autodiff<DefaultBackend>>(&encoder.config, &dir.path.join("model.safetensors"), &Default::default())?;
+        let pretrained = load_bert::<Autodiff<DefaultBackend>>(&encoder.config, &base.join("model.safetensors"), &Default::default())?;
         let dims = (encoder.dim(), encoder.config.vocab_size);
-        let model =
-            arbor_trainers::sproutrag::finished(&sprout.model, sprout.aggregation, dims, Some(pretrained), &entry.dir)?.with_context(unfinished)?;
-        return model.encoder.with_context(|| format!("row {row:?}: its trained model holds no encoder"));
-    }
-    if entry.settings.get("over").is_some() {
+        arbor_trainers::sproutrag::finished(&sprout.model, sprout.aggregation, dims, Some(pretrained), &entry.dir)?.with_context(unfinished)?.encoder
+    } else if entry.settings.get("over").is_some() {
         anyhow::bail!(
             "row {row:?} is the reranker: its score adds gamma x the first-stage cosine to the head's output over the pair's \
              mean-pooled vector, which no sentence-transformers cross-encoder computes; export its control (the Dense row \
              trained on its groups) for a bi-encoder"
         );
-    }
-    anyhow::bail!(
-        "row {row:?} trained no encoder: export writes the encoder of a Dense or SproutRag (attention: Sllm) row trained with `freeze_encoder: false`"
-    )
+    } else {
+        anyhow::bail!(
+            "row {row:?} trained no encoder: export writes the encoder of a Dense or SproutRag (attention: Sllm) row trained with `freeze_encoder: false`"
+        )
+    };
+    tuned.with_context(|| format!("row {row:?}: its trained model holds no encoder"))
 }
 
 /// Where the export came from, for `arbor-export.json`.
