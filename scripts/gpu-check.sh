@@ -27,11 +27,23 @@
 #                                  float32 file is 87 MiB), and legalbench-rag-mini's contractnli documents
 #                                  and questions from $ARBOR_DATA (default ../shared/data; 1 MiB), for
 #                                  check 3: about 61 MiB; add /.gpu/ to .git/info/exclude
+#                                  ARBOR_PACK_BUILDS: which builds (default "cpu cuda"); ARBOR_PACK_CORPORA:
+#                                  whole corpora of $ARBOR_DATA to pack instead (e.g. "legalbench-rag-mini
+#                                  squad-long covid-qa", as one tar.xz: about 9 MiB for those three)
 #   scripts/gpu-check.sh unpack    there: unpacks .gpu/ into /tmp/gpu-check (the weights widened back to
 #                                  float32, so both builds read the same numbers) and prints the variables
 #                                  (ARBOR_CPU, ARBOR_GPU, ARBOR_MODEL, ARBOR_DATA)
 #                                  to run with, e.g. in one command, carry [".gpu"]:
 #     eval "$(scripts/gpu-check.sh unpack)" && scripts/gpu-check.sh "$OUT/gpu-check"
+#   scripts/gpu-check.sh train OUT FILE...
+#                                  there: the GPU build trains and scores every experiment file given, all at
+#                                  once (one process each, sharing the GPU and a cache in /tmp), each under
+#                                  ARBOR_CHECK_TIMEOUT seconds, and packs the run folders (reports,
+#                                  retrievals, each run's log and time) into OUT/runs.tar.xz, one file, as a
+#                                  lent machine sends files back; a file that fails or runs out of time is
+#                                  said so, the others still packed. E.g. issue 42's reruns, with
+#                                  ARBOR_PACK_BUILDS=cuda ARBOR_PACK_CORPORA="legalbench-rag-mini squad-long
+#                                  covid-qa" packed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -41,7 +53,7 @@ pack)
     # Without nvcc here cudarc binds CUDA's newest API (13.4); the lent machines' toolkit is 13.0.
     CUDARC_CUDA_VERSION=${CUDARC_CUDA_VERSION:-13000} CARGO_TARGET_DIR=target/cuda cargo build --release --features cuda --bin arbor
     rm -rf .gpu && mkdir -p .gpu/model
-    for side in cpu cuda; do
+    for side in ${ARBOR_PACK_BUILDS:-cpu cuda}; do
         bin=target/release/arbor; [ $side = cuda ] && bin=target/cuda/release/arbor
         strip -o ".gpu/arbor-$side" "$bin" && xz -9 -f ".gpu/arbor-$side"
     done
@@ -53,7 +65,10 @@ from safetensors.numpy import load_file, save_file
 save_file({k: v.astype("float16") for k, v in load_file(sys.argv[1]).items()}, sys.argv[2])
 PY
     data=${ARBOR_DATA:-../shared/data}/legalbench-rag-mini
-    if [ -d "$data" ]; then
+    if [ -n "${ARBOR_PACK_CORPORA:-}" ]; then
+        # shellcheck disable=SC2086 # a list of folder names
+        tar -C "${ARBOR_DATA:-../shared/data}" -cJf .gpu/data.tar.xz $ARBOR_PACK_CORPORA
+    elif [ -d "$data" ]; then
         mkdir -p .gpu/data/legalbench-rag-mini
         "$python" - "$data" .gpu/data/legalbench-rag-mini <<'PY'
 import json, os, sys
@@ -73,6 +88,7 @@ unpack)
     dest=/tmp/gpu-check
     mkdir -p "$dest/model"
     for side in cpu cuda; do # python's lzma: the lent machine may have no xz
+        [ -f ".gpu/arbor-$side.xz" ] || continue
         "$python" -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" ".gpu/arbor-$side.xz" "$dest/arbor-$side"
         chmod +x "$dest/arbor-$side"
     done
@@ -84,16 +100,23 @@ save_file({k: v.astype("float32") for k, v in load_file(sys.argv[1]).items()}, s
 PY
     data=""
     [ -d .gpu/data ] && cp -r .gpu/data "$dest/" && data=" ARBOR_DATA=$dest/data"
+    if [ -f .gpu/data.tar.xz ]; then
+        mkdir -p "$dest/data"
+        "$python" -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" .gpu/data.tar.xz "$dest/data"
+        data=" ARBOR_DATA=$dest/data"
+    fi
     echo "export ARBOR_CPU=$dest/arbor-cpu ARBOR_GPU=$dest/arbor-cuda ARBOR_MODEL=$dest/model$data"
     exit 0
     ;;
 esac
+mode=check
+[ "${1:-}" = train ] && mode=train && shift
 out=${1:-runs/gpu-check}
 cpu=${ARBOR_CPU:-target/release/arbor}
 gpu=${ARBOR_GPU:-target/release/arbor}
 python=${PYTHON:-python3}
 limit=${ARBOR_CHECK_TIMEOUT:-600}
-[ -x "$cpu" ] || cargo build --release --bin arbor
+[ -x "$cpu" ] || [ $mode = train ] || cargo build --release --bin arbor
 mkdir -p "$out"
 experiment() { # experiment file with the encoder folder swapped in, when one is given
     if [ -n "${ARBOR_MODEL:-}" ]; then
@@ -117,6 +140,25 @@ if command -v nvidia-smi > /dev/null; then
     esac
 fi
 echo "cpu build: $cpu; gpu build: $gpu; $(nproc) cpus"
+
+if [ $mode = train ]; then
+    shift
+    [ $# -gt 0 ] || { echo "gpu-check.sh train OUT FILE...: no experiment file given" >&2; exit 2; }
+    [ -x "$gpu" ] || { echo "gpu-check.sh train: no build at $gpu (ARBOR_GPU)" >&2; exit 2; }
+    mkdir -p "$out/runs"
+    for file in "$@"; do
+        name=$(basename "$file" .ron)
+        (
+            start=$(ms) rc=0
+            timeout "$limit" "$gpu" train "$(experiment "$file")" --out "$out/runs" --cache /tmp/gpu-check-cache > "$out/runs/$name.log" 2>&1 || rc=$?
+            echo "$name: exit $rc after $(secs $(($(ms) - start))) s" | tee -a "$out/runs/$name.log"
+        ) &
+    done
+    wait
+    tar -C "$out" -cJf "$out/runs.tar.xz" runs && rm -rf "${out:?}/runs"
+    echo "gpu-check: the run folders and logs are in $out/runs.tar.xz"
+    exit 0
+fi
 torch_device=""
 "$python" -c "import torch, transformers" 2> /dev/null && torch_device=$("$python" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 
