@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """An `arbor export` folder under sentence-transformers (issue 43): the vectors SentenceTransformer(DIR)
-gives against arbor's own (`arbor embed --model DIR`) for the first N sentences of the committed fixture.
+gives against arbor's own (`arbor embed --model DIR`) for the first N sentences of the committed fixture,
+read as passages (`encode_document`, the folder's document prompt) and as queries (`encode_query` against
+`arbor embed --queries`).
 
     python3 scripts/check_export.py DIR [N]        (N: 100 sentences by default)
 
@@ -41,19 +43,22 @@ def main():
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 100
     texts = sentences(n)
     model = SentenceTransformer(folder, device="cpu")
-    theirs = model.encode(texts, batch_size=32, convert_to_numpy=True)
     arbor = os.environ.get("ARBOR", "target/release/arbor")
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(texts) + "\n")
+    cos = []
     try:
-        out = subprocess.run([arbor, "embed", "--input", f.name, "--model", folder], check=True, capture_output=True, text=True).stdout
+        for encode, flag in ((model.encode_document, []), (model.encode_query, ["--queries"])):
+            theirs = encode(texts, batch_size=32, convert_to_numpy=True).astype(np.float64)
+            cmd = [arbor, "embed", "--input", f.name, "--model", folder] + flag
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            ours = np.array([json.loads(line)["embedding"] for line in out.splitlines() if line.strip()], dtype=np.float64)
+            cos.append((ours * theirs).sum(1) / (np.linalg.norm(ours, axis=1) * np.linalg.norm(theirs, axis=1)))
     finally:
         os.unlink(f.name)
-    ours = np.array([json.loads(line)["embedding"] for line in out.splitlines() if line.strip()], dtype=np.float64)
-    theirs = theirs.astype(np.float64)
-    cos = (ours * theirs).sum(1) / (np.linalg.norm(ours, axis=1) * np.linalg.norm(theirs, axis=1))
+    cos = np.concatenate(cos)
     print(f"sentence-transformers {sentence_transformers.__version__}, torch {torch.__version__}; {len(texts)} sentences")
-    print(f"modules: {[type(m).__name__ for m in model]}")
+    print(f"modules: {[type(m).__name__ for m in model]}; prompts: {model.prompts}")
     print(f"cosine of arbor's vector to sentence-transformers': lowest {cos.min():.6f}, mean {cos.mean():.6f}")
     ok = cos.min() >= 0.9999
     print("export matches" if ok else "export differs")

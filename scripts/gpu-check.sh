@@ -8,7 +8,7 @@
 # (default target/release/arbor); ARBOR_MODEL: an encoder folder (config.json, model.safetensors,
 # tokenizer.json) to read instead of all-MiniLM-L6-v2 fetched into $ARBOR_HOME (the GPU machine has no
 # network); ARBOR_CHECK_TIMEOUT: seconds any one run may take (default 600); ARBOR_CHECKS: which checks
-# to run (default "1 2 3 4"). The checks, cheapest first:
+# to run (default "1 2 3 4 5"). The checks, cheapest first:
 #   1. the encoder: `arbor embed` over the fixture's sentences, sentences a second, and the cosine of each
 #      GPU vector to the CPU's (the lowest printed);
 #   2. the fine-tuning step on the fixture's fixed batches (`arbor bench-step`,
@@ -19,7 +19,10 @@
 #   3. the same on scripts/bench_step.sh's batches (experiments/bench-step-legalbench.ron), the GPU build
 #      and PyTorch, where ARBOR_DATA holds legalbench-rag-mini;
 #   4. the quickstart (experiments/quickstart.ron) trained and evaluated: every method's IE within 0.1 of
-#      the CPU build's and every query's ranking the same (scripts/compare_runs.py).
+#      the CPU build's and every query's ranking the same (scripts/compare_runs.py);
+#   5. (run before 4) pooling and prompts: `arbor embed` of the tiny CLS fixture's sentences
+#      (models/tests/fixtures/tiny-bert-cls) as queries and as passages under CLS, last-token and mean
+#      pooling, each build against sentence-transformers' vectors in its expected.json.
 #
 # For a lent GPU machine (no network, at most 64 MiB carried; DEVELOPERS' device tool):
 #   scripts/gpu-check.sh pack      here: builds the CUDA binary (target/cuda) and packs into .gpu/ both builds
@@ -162,7 +165,7 @@ fi
 torch_device=""
 "$python" -c "import torch, transformers" 2> /dev/null && torch_device=$("$python" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 
-checks=" ${ARBOR_CHECKS:-1 2 3 4} "
+checks=" ${ARBOR_CHECKS:-1 2 3 4 5} "
 if [[ $checks == *" 1 "* ]]; then
 echo "== 1. the encoder, each build"
 "$python" -c "
@@ -237,6 +240,37 @@ elif [ -d "${ARBOR_DATA:-}/legalbench-rag-mini" ]; then
     steps legalbench experiments/bench-step-legalbench.ron gpu torch torch-tf32
 else
     echo "== 3. skipped: no legalbench-rag-mini under ARBOR_DATA=${ARBOR_DATA:-}"
+fi
+
+if [[ $checks == *" 5 "* ]]; then
+    echo "== 5. pooling and prompts: each build's vectors of the tiny CLS fixture against sentence-transformers'"
+    fixture=models/tests/fixtures/tiny-bert-cls
+    "$python" -c "import json; [print(s) for s in json.load(open('$fixture/expected.json'))['sentences']]" > "$out/pooling-sentences.txt"
+    for mode in cls lasttoken mean; do
+        dir=$out/pooling-$mode
+        rm -rf "$dir" && cp -r "$fixture" "$dir"
+        "$python" -c "import json, sys; p = sys.argv[1] + '/1_Pooling/config.json'; c = json.load(open(p)); c['pooling_mode'] = sys.argv[2]; json.dump(c, open(p, 'w'))" "$dir" "$mode"
+        for side in cpu gpu; do
+            for role in query document; do
+                flag=(); [ $role = query ] && flag=(--queries)
+                timeout "$limit" "$(bin_of $side)" embed --input "$out/pooling-sentences.txt" --model "$dir" "${flag[@]}" > "$out/pooling-$mode-$role-$side.jsonl" || status=1
+            done
+        done
+    done
+    # The CPU kernel agrees to float rounding; the GPU's products round to TF32 (about 1e-3 relative).
+    "$python" - "$out" "$fixture/expected.json" <<'PY' || status=1
+import json, sys
+out, expected = sys.argv[1], json.load(open(sys.argv[2]))
+bad = []
+for side, tolerance in (("cpu", 1e-5), ("gpu", 2e-3)):
+    for mode in ("cls", "lasttoken", "mean"):
+        for role in ("query", "document"):
+            got = [json.loads(l)["embedding"] for l in open(f"{out}/pooling-{mode}-{role}-{side}.jsonl")]
+            d = max(abs(a - b) for g, w in zip(got, expected[mode][role]) for a, b in zip(g, w))
+            print(f"{side} build, {mode} pooling, {role}: largest difference to sentence-transformers {d:.2e}")
+            bad += [(side, mode, role)] if d >= tolerance else []
+assert not bad, f"pooled or prompted otherwise than sentence-transformers: {bad}"
+PY
 fi
 
 [[ $checks == *" 4 "* ]] || { echo "gpu-check: checks$checks done"; exit "${status:-0}"; }

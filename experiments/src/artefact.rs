@@ -86,7 +86,8 @@ impl Artefact {
         match self {
             // Every kind is at least 2: the CPU kernel's attention and softmax changed (`gemm`, `exp_neg`); at
             // least 3: the encoder's code gained the frozen lower blocks and the kernel's own batching.
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 3,
+            // 4: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 4,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -101,7 +102,8 @@ impl Artefact {
             // 16: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 17: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 18: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
-            Artefact::Raptor => 18,
+            // 19: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
+            Artefact::Raptor => 19,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -120,7 +122,8 @@ impl Artefact {
             // 19: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 20: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 21: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
-            Artefact::Trees => 21,
+            // 22: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
+            Artefact::Trees => 22,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -139,7 +142,8 @@ impl Artefact {
             // 16: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 17: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 18: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
-            Artefact::HeadWeights => 18,
+            // 19: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
+            Artefact::HeadWeights => 19,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -155,7 +159,8 @@ impl Artefact {
             // 17: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 18: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 19: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
-            Artefact::Reranker => 19,
+            // 20: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
+            Artefact::Reranker => 20,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -174,7 +179,8 @@ impl Artefact {
             // 21: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 22: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 23: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
-            Artefact::SproutRag => 23,
+            // 24: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
+            Artefact::SproutRag => 24,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -191,7 +197,8 @@ impl Artefact {
             // 20: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 21: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 22: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
-            Artefact::Compressor => 22,
+            // 23: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
+            Artefact::Compressor => 23,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -209,7 +216,8 @@ impl Artefact {
             // 21: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 22: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 23: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
-            Artefact::Dense => 23,
+            // 24: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
+            Artefact::Dense => 24,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -227,7 +235,8 @@ impl Artefact {
             // 21: the run loads its encoder through arbor_models::pipeline::load (a folder whose sentence-transformers pipeline is not arbor's is refused); no behaviour changed
             // 22: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 23: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
-            Artefact::Planner => 23,
+            // 24: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
+            Artefact::Planner => 24,
         }
     }
 

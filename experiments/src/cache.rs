@@ -35,6 +35,7 @@
 //! what building it cost even when a later run reads it back ([`BuildTime`]); an artefact without that
 //! record (written before it existed) makes the time unknown, never zero.
 
+use arbor_models::pooling::Role;
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -301,11 +302,17 @@ impl Cache {
     pub fn text_embeddings(
         &self,
         encoder: &SentenceEncoder<DefaultBackend>,
+        role: Role,
         batch: usize,
         texts: &[&str],
         what: &str,
     ) -> anyhow::Result<Vec<Vec<f32>>> {
-        let path = self.root.join(format!("queries-{}.vec", versioned(Artefact::Queries, &key(&(&encoder.fingerprint, texts)))));
+        // The role's prompt is read with the texts (none by default, which keeps the key it had before prompts).
+        let key = match encoder.prompt(role) {
+            "" => key(&(&encoder.fingerprint, texts)),
+            prompt => key(&(&encoder.fingerprint, prompt, texts)),
+        };
+        let path = self.root.join(format!("queries-{}.vec", versioned(Artefact::Queries, &key)));
         if path.exists() {
             match vectors_io::load(&path) {
                 Ok(rows) if rows.len() == texts.len() => return Ok(rows),
@@ -314,7 +321,7 @@ impl Cache {
             }
         }
         let pb = bar(texts.len(), &format!("embedding {what}"));
-        let vectors = encoder.embed(texts, batch, &mut |n| pb.inc(n as u64));
+        let vectors = encoder.embed_as(encoder.kernel(), role, texts, batch, &mut |n| pb.inc(n as u64));
         pb.finish_and_clear();
         std::fs::create_dir_all(&self.root)?;
         vectors_io::save(&vectors, &path)?;

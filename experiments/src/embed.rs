@@ -4,6 +4,7 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
+use arbor_models::pooling::Role;
 use arbor_models::{DefaultBackend, EncoderConfig, ModelSource, default_device};
 use clap::Parser;
 use serde::Serialize;
@@ -18,6 +19,10 @@ pub struct EmbedArgs {
     pub model: Option<PathBuf>,
     #[arg(long, default_value_t = 32)]
     pub batch_size: usize,
+    /// Embed the lines as queries (the model's query prompt before each; default: as passages, with
+    /// its passage prompt). Models without prompts embed both alike.
+    #[arg(long)]
+    pub queries: bool,
 }
 
 #[derive(Serialize)]
@@ -39,10 +44,11 @@ pub fn embed(args: &EmbedArgs) -> anyhow::Result<()> {
         batch_size: args.batch_size.max(1),
         ..EncoderConfig::default()
     };
-    let encoder = arbor_models::pipeline::load::<DefaultBackend>(&config, &default_device())?;
+    let encoder = arbor_models::SentenceEncoder::<DefaultBackend>::load(&config, &default_device())?;
     let texts: Vec<&str> = lines.iter().map(String::as_str).collect();
     let pb = crate::progress::bar(texts.len(), "embedding");
-    let vectors = encoder.embed(&texts, config.batch_size, &mut |n| pb.inc(n as u64));
+    let role = if args.queries { Role::Query } else { Role::Passage };
+    let vectors = encoder.embed_as(encoder.kernel(), role, &texts, config.batch_size, &mut |n| pb.inc(n as u64));
     pb.finish_and_clear();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for (text, embedding) in texts.iter().zip(&vectors) {

@@ -300,6 +300,17 @@ mod tests {
     }
 
     #[test]
+    fn the_encoders_pooling_and_prompts_are_read_and_written_only_when_set() {
+        let set = GOOD.replace("methods:", r#"encoder: (pooling: Some(Cls), prompts: Some((query: "query: "))), methods:"#);
+        let exp = Experiment::parse(&set, Path::new("t.ron")).unwrap();
+        assert_eq!(exp.encoder.pooling, Some(arbor_models::pooling::Pooling::Cls));
+        assert_eq!(exp.encoder.prompts, Some(arbor_models::pooling::Prompts { query: "query: ".into(), passage: String::new() }));
+        assert_eq!(Experiment::parse(&exp.to_ron(), Path::new("back.ron")).unwrap(), exp);
+        let plain = Experiment::parse(GOOD, Path::new("t.ron")).unwrap().to_ron();
+        assert!(!plain.contains("pooling") && !plain.contains("prompts"), "unset, they leave the file (and every key) as it was: {plain}");
+    }
+
+    #[test]
     fn a_syntax_error_names_file_line_and_column() {
         let bad = GOOD.replace("[Flat, Bm25]", "[Flat Bm25]");
         let err = Experiment::parse(&bad, Path::new("x.ron")).unwrap_err().to_string();

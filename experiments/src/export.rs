@@ -7,7 +7,9 @@
 //! `model.safetensors` (`arbor_models::save::bert_safetensors`, the base checkpoint's pooler copied as it
 //! was), `sentence_bert_config.json` with the
 //! token limit the run encoded with, and the pipeline arbor embeds with in `modules.json`: the
-//! transformer, mean pooling over the real tokens (`1_Pooling`), L2 normalisation (`2_Normalize`). Beside
+//! transformer, the encoder's pooling (`1_Pooling`: mean, CLS or last token), L2 normalisation
+//! (`2_Normalize`), and its query and passage prompts (config_sentence_transformers.json, "query" and
+//! "document", read by `encode_query` and `encode_document`). Beside
 //! them `arbor-export.json` says where it came from (run, row, training folder, the base encoder's
 //! fingerprint). It is written into a sibling folder and renamed into place, so a failed export leaves
 //! nothing behind; an existing `DIR` is never overwritten.
@@ -23,6 +25,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use arbor_eval::formats::files::atomic_write;
 use arbor_models::bert::{Bert, load_bert};
+use arbor_models::pooling::Pooling;
 use arbor_models::save::bert_safetensors;
 use arbor_models::{DefaultBackend, SentenceEncoder, default_device};
 use burn::backend::Autodiff;
@@ -56,7 +59,7 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
         format!("{}: no trained row named {:?} (its trained rows: {rows:?})", args.run.display(), args.row)
     })?;
     let exp = Experiment::load(&args.run.join("experiment.ron"))?;
-    let encoder = arbor_models::pipeline::load::<DefaultBackend>(&exp.encoder, &default_device())?;
+    let encoder = arbor_models::SentenceEncoder::<DefaultBackend>::load(&exp.encoder, &default_device())?;
     anyhow::ensure!(
         encoder.fingerprint == entry.encoder,
         "the encoder {}/experiment.ron names is not the one the row was trained with (its files changed since the run?)",
@@ -158,19 +161,29 @@ fn write_folder(
             {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
         ]),
     )?;
+    let pooling = encoder.pipeline.pooling;
     write_json(
         &dir.join("1_Pooling/config.json"),
         &json!({
             "word_embedding_dimension": encoder.dim(),
-            "pooling_mode_cls_token": false,
-            "pooling_mode_mean_tokens": true,
+            "pooling_mode_cls_token": pooling == Pooling::Cls,
+            "pooling_mode_mean_tokens": pooling == Pooling::Mean,
             "pooling_mode_max_tokens": false,
             "pooling_mode_mean_sqrt_len_tokens": false,
             "pooling_mode_weightedmean_tokens": false,
-            "pooling_mode_lasttoken": false,
+            "pooling_mode_lasttoken": pooling == Pooling::LastToken,
             "include_prompt": true,
         }),
     )?;
-    write_json(&dir.join("config_sentence_transformers.json"), &json!({"prompts": {}, "default_prompt_name": null, "similarity_fn_name": "cosine"}))?;
+    let prompts = &encoder.pipeline.prompts;
+    let prompts: serde_json::Map<String, serde_json::Value> = [("query", &prompts.query), ("document", &prompts.passage)]
+        .into_iter()
+        .filter(|(_, p)| !p.is_empty())
+        .map(|(k, p)| (k.to_owned(), json!(p)))
+        .collect();
+    write_json(
+        &dir.join("config_sentence_transformers.json"),
+        &json!({"prompts": prompts, "default_prompt_name": null, "similarity_fn_name": "cosine"}),
+    )?;
     write_json(&dir.join("arbor-export.json"), &provenance)
 }

@@ -251,7 +251,7 @@ pub struct Prepared {
 
 /// Loads `exp`'s encoder and cuts `corpus` into its leaf units.
 pub fn prepare(exp: &Experiment, corpus: &Corpus) -> anyhow::Result<Prepared> {
-    let encoder = arbor_models::pipeline::load::<DefaultBackend>(&exp.encoder, &default_device())?;
+    let encoder = arbor_models::SentenceEncoder::<DefaultBackend>::load(&exp.encoder, &default_device())?;
     let max_tokens = exp.units.max_tokens.unwrap_or_else(|| encoder.max_content_tokens());
     let units = UnitConfig { max_tokens: Some(max_tokens), ..exp.units };
     let leaves = leaf_index(corpus, &units, &encoder)?;

@@ -1,7 +1,9 @@
 //! Sentence embeddings as sentence-transformers computes them (Reimers & Gurevych, 2019): BERT token
-//! states, mean-pooled over the attention mask, L2-normalised; inputs truncated at `max_seq_length`
-//! (256 for all-MiniLM-L6-v2, from its sentence_bert_config.json). Texts are sorted by length and padded
-//! per batch, so little compute goes to padding; results come back in input order.
+//! states, pooled (mean over the attention mask by default; CLS or the last token as the folder or the
+//! experiment says, [`crate::pooling`]), L2-normalised; each text read after its role's prompt (none by
+//! default); inputs truncated at `max_seq_length` (256 for all-MiniLM-L6-v2, from its
+//! sentence_bert_config.json). Texts are sorted by length and padded per batch, so little compute goes to
+//! padding; results come back in input order.
 
 use std::path::Path;
 
@@ -13,6 +15,8 @@ use tokenizers::Tokenizer;
 use crate::bert::{Bert, BertConfig, CpuBert, load_bert};
 use crate::error::ModelError;
 use crate::hub::{ModelDir, ModelSource, resolve};
+use crate::pipeline::Pipeline;
+use crate::pooling::{Pooling, Prompts, Role};
 
 /// How to build the sentence encoder. Lives in the experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,11 +26,18 @@ pub struct EncoderConfig {
     /// Token limit per text, special tokens included; `None` reads sentence_bert_config.json (else 512).
     pub max_seq_length: Option<usize>,
     pub batch_size: usize,
+    /// How token states become a vector; `None` reads the folder's `1_Pooling` (mean without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pooling: Option<Pooling>,
+    /// The text read before each query and passage; `None` reads the folder's
+    /// config_sentence_transformers.json (none without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<Prompts>,
 }
 
 impl Default for EncoderConfig {
     fn default() -> Self {
-        EncoderConfig { model: ModelSource::default(), max_seq_length: None, batch_size: 32 }
+        EncoderConfig { model: ModelSource::default(), max_seq_length: None, batch_size: 32, pooling: None, prompts: None }
     }
 }
 
@@ -40,15 +51,18 @@ pub struct SentenceEncoder<B: Backend> {
     pub(crate) kernel: Kernel<B>,
     tokenizer: Tokenizer,
     max_seq_length: usize,
+    /// The pooling and prompts in use (the folder's, or the experiment's).
+    pub pipeline: Pipeline,
     device: B::Device,
 }
 
 /// A digest of the encoder an [`EncoderConfig`] loads (its weights, tokenizer and config files, its token
-/// limit), without loading the weights.
+/// limit, its pooling and prompts), without loading the weights.
 pub fn fingerprint(config: &EncoderConfig) -> Result<String, ModelError> {
     let dir = resolve(&config.model)?;
     let bert = read_config(&dir.path)?;
-    dir.fingerprint(max_len(&dir.path, config.max_seq_length, &bert)?, KERNEL)
+    let pipeline = Pipeline::resolve(&dir.path, config)?;
+    dir.fingerprint(max_len(&dir.path, config.max_seq_length, &bert)?, KERNEL, &pipeline.key())
 }
 
 fn read_config(dir: &Path) -> Result<BertConfig, ModelError> {
@@ -72,26 +86,29 @@ fn max_len(dir: &Path, configured: Option<usize>, bert: &BertConfig) -> Result<u
 pub type TokenIds = Vec<u32>;
 
 impl<B: Backend> SentenceEncoder<B> {
-    /// Resolves the model (fetching the default one if needed) and loads it on `device`.
+    /// Resolves the model (fetching the default one if needed) and loads it on `device`, with the
+    /// pooling and prompts its folder asks for or `config` sets ([`Pipeline::resolve`]; a folder arbor
+    /// cannot compute is refused).
     pub fn load(config: &EncoderConfig, device: &B::Device) -> Result<Self, ModelError> {
         let dir = resolve(&config.model)?;
-        Self::load_dir(&dir, config.max_seq_length, device)
+        Self::load_dir(&dir, config, device)
     }
 
-    /// Loads a Hugging Face model directory.
-    pub fn load_dir(model: &ModelDir, max_seq_length: Option<usize>, device: &B::Device) -> Result<Self, ModelError> {
+    /// Loads a Hugging Face model directory, as [`SentenceEncoder::load`].
+    pub fn load_dir(model: &ModelDir, encoder: &EncoderConfig, device: &B::Device) -> Result<Self, ModelError> {
         let dir = model.path.as_path();
+        let pipeline = Pipeline::resolve(dir, encoder)?;
         let config = read_config(dir)?;
         let tokenizer_path = dir.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&tokenizer_path).map_err(|e| ModelError::weights(&tokenizer_path, e.to_string()))?;
         // Truncation is ours (below) and padding is per batch; the file's own settings (often 128, fixed) are dropped.
         tokenizer.with_padding(None);
         tokenizer.with_truncation(None).map_err(|e| ModelError::weights(&tokenizer_path, e.to_string()))?;
-        let max_seq_length = max_len(dir, max_seq_length, &config)?;
-        let fingerprint = model.fingerprint(max_seq_length, KERNEL)?;
+        let max_seq_length = max_len(dir, encoder.max_seq_length, &config)?;
+        let fingerprint = model.fingerprint(max_seq_length, KERNEL, &pipeline.key())?;
         let bert = load_bert(&config, &dir.join("model.safetensors"), device)?;
-        let kernel = Kernel::new(&bert, config.layer_norm_eps);
-        Ok(SentenceEncoder { bert, config, fingerprint, kernel, tokenizer, max_seq_length, device: device.clone() })
+        let kernel = Kernel::new(&bert, config.layer_norm_eps, pipeline.pooling);
+        Ok(SentenceEncoder { bert, config, fingerprint, kernel, tokenizer, max_seq_length, pipeline, device: device.clone() })
     }
 
     pub fn dim(&self) -> usize {
@@ -106,9 +123,38 @@ impl<B: Backend> SentenceEncoder<B> {
         self.max_seq_length
     }
 
-    /// Token ids with special tokens, truncated as sentence-transformers does (keep the head, then `[SEP]`).
+    /// Token ids of passages (units, chunks): [`SentenceEncoder::tokenize_as`] a [`Role::Passage`].
     pub fn tokenize(&self, texts: &[&str]) -> Vec<TokenIds> {
-        let encodings = self.tokenizer.encode_batch(texts.to_vec(), true).expect("a BERT tokenizer encodes any text");
+        self.tokenize_as(Role::Passage, texts)
+    }
+
+    /// Token ids of queries: [`SentenceEncoder::tokenize_as`] a [`Role::Query`].
+    pub fn tokenize_queries(&self, texts: &[&str]) -> Vec<TokenIds> {
+        self.tokenize_as(Role::Query, texts)
+    }
+
+    /// The prompt read before a text of `role` (empty for none).
+    pub fn prompt(&self, role: Role) -> &str {
+        self.pipeline.prompts.of(role)
+    }
+
+    /// Token ids of texts of `role`, the role's prompt before each, with special tokens, truncated as
+    /// sentence-transformers does (keep the head, then `[SEP]`).
+    pub fn tokenize_as(&self, role: Role, texts: &[&str]) -> Vec<TokenIds> {
+        let prompt = self.prompt(role);
+        let prompted: Vec<String>;
+        let texts = match prompt.is_empty() {
+            true => texts.to_vec(),
+            false => {
+                prompted = texts.iter().map(|t| format!("{prompt}{t}")).collect();
+                prompted.iter().map(String::as_str).collect()
+            }
+        };
+        self.ids_of(texts)
+    }
+
+    fn ids_of(&self, texts: Vec<&str>) -> Vec<TokenIds> {
+        let encodings = self.tokenizer.encode_batch(texts, true).expect("a BERT tokenizer encodes any text");
         encodings
             .into_iter()
             .map(|e| {
@@ -131,7 +177,7 @@ impl<B: Backend> SentenceEncoder<B> {
 
     /// The ids the tokenizer puts around a text (`[CLS]` and `[SEP]` for BERT).
     pub fn special_ids(&self) -> (u32, u32) {
-        let ids = &self.tokenize(&[""])[0];
+        let ids = &self.ids_of(vec![""])[0];
         (ids[0], *ids.last().expect("the template adds tokens"))
     }
 
@@ -147,26 +193,43 @@ impl<B: Backend> SentenceEncoder<B> {
         encodings.iter().map(|e| e.get_offsets().iter().map(|&(start, _)| start as u32).collect()).collect()
     }
 
-    /// The most word pieces of one text the encoder reads whole: its limit less the special tokens.
+    /// The most word pieces of one passage the encoder reads whole: its limit less the special tokens
+    /// and the passage prompt's.
     pub fn max_content_tokens(&self) -> usize {
         self.max_seq_length.saturating_sub(self.tokenize(&[""])[0].len())
     }
 
-    /// Embeds texts: unit-norm vectors in input order. `progress` is told how many texts are done.
+    /// Embeds passages (units, chunks): unit-norm vectors in input order. `progress` is told how many texts are done.
     pub fn embed(&self, texts: &[&str], batch_size: usize, progress: &mut dyn FnMut(usize)) -> Vec<Vec<f32>> {
-        self.embed_with(&self.kernel, texts, batch_size, progress)
+        self.embed_as(&self.kernel, Role::Passage, texts, batch_size, progress)
     }
 
-    /// The kernel that runs `bert`: this encoder's weights fine-tuned elsewhere (a SproutRAG model's).
+    /// Embeds queries, as [`SentenceEncoder::embed`] passages.
+    pub fn embed_queries(&self, texts: &[&str], batch_size: usize, progress: &mut dyn FnMut(usize)) -> Vec<Vec<f32>> {
+        self.embed_as(&self.kernel, Role::Query, texts, batch_size, progress)
+    }
+
+    /// The kernel that runs this encoder's own weights.
+    pub fn kernel(&self) -> &Kernel<B> {
+        &self.kernel
+    }
+
+    /// The kernel that runs `bert` with this encoder's pooling: its weights fine-tuned elsewhere (a SproutRAG model's).
     pub fn kernel_for(&self, bert: &Bert<B>) -> Kernel<B> {
-        Kernel::new(bert, self.config.layer_norm_eps)
+        Kernel::new(bert, self.config.layer_norm_eps, self.pipeline.pooling)
     }
 
-    /// The one embedding path (frozen, fine-tuned, `arbor embed`): texts tokenized and truncated as
-    /// sentence-transformers does, sorted by length so a batch holds texts of similar length (the CPU
-    /// kernel pads nothing; Burn's pads to the batch's longest), embedded by `kernel`, returned in input order.
+    /// [`SentenceEncoder::embed`] through `kernel`.
     pub fn embed_with(&self, kernel: &Kernel<B>, texts: &[&str], batch_size: usize, progress: &mut dyn FnMut(usize)) -> Vec<Vec<f32>> {
-        self.embed_ids_with(kernel, &self.tokenize(texts), batch_size, progress)
+        self.embed_as(kernel, Role::Passage, texts, batch_size, progress)
+    }
+
+    /// The one embedding path (frozen, fine-tuned, `arbor embed`): texts of `role` tokenized after its
+    /// prompt and truncated as sentence-transformers does, sorted by length so a batch holds texts of
+    /// similar length (the CPU kernel pads nothing; Burn's pads to the batch's longest), embedded by
+    /// `kernel`, returned in input order.
+    pub fn embed_as(&self, kernel: &Kernel<B>, role: Role, texts: &[&str], batch_size: usize, progress: &mut dyn FnMut(usize)) -> Vec<Vec<f32>> {
+        self.embed_ids_with(kernel, &self.tokenize_as(role, texts), batch_size, progress)
     }
 
     /// [`SentenceEncoder::embed_with`] of token ids already made (a cross-encoder's query-unit pairs).
@@ -185,32 +248,32 @@ impl<B: Backend> SentenceEncoder<B> {
 /// version when the CPU kernel's arithmetic changes).
 pub const KERNEL: &str = if cfg!(feature = "cuda") { "burn" } else { "cpu-2" };
 
-/// What runs an encoder's forward pass for embeddings.
+/// What runs an encoder's forward pass for embeddings, and how it pools.
 #[derive(Debug, Clone)]
 pub enum Kernel<B: Backend> {
     /// [`CpuBert`]: the default build (no padding, fused passes; see `bert::cpu`).
-    Cpu(CpuBert),
+    Cpu(CpuBert, Pooling),
     /// Burn's module, on the `cuda` feature's GPU.
-    Burn(Bert<B>),
+    Burn(Bert<B>, Pooling),
 }
 
 impl<B: Backend> Kernel<B> {
-    /// The kernel of this build for `bert`, whose layer norms use `layer_norm_eps`.
-    pub fn new(bert: &Bert<B>, layer_norm_eps: f64) -> Self {
+    /// The kernel of this build for `bert`, whose layer norms use `layer_norm_eps`, pooling by `pooling`.
+    pub fn new(bert: &Bert<B>, layer_norm_eps: f64, pooling: Pooling) -> Self {
         match cfg!(feature = "cuda") {
-            true => Kernel::Burn(bert.clone()),
-            false => Kernel::Cpu(CpuBert::from_bert(bert, layer_norm_eps)),
+            true => Kernel::Burn(bert.clone(), pooling),
+            false => Kernel::Cpu(CpuBert::from_bert(bert, layer_norm_eps), pooling),
         }
     }
 
     /// The pooled vectors of one batch of token ids, `[batch, hidden]` row-major.
     pub fn embed_batch(&self, batch: &[&[u32]], device: &B::Device) -> Vec<f32> {
         match self {
-            Kernel::Cpu(cpu) => cpu.embed(batch),
-            Kernel::Burn(bert) => {
+            Kernel::Cpu(cpu, pooling) => cpu.embed(batch, *pooling),
+            Kernel::Burn(bert, pooling) => {
                 let (ids, mask) = pad_ids::<B>(batch, device);
                 let hidden = bert.forward(ids, mask.clone(), false).hidden; // [batch, tokens, hidden]
-                mean_pool_normalise(hidden, mask).into_data().to_vec::<f32>().expect("the backend returns f32")
+                pooling.pool(hidden, mask).into_data().to_vec::<f32>().expect("the backend returns f32")
             }
         }
     }
@@ -249,27 +312,14 @@ pub fn pad_ids<B: Backend>(batch: &[&[u32]], device: &B::Device) -> (Tensor<B, 2
     (Tensor::from_data(TensorData::new(ids, shape), device), Tensor::from_data(TensorData::new(mask, shape), device))
 }
 
-/// sentence-transformers' Pooling (mean over real tokens) followed by Normalize.
-///
-/// # Shapes
-/// - `hidden`: `[batch, tokens, hidden]`, `mask`: `[batch, tokens]`; returns `[batch, hidden]`
-pub fn mean_pool_normalise<B: Backend>(hidden: Tensor<B, 3>, mask: Tensor<B, 2, Bool>) -> Tensor<B, 2> {
-    let weights = mask.float().unsqueeze_dim::<3>(2); // [batch, tokens, 1]
-    let summed = (hidden * weights.clone()).sum_dim(1).squeeze_dim::<2>(1); // [batch, hidden]
-    let counts = weights.sum_dim(1).squeeze_dim::<2>(1).clamp_min(1e-9); // [batch, 1]
-    let mean = summed / counts;
-    let norm = mean.clone().powi_scalar(2).sum_dim(1).sqrt().clamp_min(1e-12); // [batch, 1]
-    mean / norm
-}
-
-/// Pooled, L2-normalised vectors of token-id rows through `bert` with gradients (the fine-tuning path;
-/// inference goes through [`SentenceEncoder`]).
+/// Vectors of token-id rows through `bert`, pooled by `pooling` and L2-normalised, with gradients (the
+/// fine-tuning path; inference goes through [`SentenceEncoder`]).
 ///
 /// # Shapes
 /// - returns `[rows, hidden]`
-pub fn pool_ids<B: Backend>(bert: &Bert<B>, rows: &[&[u32]], device: &B::Device) -> Tensor<B, 2> {
+pub fn pool_ids<B: Backend>(bert: &Bert<B>, rows: &[&[u32]], device: &B::Device, pooling: Pooling) -> Tensor<B, 2> {
     let (ids, mask) = pad_ids::<B>(rows, device);
-    mean_pool_normalise(bert.forward(ids, mask.clone(), false).hidden, mask)
+    pooling.pool(bert.forward(ids, mask.clone(), false).hidden, mask)
 }
 
 /// `max_seq_length` from sentence_bert_config.json, when the directory has one.

@@ -51,7 +51,9 @@ impl ModelDir {
     /// A digest of everything in the directory that changes an embedding: the weights, config.json and
     /// tokenizer.json, the token limit the encoder is run with, and the kernel that runs it
     /// ([`crate::encoder::KERNEL`]).
-    pub fn fingerprint(&self, max_seq_length: usize, kernel: &str) -> Result<String, ModelError> {
+    /// `pipeline`: [`crate::pipeline::Pipeline::key`], hashed only when not empty (the default pipeline
+    /// keeps the fingerprints it had before pooling and prompts were settings).
+    pub fn fingerprint(&self, max_seq_length: usize, kernel: &str, pipeline: &str) -> Result<String, ModelError> {
         let mut hasher = Sha256::new();
         hasher.update(self.weights_sha256.as_bytes());
         for file in ["config.json", "tokenizer.json"] {
@@ -60,6 +62,9 @@ impl ModelDir {
         }
         hasher.update(max_seq_length.to_le_bytes());
         hasher.update(kernel.as_bytes());
+        if !pipeline.is_empty() {
+            hasher.update(pipeline.as_bytes());
+        }
         Ok(hex(&hasher.finalize()))
     }
 }

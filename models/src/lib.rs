@@ -2,8 +2,8 @@
 //!
 //! - [`bert::Bert`]: a BERT-family encoder that loads a Hugging Face directory as it is and can hand back
 //!   the attention probabilities of every layer and head.
-//! - [`encoder::SentenceEncoder`]: sentence-transformers' embedding (mean pooling, L2 norm, truncation),
-//!   batched by length.
+//! - [`encoder::SentenceEncoder`]: sentence-transformers' embedding (the folder's pooling and prompts,
+//!   [`pooling`] and [`pipeline`]; L2 norm, truncation), batched by length.
 //! - [`compressor::Compressor`]: SmartChunk's Chunk Compression Encoder (a chunk's embedding from its parts').
 //! - [`dense::DenseModel`]: the matched control of a trained method: plain dense retrieval, the encoder
 //!   fine-tuned (or a linear map over its frozen vectors) on the same InfoNCE.
@@ -25,6 +25,7 @@ pub mod host;
 pub mod hub;
 pub mod pipeline;
 pub mod planner;
+pub mod pooling;
 pub mod reranker;
 pub mod save;
 pub mod sentence_vae;

@@ -23,7 +23,8 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Int, Tensor};
 
 use crate::bert::Bert;
-use crate::encoder::{Kernel, SentenceEncoder, TokenIds, mean_pool_normalise};
+use crate::encoder::{Kernel, SentenceEncoder, TokenIds};
+use crate::pooling::Pooling;
 
 /// The cross-encoder: a BERT trunk and a linear score head on its pooled, normalised states.
 #[derive(Module, Debug)]
@@ -62,7 +63,7 @@ impl<B: Backend> CrossEncoder<B> {
     pub fn forward(&self, ids: Tensor<B, 2, Int>, mask: Tensor<B, 2, Bool>, prior: Tensor<B, 1>) -> Tensor<B, 1> {
         let [batch, _] = ids.dims();
         let hidden = self.bert.forward(ids, mask.clone(), false).hidden;
-        self.head.forward(mean_pool_normalise(hidden, mask)).reshape([batch]) + prior * self.prior_scale.val()
+        self.head.forward(Pooling::Mean.pool(hidden, mask)).reshape([batch]) + prior * self.prior_scale.val()
     }
 }
 
@@ -98,7 +99,9 @@ impl<B: Backend> Scorer<B> {
         let w = model.head.weight.val().into_data().to_vec::<f32>().expect("the backend returns f32");
         let b = model.head.bias.as_ref().map_or(0.0, |b| b.val().into_data().to_vec::<f32>().expect("f32")[0]);
         let gamma = model.prior_scale.val().into_data().to_vec::<f32>().expect("f32")[0];
-        Scorer { kernel: encoder.kernel_for(&model.bert), w, b, gamma, max_query, max_len: max_len.min(encoder.max_seq_length()) }
+        // The head reads the mean of the pair's tokens, whatever the encoder's own pooling (the reranker's design).
+        let kernel = Kernel::new(&model.bert, encoder.config.layer_norm_eps, Pooling::Mean);
+        Scorer { kernel, w, b, gamma, max_query, max_len: max_len.min(encoder.max_seq_length()) }
     }
 
     /// s(q, u) of `query` with each of `texts`, in order; `priors` are their first-stage cosines.

@@ -84,7 +84,7 @@ impl<B: Backend> SentenceEncoder<B> {
     pub fn unit_similarity(&self, units: &[&str], window_tokens: usize, batch_size: usize, head_weights: &[f32], in_context: bool) -> UnitLinks {
         let mix = |batch: &[&[u32]]| -> Vec<WindowPass> {
             match &self.kernel {
-                Kernel::Cpu(cpu) => {
+                Kernel::Cpu(cpu, _) => {
                     let (states, mixed) = match in_context {
                         true => cpu.states_and_mixed_attention(batch, head_weights),
                         false => (Vec::new(), cpu.mixed_attention(batch, head_weights)),
@@ -101,7 +101,7 @@ impl<B: Backend> SentenceEncoder<B> {
                         .map(|(m, rows)| WindowPass { planes: vec![m], states: states.get(rows).map_or(Vec::new(), <[f32]>::to_vec) })
                         .collect()
                 }
-                Kernel::Burn(_) => self
+                Kernel::Burn(..) => self
                     .head_attention(batch, in_context)
                     .into_iter()
                     .map(|window| {

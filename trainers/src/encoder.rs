@@ -6,17 +6,20 @@
 
 use arbor_models::bert::{Bert, FrozenLayers};
 use arbor_models::encoder::{Kernel, pool_ids};
+use arbor_models::pooling::Pooling;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
 use crate::data::{TrainDoc, TrainQuery};
 
 /// The pretrained encoder a trainer fine-tunes (`training.freeze_encoder: false`), with its layer norms'
-/// epsilon (the CPU kernel needs it; Burn's `LayerNorm` keeps its own private).
+/// epsilon (the CPU kernel needs it; Burn's `LayerNorm` keeps its own private) and the pooling its
+/// vectors take (the encoder's, [`arbor_models::pooling`]).
 #[derive(Debug, Clone)]
 pub struct FineTune<B: Backend> {
     pub bert: Bert<B>,
     pub layer_norm_eps: f64,
+    pub pooling: Pooling,
 }
 
 /// How a fine-tuning run computes vectors, fixed before its first step.
@@ -24,21 +27,22 @@ pub struct FineTune<B: Backend> {
 pub struct StepEncoder {
     frozen: Option<FrozenLayers>,
     layer_norm_eps: f64,
+    pooling: Pooling,
 }
 
 impl StepEncoder {
     /// `frozen_layers`: the blocks (with the embeddings) kept at their pretrained weights, or `None`.
     pub fn new<B: Backend>(tune: &FineTune<B>, frozen_layers: Option<usize>) -> anyhow::Result<Self> {
         let frozen = frozen_layers.map(|k| FrozenLayers::new(&tune.bert, tune.layer_norm_eps, k)).transpose().map_err(anyhow::Error::msg)?;
-        Ok(StepEncoder { frozen, layer_norm_eps: tune.layer_norm_eps })
+        Ok(StepEncoder { frozen, layer_norm_eps: tune.layer_norm_eps, pooling: tune.pooling })
     }
 
-    /// Pooled, L2-normalised vectors of token-id rows through `bert`, with gradients above the frozen
-    /// blocks (through every block when none is frozen), `[rows, hidden]`.
+    /// Pooled (by the encoder's pooling), L2-normalised vectors of token-id rows through `bert`, with
+    /// gradients above the frozen blocks (through every block when none is frozen), `[rows, hidden]`.
     pub fn pool<B: Backend>(&self, bert: &Bert<B>, ids: &[&[u32]], device: &B::Device) -> Tensor<B, 2> {
         match &self.frozen {
-            Some(frozen) => frozen.pool(bert, ids, device),
-            None => pool_ids(bert, ids, device),
+            Some(frozen) => frozen.pool(bert, ids, device, self.pooling),
+            None => pool_ids(bert, ids, device, self.pooling),
         }
     }
 }
@@ -57,7 +61,7 @@ impl<'a, B: Backend> Vectors<'a, B> {
     /// For validation: the model's fine-tuned `bert`, if any, in the inference kernel; else the given vectors.
     pub fn validation(encoder: Option<&StepEncoder>, bert: Option<&Bert<B>>) -> Self {
         match (encoder, bert) {
-            (Some(e), Some(bert)) => Vectors::Kernel(Kernel::new(bert, e.layer_norm_eps)),
+            (Some(e), Some(bert)) => Vectors::Kernel(Kernel::new(bert, e.layer_norm_eps, e.pooling)),
             _ => Vectors::Given,
         }
     }

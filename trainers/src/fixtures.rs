@@ -26,7 +26,7 @@ pub fn lease() -> Lease {
     let encoder = SentenceEncoder::<DefaultBackend>::load(&EncoderConfig::default(), &device).unwrap();
     let dir = arbor_models::hub::resolve(&ModelSource::AllMiniLmL6V2).unwrap();
     let bert = load_bert(&encoder.config, &dir.path.join("model.safetensors"), &device).unwrap();
-    let tune = FineTune { bert, layer_norm_eps: encoder.config.layer_norm_eps };
+    let tune = FineTune { bert, layer_norm_eps: encoder.config.layer_norm_eps, pooling: encoder.pipeline.pooling };
     let texts = [
         "The tenant pays the rent on the first day of each month.",
         "The landlord repairs the roof and the heating.",
@@ -47,7 +47,7 @@ pub fn lease() -> Lease {
     let corpus =
         Corpus::new(vec![Document { id: "d".into(), title: String::new(), text, sections: vec![], split: None }], vec![], Path::new("t")).unwrap();
     let questions = ["When is the rent due?", "Who fixes the heating?"];
-    let (qids, qpooled) = (encoder.tokenize(&questions), encoder.embed(&questions, 8, &mut |_| {}));
+    let (qids, qpooled) = (encoder.tokenize_queries(&questions), encoder.embed_queries(&questions, 8, &mut |_| {}));
     let queries = (0..2)
         .map(|k| TrainQuery { text: questions[k].into(), pooled: qpooled[k].clone(), ids: qids[k].clone(), positive: k, gold: vec![units[k]] })
         .collect();

@@ -6,6 +6,7 @@
 //! default row's: token attention, uniform head weights) is built and stored with it. `--remove KEY` removes one document (or every
 //! document of a JSONL file). Unreadable, empty and unknown files are listed by path and counted.
 
+use arbor_models::pooling::Role;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -148,7 +149,7 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
     let batch = args.encoder.batch_size.max(1);
     let builder = Builder { encoder: &encoder, rule: &rule, batch };
     let embed = |texts: &[&str]| match &tuned {
-        Some(t) => t.embed(&encoder, texts, batch),
+        Some(t) => t.embed(&encoder, Role::Passage, texts, batch),
         None => encoder.embed(texts, batch, &mut |_| {}),
     };
     let pb = crate::progress::bar(todo.len(), "indexing");

@@ -37,7 +37,7 @@ impl EncoderArgs {
     }
 
     pub fn load(&self) -> anyhow::Result<SentenceEncoder<DefaultBackend>> {
-        Ok(arbor_models::pipeline::load::<DefaultBackend>(&self.config(), &default_device())?)
+        Ok(arbor_models::SentenceEncoder::<DefaultBackend>::load(&self.config(), &default_device())?)
     }
 }
 

@@ -6,6 +6,7 @@
 //! and its text; `--json` prints one JSON object per query. `--queries FILE` asks one question per line
 //! against one opened index; `--timings` reports opening and per-query latency on standard error.
 
+use arbor_models::pooling::Role;
 use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -301,8 +302,8 @@ pub fn query(args: &QueryArgs) -> anyhow::Result<()> {
     for question in &questions {
         let t = Instant::now();
         let embedding = (args.method != QueryMethod::Bm25).then(|| match &tuned {
-            Some(t) => t.embed(&encoder, &[question], 1).remove(0),
-            None => encoder.embed(&[question], 1, &mut |_| {}).remove(0),
+            Some(t) => t.embed(&encoder, Role::Query, &[question], 1).remove(0),
+            None => encoder.embed_queries(&[question], 1, &mut |_| {}).remove(0),
         });
         let input = QueryInput { text: question.clone(), docs: docs.clone(), embedding };
         let mut items = retriever.retrieve(&input, args.k);

@@ -3,6 +3,7 @@
 //! that carries the trained methods' gains. Units and queries are embedded exactly as the control's row
 //! embeds them in the run (`methods::dense`), so the index ranks as that row does.
 
+use arbor_models::pooling::Role;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -72,10 +73,10 @@ impl Tuned {
 
     /// The vectors of `texts` as the control's row has them: through the fine-tuned encoder, or the
     /// pretrained encoder's through the map.
-    pub fn embed(&self, encoder: &SentenceEncoder<DefaultBackend>, texts: &[&str], batch: usize) -> Vec<Vec<f32>> {
+    pub fn embed(&self, encoder: &SentenceEncoder<DefaultBackend>, role: Role, texts: &[&str], batch: usize) -> Vec<Vec<f32>> {
         match &self.kernel {
-            Some(kernel) => encoder.embed_with(kernel, texts, batch, &mut |_| {}),
-            None => through(&self.model, &encoder.embed(texts, batch, &mut |_| {})),
+            Some(kernel) => encoder.embed_as(kernel, role, texts, batch, &mut |_| {}),
+            None => through(&self.model, &encoder.embed_as(encoder.kernel(), role, texts, batch, &mut |_| {})),
         }
     }
 }

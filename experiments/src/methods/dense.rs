@@ -8,6 +8,7 @@
 //! its batches, groups, schedule, rate and trainable blocks (arbor_trainers::rerank_control).
 //! [`super::controls`] adds it after every method trained on the queries ([`super::MethodSpec::dense_control`]).
 
+use arbor_models::pooling::Role;
 use std::borrow::Cow;
 
 use arbor_eval::retrievers::flat::FlatDense;
@@ -140,7 +141,7 @@ impl MethodSpec for DenseConfig {
             Some(bert) => {
                 let kernel = ctx.encoder.kernel_for(bert);
                 let texts: Vec<&str> = ctx.queries.iter().map(|q| q.input.text.as_str()).collect();
-                let queries = ctx.encoder.embed_with(&kernel, &texts, ctx.encoder_config.batch_size, &mut |_| {});
+                let queries = ctx.encoder.embed_as(&kernel, Role::Query, &texts, ctx.encoder_config.batch_size, &mut |_| {});
                 (ctx.tuned_unit_vectors(&dir, &kernel)?, queries)
             }
             None => (through(&model, ctx.unit_vectors()?), through(&model, ctx.query_vectors()?)),

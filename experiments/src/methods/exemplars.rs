@@ -11,6 +11,7 @@
 //! A trained method that does not beat this on the same split has not shown that its idea, rather than
 //! the training data, carries its gain.
 
+use arbor_models::pooling::Role;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -91,7 +92,7 @@ impl MethodSpec for ExemplarsConfig {
         anyhow::ensure!(!exemplars.is_empty(), "Exemplars: no query with gold evidence in split {:?}", self.split);
         let batch = ctx.encoder_config.batch_size;
         let texts: Vec<&str> = exemplars.iter().map(|q| q.text.as_str()).collect();
-        let exemplar_vectors = ctx.cache.text_embeddings(ctx.encoder, batch, &texts, &format!("{} questions", self.split))?;
+        let exemplar_vectors = ctx.cache.text_embeddings(ctx.encoder, Role::Query, batch, &texts, &format!("{} questions", self.split))?;
         let gold_texts: Vec<String> = exemplars
             .iter()
             .map(|q| corpus.gold(q).iter().map(|g| &corpus.documents[g.doc].text[g.span.start..g.span.end]).collect::<Vec<_>>().join(" "))
@@ -129,7 +130,7 @@ impl MethodSpec for ExemplarsConfig {
             }
             ExemplarRanker::Dense => {
                 let golds: Vec<&str> = gold_texts.iter().map(String::as_str).collect();
-                let gold_vectors = ctx.cache.text_embeddings(ctx.encoder, batch, &golds, "exemplars' gold texts")?;
+                let gold_vectors = ctx.cache.text_embeddings(ctx.encoder, Role::Passage, batch, &golds, "exemplars' gold texts")?;
                 let queries: Vec<Vec<f32>> =
                     query_vectors.iter().zip(&nearest).map(|(v, near)| rocchio(v, near.iter().map(|&e| &gold_vectors[e][..]))).collect();
                 let retriever = FlatDense { name: label, chunks: Cow::Borrowed(&ctx.leaves.units), embeddings: Cow::Borrowed(ctx.unit_vectors()?) };

@@ -31,6 +31,7 @@
 pub mod controls;
 pub mod training;
 
+use arbor_models::pooling::Role;
 use std::cell::{Cell, OnceCell};
 use std::path::Path;
 use std::time::Instant;
@@ -318,7 +319,7 @@ impl<'a> Context<'a> {
     pub fn query_vectors(&self) -> anyhow::Result<&[Vec<f32>]> {
         if self.query_vectors.get().is_none() {
             let texts: Vec<&str> = self.queries.iter().map(|q| q.input.text.as_str()).collect();
-            let vectors = self.cache.text_embeddings(self.encoder, self.encoder_config.batch_size, &texts, "queries")?;
+            let vectors = self.cache.text_embeddings(self.encoder, Role::Query, self.encoder_config.batch_size, &texts, "queries")?;
             let _ = self.query_vectors.set(vectors);
         }
         Ok(self.query_vectors.get().expect("set above"))

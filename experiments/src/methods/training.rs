@@ -7,6 +7,7 @@
 //! `units.context` header, then its text), its frozen vector the evaluation's; the VAE's tokens are its own
 //! text. The held-out documents are the validation split's (crate::validation).
 
+use arbor_models::pooling::Role;
 use std::collections::BTreeMap;
 
 use arbor_datasets::merge_pairs::{MergePairs, merge_pairs};
@@ -107,7 +108,7 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
     let unit_vectors = ctx.cache.unit_embeddings(encoder, corpus, index, keys, &doc_ids, batch)?;
     let query_list: Vec<&Query> = by_doc.values().flatten().copied().collect();
     let query_texts: Vec<&str> = query_list.iter().map(|q| q.text.as_str()).collect();
-    let query_vectors = ctx.cache.text_embeddings(encoder, batch, &query_texts, &format!("{split} queries"))?;
+    let query_vectors = ctx.cache.text_embeddings(encoder, Role::Query, batch, &query_texts, &format!("{split} queries"))?;
     let evidence = evidence_by_doc(corpus, split);
     let start_token = encoder.special_ids().0;
     let (mut query_at, mut skipped) = (0, 0);
@@ -127,7 +128,7 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
             let gold = corpus.gold(q);
             match positive_unit(&spans, &gold) {
                 Some(positive) => {
-                    let ids = if needs.ids { encoder.tokenize(&[q.text.as_str()]).remove(0) } else { Vec::new() };
+                    let ids = if needs.ids { encoder.tokenize_queries(&[q.text.as_str()]).remove(0) } else { Vec::new() };
                     queries.push(TrainQuery { text: q.text.clone(), pooled: pooled.clone(), ids, positive, gold })
                 }
                 None => skipped += 1,
@@ -157,7 +158,7 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
 pub fn pretrained(ctx: &Context) -> anyhow::Result<FineTune<Autodiff<DefaultBackend>>> {
     let dir = arbor_models::hub::resolve(&ctx.encoder_config.model)?;
     let bert = load_bert(&ctx.encoder.config, &dir.path.join("model.safetensors"), &Default::default())?;
-    Ok(FineTune { bert, layer_norm_eps: ctx.encoder.config.layer_norm_eps })
+    Ok(FineTune { bert, layer_norm_eps: ctx.encoder.config.layer_norm_eps, pooling: ctx.encoder.pipeline.pooling })
 }
 
 /// The unit holding most of a query's gold text (ties: the earlier unit).

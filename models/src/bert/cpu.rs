@@ -21,6 +21,7 @@ use burn::tensor::backend::Backend;
 use rayon::prelude::*;
 
 use super::model::{Bert, BertLayer};
+use crate::pooling::Pooling;
 
 /// `x W + b` with `W` row-major `[input, output]` (Burn's layout).
 #[derive(Debug, Clone)]
@@ -192,19 +193,16 @@ impl CpuBert {
         (x, mixed)
     }
 
-    /// sentence-transformers' embedding of each sequence: the mean of its token states, L2-normalised;
-    /// `[batch, hidden]` row-major.
-    pub fn embed(&self, batch: &[&[u32]]) -> Vec<f32> {
+    /// sentence-transformers' embedding of each sequence: its token states pooled by `pooling`,
+    /// L2-normalised; `[batch, hidden]` row-major.
+    pub fn embed(&self, batch: &[&[u32]], pooling: Pooling) -> Vec<f32> {
         let h = self.hidden;
         let states = self.forward(batch);
         let mut out = vec![0.0f32; batch.len() * h];
         let mut at = 0;
         for (s, row) in batch.iter().zip(out.chunks_exact_mut(h)) {
-            for token in states[at * h..(at + s.len()) * h].chunks_exact(h) {
-                row.iter_mut().zip(token).for_each(|(o, v)| *o += v);
-            }
+            pooling.pool_row(&states[at * h..(at + s.len()) * h], row);
             at += s.len();
-            mean_normalise(row, s.len());
         }
         out
     }

@@ -9,7 +9,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor, TensorData};
 
 use super::{Bert, CpuBert};
-use crate::encoder::mean_pool_normalise;
+use crate::pooling::Pooling;
 
 /// The frozen lower part of an encoder: the embeddings and its first `layers` blocks.
 #[derive(Debug, Clone)]
@@ -32,12 +32,12 @@ impl FrozenLayers {
         Ok(FrozenLayers { lower: CpuBert::lower(bert, eps, layers), layers })
     }
 
-    /// Pooled, L2-normalised vectors of token-id rows: the frozen blocks here, the rest through `bert`'s
-    /// blocks `layers..` (with gradients on an autodiff backend).
+    /// Vectors of token-id rows pooled by `pooling`, L2-normalised: the frozen blocks here, the rest
+    /// through `bert`'s blocks `layers..` (with gradients on an autodiff backend).
     ///
     /// # Shapes
     /// - returns `[rows, hidden]`
-    pub fn pool<B: Backend>(&self, bert: &Bert<B>, rows: &[&[u32]], device: &B::Device) -> Tensor<B, 2> {
+    pub fn pool<B: Backend>(&self, bert: &Bert<B>, rows: &[&[u32]], device: &B::Device, pooling: Pooling) -> Tensor<B, 2> {
         let h = self.lower.hidden();
         let states = self.lower.forward(rows); // [sum of lengths, hidden], end to end
         let len = rows.iter().map(|r| r.len()).max().unwrap_or(0);
@@ -51,7 +51,7 @@ impl FrozenLayers {
         }
         let x = Tensor::<B, 3>::from_data(TensorData::new(padded, [rows.len(), len, h]), device);
         let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(mask, [rows.len(), len]), device);
-        mean_pool_normalise(bert.forward_from(x, mask.clone(), self.layers, false).hidden, mask)
+        pooling.pool(bert.forward_from(x, mask.clone(), self.layers, false).hidden, mask)
     }
 }
 
@@ -75,14 +75,14 @@ mod tests {
         let ids = encoder.tokenize(&texts);
         let rows: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
         let bert = &encoder.bert;
-        let whole = pool_ids(bert, &rows, &device).into_data().to_vec::<f32>().unwrap();
         let eps = encoder.config.layer_norm_eps;
-        for k in [0, 2, 5] {
+        for (k, pooling) in [(0, Pooling::Mean), (2, Pooling::Cls), (5, Pooling::LastToken)] {
+            let whole = pool_ids(bert, &rows, &device, pooling).into_data().to_vec::<f32>().unwrap();
             let frozen = FrozenLayers::new(bert, eps, k).unwrap();
-            let pooled = frozen.pool(bert, &rows, &device);
+            let pooled = frozen.pool(bert, &rows, &device, pooling);
             let got = pooled.clone().into_data().to_vec::<f32>().unwrap();
             let worst = whole.iter().zip(&got).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-            assert!(worst < 1e-5, "{k} frozen blocks: off by {worst}");
+            assert!(worst < 1e-5, "{k} frozen blocks, {pooling:?}: off by {worst}");
             let grads = pooled.sum().backward();
             let has_grad = |l: &crate::bert::model::BertLayer<A>| l.query.weight.grad(&grads).is_some();
             assert!(bert.layers[k..].iter().all(has_grad), "{k}: every upper block has a gradient");

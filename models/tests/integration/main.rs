@@ -3,6 +3,7 @@
 //! kernels anew in a release build, so these share the library's.
 
 mod parity;
+mod pooling;
 mod reranker;
 mod tokens;
 mod unit_attention;

@@ -3,6 +3,7 @@
 //! The default encoder is fetched into `$ARBOR_HOME` on first use.
 
 use arbor_models::encoder::Kernel;
+use arbor_models::pooling::Pooling;
 use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder, default_device};
 
 fn fixture() -> Vec<(String, Vec<f32>)> {
@@ -36,7 +37,7 @@ fn every_fixture_sentence_matches_sentence_transformers() {
     assert!(ids.iter().any(|i| i.len() == 256), "the fixture holds a text that is truncated at 256 tokens");
     // Both kernels: the default one (the CPU kernel, or Burn's on a GPU build) and Burn's module.
     let got = encoder.embed(&texts, 8, &mut |_| {});
-    let burn = encoder.embed_with(&Kernel::Burn(encoder.bert.clone()), &texts, 8, &mut |_| {});
+    let burn = encoder.embed_with(&Kernel::Burn(encoder.bert.clone(), Pooling::Mean), &texts, 8, &mut |_| {});
     for (((text, want), got), burn) in fixture.iter().zip(&got).zip(&burn) {
         for (kernel, v) in [("default", got), ("burn", burn)] {
             let c = cosine(want, v);

@@ -202,7 +202,7 @@ impl Retriever for Reranked<'_> {
         }
         pool.truncate(self.candidates);
         let texts: Vec<&str> = pool.iter().map(|&u| self.units.text(self.corpus, u)).collect();
-        let query_vector = &self.encoder.embed(&[query.text.as_str()], 1, &mut |_| {})[0];
+        let query_vector = &self.encoder.embed_queries(&[query.text.as_str()], 1, &mut |_| {})[0];
         let priors: Vec<f32> = pool.iter().map(|&u| dot(query_vector, &self.unit_vectors[u])).collect();
         let scores = self.scorer.score(self.encoder, &query.text, &texts, &priors, self.batch_size);
         let mut ranked: Vec<(usize, f32)> = pool.into_iter().zip(scores).collect();

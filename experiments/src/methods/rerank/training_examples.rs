@@ -3,6 +3,7 @@
 //! training and validation question with its first-stage candidates (dense cosines as the prior, BM25 for
 //! the hard negatives), and how a (query, unit) pair is cut for the encoder.
 
+use arbor_models::pooling::Role;
 use std::collections::HashSet;
 
 use arbor_datasets::span::gold_units;
@@ -40,7 +41,7 @@ pub(in crate::methods) fn examples(ctx: &Context, training: &RerankerTraining) -
         bm25: &Bm25::build(corpus, &ctx.leaves.units, Scope::QueryDocuments, &docs),
     };
     let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
-    let query_vectors = ctx.cache.text_embeddings(ctx.encoder, batch, &texts, "training queries")?;
+    let query_vectors = ctx.cache.text_embeddings(ctx.encoder, Role::Query, batch, &texts, "training queries")?;
     let (mut train, mut holdout) = (Vec::new(), Vec::new());
     for (i, (q, vector)) in queries.into_iter().zip(&query_vectors).enumerate() {
         let example = first.example(ctx.encoder, corpus, q, vector, training.hard_negatives);

@@ -16,6 +16,7 @@
 //!   normalised mean of its units' vectors over its first 512 tokens), and four numbers: ln(1 + tokens),
 //!   ln(1 + sections), heading depth, ln(1 + units), scaled to about [0, 1].
 
+use arbor_models::pooling::Role;
 use std::collections::HashMap;
 
 use arbor_datasets::span::merge;
@@ -154,7 +155,7 @@ pub(super) fn planned(
             let indexed = Indexed { levels: &levels, embeddings: &embeddings, unit_vectors: &unit_vectors };
             let examples = |queries: &[&Query], what: &str| -> anyhow::Result<Vec<PlanExample>> {
                 let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
-                let query_vectors = ctx.cache.text_embeddings(ctx.encoder, ctx.encoder_config.batch_size, &texts, what)?;
+                let query_vectors = ctx.cache.text_embeddings(ctx.encoder, Role::Query, ctx.encoder_config.batch_size, &texts, what)?;
                 let pb = bar(queries.len(), "pseudo-labels");
                 let out = queries
                     .iter()

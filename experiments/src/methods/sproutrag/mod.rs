@@ -14,6 +14,7 @@
 
 mod train;
 
+use arbor_models::pooling::Role;
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
@@ -333,7 +334,7 @@ impl MethodSpec for SproutRagConfig {
                 let pooled = match &kernel {
                     Some(kernel) => {
                         let texts: Vec<&str> = ctx.queries.iter().map(|q| q.input.text.as_str()).collect();
-                        matrix(ctx.encoder.embed_with(kernel, &texts, ctx.encoder_config.batch_size, &mut |_| {}).iter())
+                        matrix(ctx.encoder.embed_as(kernel, Role::Query, &texts, ctx.encoder_config.batch_size, &mut |_| {}).iter())
                     }
                     None => matrix(ctx.query_vectors()?.iter()),
                 };
