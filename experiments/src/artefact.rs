@@ -103,7 +103,8 @@ impl Artefact {
             // 17: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 18: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
             // 19: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
-            Artefact::Raptor => 19,
+            // 20: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
+            Artefact::Raptor => 20,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -123,7 +124,8 @@ impl Artefact {
             // 20: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 21: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
             // 22: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
-            Artefact::Trees => 22,
+            // 23: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
+            Artefact::Trees => 23,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -143,7 +145,8 @@ impl Artefact {
             // 17: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 18: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
             // 19: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
-            Artefact::HeadWeights => 19,
+            // 20: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
+            Artefact::HeadWeights => 20,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -160,7 +163,8 @@ impl Artefact {
             // 18: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 19: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
             // 20: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
-            Artefact::Reranker => 20,
+            // 21: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
+            Artefact::Reranker => 21,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -180,7 +184,8 @@ impl Artefact {
             // 22: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 23: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
             // 24: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
-            Artefact::SproutRag => 24,
+            // 25: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
+            Artefact::SproutRag => 25,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -198,7 +203,8 @@ impl Artefact {
             // 21: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 22: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
             // 23: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
-            Artefact::Compressor => 23,
+            // 24: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
+            Artefact::Compressor => 24,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -217,7 +223,8 @@ impl Artefact {
             // 22: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 23: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
             // 24: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
-            Artefact::Dense => 24,
+            // 25: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
+            Artefact::Dense => 25,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -236,7 +243,8 @@ impl Artefact {
             // 22: files split so that they import downwards (trainers dense/step.rs and sproutrag/step.rs, the reranker's training_examples.rs, utc_stamp in provenance.rs); no behaviour changed
             // 23: the query-trained trainers' start (settings checked, a training query, the seed) in one function, objective::start; no behaviour changed
             // 24: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
-            Artefact::Planner => 24,
+            // 25: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
+            Artefact::Planner => 25,
         }
     }
 

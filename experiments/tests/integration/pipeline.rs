@@ -39,6 +39,9 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     assert!(models.iter().all(|m| m.trained_on.len() == 4), "three training articles and one validation: {models:?}");
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("95 % interval") && md.contains("its matched control"), "{md}");
+    // Every row with trees says their shape (issue 45): the two test articles' trees, one line each row.
+    let shapes: Vec<&str> = report.methods.iter().filter(|m| m.name.starts_with("SproutRAG")).map(|m| m.details.as_str()).collect();
+    assert!(!shapes.is_empty() && shapes.iter().all(|d| d.contains("tree shape over 2 trees") && d.contains("balance")), "{shapes:?}");
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     assert!(json["provenance"]["commit"].as_str().is_some_and(|c| !c.is_empty()), "{}", json["provenance"]);
     for m in &report.methods {
