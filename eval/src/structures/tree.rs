@@ -28,6 +28,8 @@
 use arbor_datasets::DocSpan;
 use arbor_datasets::span::merge;
 
+use super::linkage::Linkage;
+
 /// The similarity M between the `n` units of a document.
 pub enum Similarity<'a> {
     /// A dense matrix, row-major; only entries off the diagonal are read.
@@ -69,6 +71,15 @@ impl Tree {
         assert_eq!(m.n(), n, "one similarity row per leaf");
         assert_eq!(leaf_embeddings.len(), n * dim, "one embedding per leaf");
         Self::from_merges(leaves, leaf_embeddings, dim, merge_order(m))
+    }
+
+    /// [`Tree::build`] under a linkage rule ([`Linkage`]; `Single` is [`Tree::build`]), or why the document
+    /// is too long for it.
+    pub fn build_with(leaves: Vec<DocSpan>, leaf_embeddings: &[f32], dim: usize, m: &Similarity, linkage: Linkage) -> Result<Tree, String> {
+        assert!(!leaves.is_empty(), "a tree needs at least one leaf");
+        assert_eq!(m.n(), leaves.len(), "one similarity row per leaf");
+        assert_eq!(leaf_embeddings.len(), leaves.len() * dim, "one embedding per leaf");
+        Ok(Self::from_merges(leaves, leaf_embeddings, dim, linkage.merges(m)?))
     }
 
     /// The tree of stored `merges` over leaves with these embeddings: parents get progressive embeddings

@@ -24,6 +24,7 @@ use arbor_datasets::merge_pairs::MergePairs;
 use arbor_eval::retrievers::beam::BeamConfig;
 use arbor_eval::retrievers::tree_retrieval::{TreeRetriever, TreeSearch};
 use arbor_eval::structures::tree::{Similarity, Tree};
+use arbor_eval::structures::linkage::Linkage;
 use arbor_eval::structures::tree_shape::ShapeSummary;
 use arbor_models::{DefaultBackend, SentenceEncoder};
 use arbor_models::aggregator::{AggregationInit, HeadAggregator};
@@ -52,6 +53,10 @@ pub struct SproutRagConfig {
     /// With `Sllm`: the vectors of leaves and queries (the SLLM's own by default).
     #[serde(skip_serializing_if = "SllmVectors::is_model")]
     pub vectors: SllmVectors,
+    /// The rule that merges the tree's nodes (the paper's single linkage by default; issue 45). It
+    /// shapes the trees searched; the trees a training reads (L_node's) keep single linkage.
+    #[serde(skip_serializing_if = "Linkage::is_single")]
+    pub linkage: Linkage,
     /// With `Sllm`: the joint training (required). With `TokenBlocks`: `None` keeps the initial head
     /// weights; `Some` learns them on L_attn over the training split (only the head-weight settings:
     /// lr_aggregation, epochs, warmup, clipping, merge pairs, holdout, seed are read).
@@ -66,6 +71,7 @@ impl Default for SproutRagConfig {
             search: TreeSearch::Beam(BeamConfig::default()),
             model: SproutRagModelConfig::default(),
             vectors: SllmVectors::Model,
+            linkage: Linkage::Single,
             training: None,
         }
     }
@@ -131,7 +137,7 @@ impl SproutRagConfig {
     /// The settings the trained model depends on (the index's, but for the vectors read from it): the
     /// key by which a run records its trained models and `evaluate --from` finds them.
     pub fn model_settings(&self) -> SproutRagConfig {
-        SproutRagConfig { vectors: SllmVectors::Model, ..self.index_settings() }
+        SproutRagConfig { vectors: SllmVectors::Model, linkage: Linkage::Single, ..self.index_settings() }
     }
 
     /// Whether the tree's attention is the trained SLLM's (the paper's trained SproutRAG).
@@ -160,6 +166,10 @@ impl MethodSpec for SproutRagConfig {
             TreeSearch::LeavesOnly => "leaves only".into(),
             TreeSearch::UpperOnly => "upper nodes only".into(),
             TreeSearch::LeavesInContext { weight } => format!("leaves in context w={weight}"),
+        };
+        let search = match self.linkage {
+            Linkage::Single => search,
+            other => format!("{other:?} linkage, {search}"),
         };
         match (&self.attention, &self.training) {
             (AttentionSource::TokenBlocks { window_tokens, leaf_vectors }, None) => {
@@ -284,7 +294,7 @@ impl MethodSpec for SproutRagConfig {
                     false => Some(ctx.unit_vectors()?),
                 };
                 let head_weights = to_vec(aggregator.head_weights());
-                let trees = index_docs(ctx, &trees_dir(model_dir.as_deref())?, "token attention trees", |units| {
+                let trees = index_docs(ctx, &trees_dir(model_dir.as_deref())?, "token attention trees", self.linkage, |units| {
                     let texts: Vec<&str> = units.iter().map(|&u| ctx.leaves.units.text(ctx.corpus, u)).collect();
                     let links = e.unit_similarity(&texts, *window_tokens, ctx.encoder_config.batch_size, &head_weights, in_context);
                     let leaves: Vec<f32> = match unit_vectors {
@@ -312,7 +322,7 @@ impl MethodSpec for SproutRagConfig {
                 // The fine-tuned encoder's unit vectors, cached under the trained model, computed only when a
                 // tree is missing.
                 let tuned = OnceCell::new();
-                let trees = index_docs(ctx, &trees_dir(Some(&model_dir))?, "SLLM trees", |units| {
+                let trees = index_docs(ctx, &trees_dir(Some(&model_dir))?, "SLLM trees", self.linkage, |units| {
                     let unit_vectors: &[Vec<f32>] = match (frozen, &kernel) {
                         (Some(frozen), _) => frozen,
                         (None, Some(kernel)) => {
@@ -395,6 +405,7 @@ fn index_docs(
     ctx: &Context,
     trees_dir: &Path,
     what: &str,
+    linkage: Linkage,
     mut leaf_inputs: impl FnMut(&[usize]) -> anyhow::Result<(Vec<f32>, usize, M)>,
 ) -> anyhow::Result<Vec<Option<Tree>>> {
     let mut trees = vec![None; ctx.corpus.documents.len()];
@@ -418,7 +429,8 @@ fn index_docs(
                 M::Dense(values) => Similarity::Dense { n, values },
                 M::Sparse(edges) => Similarity::Sparse { n, edges },
             };
-            Ok(Tree::build(spans.clone(), &leaves, dim, &m))
+            Tree::build_with(spans.clone(), &leaves, dim, &m, linkage)
+                .map_err(|e| anyhow::anyhow!("document {:?}: {e}", ctx.corpus.documents[d].id))
         };
         let save = |tree: &Tree, path: &Path| Ok(arbor_eval::formats::tree_io::save(tree, path)?);
         let tree = ctx.cache.load_or_build(&path, load, build, save)?;
@@ -438,4 +450,22 @@ fn matrix<'a>(rows: impl Iterator<Item = &'a Vec<f32>>) -> Tensor<DefaultBackend
 
 fn to_vec<const D: usize>(t: Tensor<DefaultBackend, D>) -> Vec<f32> {
     t.into_data().to_vec::<f32>().expect("f32")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The linkage is an index setting (its own trees, its own cache key, named in the row) but not a
+    /// model setting: one trained SLLM serves every linkage, and an unset linkage writes nothing.
+    #[test]
+    fn the_linkage_keys_the_trees_names_the_row_and_leaves_the_trained_model_alone() {
+        let single: SproutRagConfig = ron::from_str("(attention: TokenBlocks(window_tokens: 256))").unwrap();
+        let average: SproutRagConfig = ron::from_str("(attention: TokenBlocks(window_tokens: 256), linkage: Average)").unwrap();
+        assert_eq!((single.linkage, average.linkage), (Linkage::Single, Linkage::Average));
+        assert_ne!(single.index_key(), average.index_key());
+        assert_eq!(key(&single.model_settings()), key(&average.model_settings()));
+        assert!(average.label().contains("Average linkage") && !single.label().contains("linkage"), "{}", average.label());
+        assert!(!ron::to_string(&single).unwrap().contains("linkage"));
+    }
 }
