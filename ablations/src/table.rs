@@ -220,6 +220,7 @@ mod tests {
                 tokens_per_query: 100.0,
                 index_ms_per_doc: Some(1.0),
                 details: String::new(),
+                tree_shape: None,
                 role: Default::default(),
                 per_query: vec![],
             },

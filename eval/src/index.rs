@@ -8,6 +8,8 @@ use arbor_datasets::units::{Segmented, UnitConfig, UnitError, segment};
 use arbor_datasets::{Corpus, DocSpan, Span, TokenStarts};
 use serde::{Deserialize, Serialize};
 
+use crate::structures::tree_shape::ShapeSummary;
+
 /// Which units a query is ranked against. Retrievers rank within [`QueryInput::docs`]; the runner fills it
 /// by the scope, and BM25 takes its IDF from it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -189,6 +191,10 @@ pub trait Retriever: Sync {
     /// The layer of an item's node above the leaves (0 = a leaf), for a method whose nodes have layers
     /// (RAPTOR).
     fn layer(&self, _item: &Item) -> Option<usize> {
+        None
+    }
+    /// The shape of the method's trees, for a method that searches trees (issue 45).
+    fn tree_shape(&self) -> Option<ShapeSummary> {
         None
     }
 }

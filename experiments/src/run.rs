@@ -218,7 +218,10 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         retrieved.extend(handed);
         pb.finish_and_clear();
         result.index_ms_per_doc = ms;
-        result.details = details.unwrap_or_default();
+        // A tree method's line says its trees' shape (issue 45), after what the method said it built.
+        result.tree_shape = retriever.tree_shape();
+        let shape = result.tree_shape.map(|s| s.line());
+        result.details = [details, shape].into_iter().flatten().collect::<Vec<_>>().join("; ");
         result.role = role;
         report.methods.push(result);
     }

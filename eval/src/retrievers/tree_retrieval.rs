@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, Step, top_k};
 use crate::retrievers::beam::{BeamConfig, Layers, beam_search, collapsed, cosine, in_context};
 use crate::structures::tree::Tree;
+use crate::structures::tree_shape::ShapeSummary;
 
 /// How a tree is searched.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -37,6 +38,10 @@ pub struct TreeRetriever<'a> {
 impl Retriever for TreeRetriever<'_> {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn tree_shape(&self) -> Option<ShapeSummary> {
+        ShapeSummary::of(self.trees.iter().flatten())
     }
 
     fn leaves(&self) -> &Chunks {

@@ -86,6 +86,7 @@ mod tests {
                     tokens_per_query: 0.0,
                     index_ms_per_doc: None,
                     details: String::new(),
+                    tree_shape: None,
                     role: Role::Untrained,
                     per_query: per_query.clone(),
                 })

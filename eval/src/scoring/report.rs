@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::formats::files::atomic_write;
 use crate::scoring::metrics::Metrics;
 use crate::scoring::stats::{Paired, holm, paired};
+use crate::structures::tree_shape::ShapeSummary;
 
 /// What a row is, for the comparisons a report draws.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +80,10 @@ pub struct MethodResult {
     /// found), printed under the table.
     #[serde(default)]
     pub details: String,
+    /// The shape of the method's trees (leaf depth, balance, contiguous nodes), for a method that
+    /// searches trees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_shape: Option<ShapeSummary>,
     #[serde(default)]
     pub role: Role,
     /// Each query's IE mean (the mean of IE@1, 3, 5, in percent), in [`Report::queries`]' order: what the
@@ -418,6 +423,7 @@ mod tests {
                 tokens_per_query: 80.0,
                 index_ms_per_doc: Some(1.0),
                 details: "a tree".into(),
+                tree_shape: None,
                 role: Role::Untrained,
                 per_query: vec![20.0, 23.4],
             }],
@@ -446,6 +452,7 @@ mod tests {
             tokens_per_query: 0.0,
             index_ms_per_doc: None,
             details: String::new(),
+            tree_shape: None,
             role,
             per_query,
         }

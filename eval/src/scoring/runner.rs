@@ -85,6 +85,7 @@ pub fn evaluate(
         tokens_per_query: handed_tokens as f64 / queries.len().max(1) as f64,
         index_ms_per_doc: None,
         details: String::new(),
+        tree_shape: None,
         role: Default::default(),
         per_query: per_query.iter().map(ie_percent).collect(),
     };

@@ -11,8 +11,8 @@
 //!            merge: every node is a contiguous span, as a heading hierarchy is
 //! ```
 //!
-//! The matrix is read as a symmetric similarity, `M(i, j) = max(M_ij, M_ji)`; a pair that a sparse `M`
-//! does not store (or a NaN) is 0. Single linkage keeps its O(n^2) spanning-tree path and its sparse
+//! The matrix is read as a symmetric similarity, `M(i, j) = max(M_ij, M_ji, 0)` (attention is not
+//! negative); a pair that a sparse `M` does not store, or a NaN, is 0. Single linkage keeps its O(n^2) spanning-tree path and its sparse
 //! O(E log E) one. The others need the dense matrix: O(n^2) memory (4 n^2 bytes; refused above
 //! [`MAX_DENSE_UNITS`] units, 1 GiB) and O(n^2) time: average and complete linkage by the nearest-neighbour
 //! chain (they are reducible, so the chain finds the merges greedy merging finds, Murtagh 1983), updated by
@@ -59,7 +59,7 @@ impl Linkage {
     }
 }
 
-/// `M` as a dense symmetric matrix: `max(M_ij, M_ji)`, 0 where not stored or NaN.
+/// `M` as a dense symmetric matrix: `max(M_ij, M_ji, 0)`, 0 where not stored or NaN.
 fn dense(m: &Similarity) -> Vec<f32> {
     let n = m.n();
     let mut s = vec![0.0f32; n * n];

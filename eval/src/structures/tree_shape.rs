@@ -14,6 +14,8 @@
 //! [`ShapeSummary`] averages the figures over a method's trees (one-leaf trees have no internal node and
 //! count for depth only).
 
+use serde::{Deserialize, Serialize};
+
 use super::tree::Tree;
 
 /// The shape figures of one tree (see the module doc).
@@ -63,7 +65,7 @@ impl Shape {
 
 /// A method's trees summed up: each figure's mean over the trees (balance and contiguity over the trees
 /// with more than one leaf), and the deepest leaf of any.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ShapeSummary {
     pub trees: usize,
     pub mean_depth: f64,
@@ -86,6 +88,11 @@ impl ShapeSummary {
             balance: mean(shapes.iter().filter_map(|s| s.balance).collect()),
             contiguous: mean(shapes.iter().filter_map(|s| s.contiguous).collect()),
         })
+    }
+
+    /// The figures in a few words (a table cell).
+    pub fn short(&self) -> String {
+        format!("depth {:.1} (max {}), balance {:.2}, contiguous {:.0} %", self.mean_depth, self.max_depth, self.balance, 100.0 * self.contiguous)
     }
 
     /// The figures as one line of a report.

@@ -80,7 +80,9 @@ pub fn render(inp: &Inputs) -> String {
 }
 
 fn legend(html: &mut String, inp: &Inputs) {
-    html.push_str("<section id=\"rows\"><h2>Rows</h2><table class=\"legend\"><tr><th></th><th>row</th><th>role</th><th>IE mean</th></tr>");
+    html.push_str(
+        "<section id=\"rows\"><h2>Rows</h2><table class=\"legend\"><tr><th></th><th>row</th><th>role</th><th>IE mean</th><th>trees</th></tr>",
+    );
     for (c, &r) in inp.rows.iter().enumerate() {
         let m = &inp.report.methods[r];
         let role = match &m.role {
@@ -91,14 +93,15 @@ fn legend(html: &mut String, inp: &Inputs) {
         };
         let _ = write!(
             html,
-            "<tr class=\"row\" data-row=\"{c}\"><td><i class=\"sw\" style=\"background:{}\"></i></td><td>{}</td><td>{}</td><td>{:.1}</td></tr>",
+            "<tr class=\"row\" data-row=\"{c}\"><td><i class=\"sw\" style=\"background:{}\"></i></td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td></tr>",
             COLOURS[c],
             escape(&m.name),
             escape(&role),
-            m.metrics.ie_mean
+            m.metrics.ie_mean,
+            m.tree_shape.map_or("-".to_owned(), |s| s.short())
         );
     }
-    html.push_str("</table><p>Gold spans on yellow; each row's first items underlined in its colour, numbered by rank.</p></section>");
+    html.push_str("</table><p>Gold spans on yellow; each row's first items underlined in its colour, numbered by rank. Trees: the mean leaf depth (the deepest leaf), the balance (0.5 balanced, near 0 a chain) and the share of nodes that are contiguous spans of the document.</p></section>");
 }
 
 /// The queries where rows `a` and `b` differ most in IE, linked to their blocks.

@@ -2,6 +2,9 @@
 //! a few steps with the encoder inside the model and its own AdamW group, then indexing and queries
 //! through the fine-tuned encoder; and the `vectors: Encoder` control, which reads the same trained model.
 
+// The reranking stage's test (see main.rs for why it sits here).
+mod rerank;
+
 use std::path::Path;
 
 use arbor_experiments::experiment::Experiment;

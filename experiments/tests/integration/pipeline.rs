@@ -39,9 +39,15 @@ fn quickstart_writes_a_run_folder_with_a_sane_report() {
     assert!(models.iter().all(|m| m.trained_on.len() == 4), "three training articles and one validation: {models:?}");
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("95 % interval") && md.contains("its matched control"), "{md}");
-    // Every row with trees says their shape (issue 45): the two test articles' trees, one line each row.
-    let shapes: Vec<&str> = report.methods.iter().filter(|m| m.name.starts_with("SproutRAG")).map(|m| m.details.as_str()).collect();
-    assert!(!shapes.is_empty() && shapes.iter().all(|d| d.contains("tree shape over 2 trees") && d.contains("balance")), "{shapes:?}");
+    // Every row with trees says their shape (issue 45): the two test articles' trees, in its line and as
+    // figures in report.json; no other row has any.
+    for m in &report.methods {
+        let tree = m.name.starts_with("SproutRAG");
+        assert_eq!(m.tree_shape.map(|s| s.trees), tree.then_some(2), "{}", m.name);
+        assert_eq!(m.details.contains("tree shape over 2 trees"), tree, "{}: {}", m.name, m.details);
+    }
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert!(json["methods"][2]["tree_shape"]["balance"].as_f64().is_some_and(|b| b > 0.0 && b <= 0.5), "{}", json["methods"][2]);
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     assert!(json["provenance"]["commit"].as_str().is_some_and(|c| !c.is_empty()), "{}", json["provenance"]);
     for m in &report.methods {
@@ -146,6 +152,10 @@ fn inspect_page_shows_the_run(dir: &Path, report: &Report) {
     let legend: Vec<String> = all("tr.row").iter().map(|r| text(r)).collect();
     assert_eq!(legend.len(), 8);
     assert!(legend.iter().zip(&report.methods).all(|(row, m)| row.contains(&m.name)), "{legend:?}");
+    // The rows with trees say their shape there (the SproutRAG rows), the others a dash.
+    for (row, m) in legend.iter().zip(&report.methods) {
+        assert_eq!(row.contains("balance"), m.name.starts_with("SproutRAG"), "{row}");
+    }
     // The trained SLLM (row 5) against its first control (row 6): 25 queries, |difference| decreasing,
     // each linked to its block, the figures those of report.json.
     let heading = all("h2").into_iter().map(text).find(|h| h.contains("differ most")).unwrap();

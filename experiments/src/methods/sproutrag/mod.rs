@@ -25,7 +25,6 @@ use arbor_eval::retrievers::beam::BeamConfig;
 use arbor_eval::retrievers::tree_retrieval::{TreeRetriever, TreeSearch};
 use arbor_eval::structures::tree::{Similarity, Tree};
 use arbor_eval::structures::linkage::Linkage;
-use arbor_eval::structures::tree_shape::ShapeSummary;
 use arbor_models::{DefaultBackend, SentenceEncoder};
 use arbor_models::aggregator::{AggregationInit, HeadAggregator};
 use arbor_models::sproutrag::SproutRagModelConfig;
@@ -304,10 +303,10 @@ impl MethodSpec for SproutRagConfig {
                     Ok((leaves, e.dim(), M::Sparse(links.edges)))
                 })?;
                 Ok(Built {
-                    details: tree_shape(&trees),
                     retriever: Box::new(retriever(trees)),
                     queries: QueryVectors::Encoder,
                     models: model_dir.map(record).into_iter().collect(),
+                    details: None,
                 })
             }
             (AttentionSource::Sllm, Some(training)) => {
@@ -356,10 +355,10 @@ impl MethodSpec for SproutRagConfig {
                 let dim = q.dims()[1];
                 let vectors = to_vec(q).chunks(dim).map(<[f32]>::to_vec).collect();
                 Ok(Built {
-                    details: tree_shape(&trees),
                     retriever: Box::new(retriever(trees)),
                     queries: QueryVectors::Own(vectors),
                     models: vec![record(model_dir)],
+                    details: None,
                 })
             }
             (AttentionSource::Sllm, None) => bail!("attention: Sllm needs training (the experiment check rejects this)"),
@@ -392,11 +391,6 @@ fn leaves(v: LeafVectors) -> &'static str {
 enum M {
     Dense(Vec<f32>),
     Sparse(Vec<(u32, u32, f32)>),
-}
-
-/// The report's line on the shape of the trees searched (issue 45: depth, balance, contiguity).
-fn tree_shape(trees: &[Option<Tree>]) -> Option<String> {
-    ShapeSummary::of(trees.iter().flatten()).map(|s| s.line())
 }
 
 /// One tree per document, read back from `trees_dir` if it is there; else `leaf_inputs` gives the leaf
