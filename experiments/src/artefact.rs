@@ -107,7 +107,8 @@ impl Artefact {
             // 20: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
             // 21: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 22: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
-            Artefact::Raptor => 22,
+            // 23: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
+            Artefact::Raptor => 23,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -130,7 +131,8 @@ impl Artefact {
             // 23: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
             // 24: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 25: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
-            Artefact::Trees => 25,
+            // 26: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
+            Artefact::Trees => 26,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -153,7 +155,8 @@ impl Artefact {
             // 20: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
             // 21: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 22: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
-            Artefact::HeadWeights => 22,
+            // 23: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
+            Artefact::HeadWeights => 23,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -173,7 +176,8 @@ impl Artefact {
             // 21: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
             // 22: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 23: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
-            Artefact::Reranker => 23,
+            // 24: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
+            Artefact::Reranker => 24,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -196,7 +200,8 @@ impl Artefact {
             // 25: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
             // 26: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 27: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
-            Artefact::SproutRag => 27,
+            // 28: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
+            Artefact::SproutRag => 28,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -217,7 +222,8 @@ impl Artefact {
             // 24: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
             // 25: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 26: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
-            Artefact::Compressor => 26,
+            // 27: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
+            Artefact::Compressor => 27,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -239,7 +245,8 @@ impl Artefact {
             // 25: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
             // 26: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 27: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
-            Artefact::Dense => 27,
+            // 28: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
+            Artefact::Dense => 28,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -261,7 +268,8 @@ impl Artefact {
             // 25: the trees' shape (eval's tree_shape: depth, balance, contiguity) in the SproutRAG rows' report line; no artefact changed
             // 26: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 27: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
-            Artefact::Planner => 27,
+            // 28: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
+            Artefact::Planner => 28,
         }
     }
 

@@ -33,24 +33,18 @@ pub struct Shape {
 impl Shape {
     pub fn of(tree: &Tree) -> Shape {
         let n = tree.num_leaves();
-        // Per node: leaves under it, its first and last leaf (document order), its depth.
-        let mut count = vec![1usize; tree.num_nodes()];
+        // Per node its first and last leaf in document order (its leaf count is `Tree::size`).
         let mut first: Vec<usize> = (0..tree.num_nodes()).collect();
         let mut last = first.clone();
         let (mut balance, mut contiguous) = (0.0, 0usize);
-        for (i, &(a, b)) in tree.merges.iter().enumerate() {
-            let (p, a, b) = (n + i, a as usize, b as usize);
-            count[p] = count[a] + count[b];
+        for p in n..tree.num_nodes() {
+            let (a, b) = tree.children(p).expect("parents have children");
             first[p] = first[a].min(first[b]);
             last[p] = last[a].max(last[b]);
-            balance += count[a].min(count[b]) as f64 / count[p] as f64;
-            contiguous += usize::from(last[p] - first[p] + 1 == count[p]);
+            balance += tree.size(a).min(tree.size(b)) as f64 / tree.size(p) as f64;
+            contiguous += usize::from(last[p] - first[p] + 1 == tree.size(p));
         }
-        let mut depth = vec![0usize; tree.num_nodes()];
-        for (i, &(a, b)) in tree.merges.iter().enumerate().rev() {
-            depth[a as usize] = depth[n + i] + 1;
-            depth[b as usize] = depth[n + i] + 1;
-        }
+        let depth = tree.depths();
         let internal = tree.merges.len();
         let per_internal = |x: f64| (internal > 0).then(|| x / internal as f64);
         Shape {
