@@ -88,7 +88,8 @@ impl Artefact {
             // least 3: the encoder's code gained the frozen lower blocks and the kernel's own batching.
             // 4: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
             // 5: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 5,
+            // 6: the CPU kernel's attention keeps its probabilities for the hand-written backward pass (bert::tape); the vectors are unchanged
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 6,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -108,7 +109,8 @@ impl Artefact {
             // 21: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 22: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
             // 23: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
-            Artefact::Raptor => 23,
+            // 24: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
+            Artefact::Raptor => 24,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -132,7 +134,8 @@ impl Artefact {
             // 24: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 25: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
             // 26: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
-            Artefact::Trees => 26,
+            // 27: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
+            Artefact::Trees => 27,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -156,7 +159,8 @@ impl Artefact {
             // 21: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 22: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
             // 23: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
-            Artefact::HeadWeights => 23,
+            // 24: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
+            Artefact::HeadWeights => 24,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -177,7 +181,8 @@ impl Artefact {
             // 22: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 23: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
             // 24: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
-            Artefact::Reranker => 24,
+            // 25: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
+            Artefact::Reranker => 25,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -201,7 +206,8 @@ impl Artefact {
             // 26: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 27: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
             // 28: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
-            Artefact::SproutRag => 28,
+            // 29: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
+            Artefact::SproutRag => 29,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -223,7 +229,8 @@ impl Artefact {
             // 25: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 26: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
             // 27: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
-            Artefact::Compressor => 27,
+            // 28: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
+            Artefact::Compressor => 28,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -246,7 +253,8 @@ impl Artefact {
             // 26: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 27: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
             // 28: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
-            Artefact::Dense => 28,
+            // 29: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
+            Artefact::Dense => 29,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -269,7 +277,8 @@ impl Artefact {
             // 26: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 27: the trees' shape reported through `Retriever::tree_shape` (report.json, arbor inspect); no artefact changed
             // 28: review: the trees' shape reads `Tree::depths` and `Tree::size` instead of computing them again; no behaviour changed
-            Artefact::Planner => 28,
+            // 29: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
+            Artefact::Planner => 29,
         }
     }
 

@@ -15,15 +15,16 @@
 //! dense score it would replace; the residual form starts from it.
 //!
 //! Pooling is the encoder's own (mean over tokens, L2 norm), so inference runs on the same CPU kernel as
-//! embeddings ([`crate::encoder::Kernel`]); training runs Burn's module.
+//! embeddings ([`crate::encoder::Kernel`]); training runs the hand-written passes of [`crate::bert::autodiff`]
+//! on the CPU build ([`CrossEncoder::forward_rows`]), Burn's module elsewhere.
 
 use burn::module::{Module, Param};
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Int, Tensor};
 
-use crate::bert::Bert;
-use crate::encoder::{Kernel, SentenceEncoder, TokenIds};
+use crate::bert::{Bert, autodiff};
+use crate::encoder::{Kernel, SentenceEncoder, TokenIds, pad_ids};
 use crate::pooling::Pooling;
 
 /// The cross-encoder: a BERT trunk and a linear score head on its pooled, normalised states.
@@ -61,9 +62,31 @@ impl<B: Backend> CrossEncoder<B> {
     /// # Shapes
     /// - `ids`, `mask`: `[batch, tokens]`; `prior`: `[batch]`; returns `[batch]`
     pub fn forward(&self, ids: Tensor<B, 2, Int>, mask: Tensor<B, 2, Bool>, prior: Tensor<B, 1>) -> Tensor<B, 1> {
-        let [batch, _] = ids.dims();
         let hidden = self.bert.forward(ids, mask.clone(), false).hidden;
-        self.head.forward(Pooling::Mean.pool(hidden, mask)).reshape([batch]) + prior * self.prior_scale.val()
+        self.score(Pooling::Mean.pool(hidden, mask), prior)
+    }
+
+    /// [`Self::forward`] of pairs given as word-piece rows ([`pair_ids`]): on the CPU build's autodiff
+    /// backend through the hand-written passes ([`crate::bert::autodiff`]: nothing padded, the frozen
+    /// blocks without a graph), elsewhere padded through Burn's module. `eps`: the trunk's layer-norm
+    /// epsilon.
+    ///
+    /// # Shapes
+    /// - `prior`: `[rows]`; returns `[rows]`
+    pub fn forward_rows(&self, rows: &[&[u32]], prior: Tensor<B, 1>, eps: f64) -> Tensor<B, 1> {
+        match autodiff::pool_ids(&self.bert, None, rows, eps, Pooling::Mean) {
+            Some(pooled) => self.score(pooled, prior),
+            None => {
+                let (ids, mask) = pad_ids::<B>(rows, &prior.device());
+                self.forward(ids, mask, prior)
+            }
+        }
+    }
+
+    /// The head's score of pooled, normalised states `[batch, hidden]` plus gamma times the prior.
+    fn score(&self, pooled: Tensor<B, 2>, prior: Tensor<B, 1>) -> Tensor<B, 1> {
+        let [batch, _] = pooled.dims();
+        self.head.forward(pooled).reshape([batch]) + prior * self.prior_scale.val()
     }
 }
 

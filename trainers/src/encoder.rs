@@ -4,7 +4,7 @@
 //! [`FrozenLayers`]) and validation runs through the inference kernel of its current weights (the CPU
 //! kernel, padding nothing; what the evaluator will use after training).
 
-use arbor_models::bert::{Bert, FrozenLayers};
+use arbor_models::bert::{Bert, FrozenLayers, autodiff};
 use arbor_models::encoder::{Kernel, pool_ids};
 use arbor_models::pooling::Pooling;
 use burn::tensor::backend::Backend;
@@ -39,7 +39,12 @@ impl StepEncoder {
 
     /// Pooled (by the encoder's pooling), L2-normalised vectors of token-id rows through `bert`, with
     /// gradients above the frozen blocks (through every block when none is frozen), `[rows, hidden]`.
+    /// On the CPU build the encoder's forward and backward passes are the hand-written ones
+    /// ([`arbor_models::bert::autodiff`]); elsewhere Burn's module's.
     pub fn pool<B: Backend>(&self, bert: &Bert<B>, ids: &[&[u32]], device: &B::Device) -> Tensor<B, 2> {
+        if let Some(pooled) = autodiff::pool_ids(bert, self.frozen.as_ref(), ids, self.layer_norm_eps, self.pooling) {
+            return pooled;
+        }
         match &self.frozen {
             Some(frozen) => frozen.pool(bert, ids, device, self.pooling),
             None => pool_ids(bert, ids, device, self.pooling),

@@ -147,7 +147,7 @@ mod tests {
         let crate::fixtures::Lease { tune, ids, .. } = crate::fixtures::lease();
         let config = RerankerTraining { batch_size: 2, negatives: 2, hard_negatives: 4, trainable_layers: 2, ..RerankerTraining::default() };
         let train = examples(&ids);
-        let format = PairFormat { special: (ids[0][0], *ids[0].last().unwrap()), max_query: 64, max_len: 256 };
+        let format = PairFormat { special: (ids[0][0], *ids[0].last().unwrap()), max_query: 64, max_len: 256, layer_norm_eps: tune.layer_norm_eps };
         let encoder = StepEncoder::new(&tune, Some(frozen_layers(&config, tune.bert.layers.len()))).unwrap();
         let mut control = ControlTask { config: &config, format, tau: 0.05, encoder, train: &train, holdout: &[] };
         let device = Default::default();
@@ -176,7 +176,7 @@ mod tests {
     fn a_groups_scores_are_cosines_over_tau() {
         let crate::fixtures::Lease { tune, ids, .. } = crate::fixtures::lease();
         let train = examples(&ids);
-        let format = PairFormat { special: (ids[0][0], *ids[0].last().unwrap()), max_query: 64, max_len: 256 };
+        let format = PairFormat { special: (ids[0][0], *ids[0].last().unwrap()), max_query: 64, max_len: 256, layer_norm_eps: tune.layer_norm_eps };
         let encoder = StepEncoder::new(&tune, None).unwrap();
         let groups: Vec<QueryGroup> = train.iter().take(2).map(|e| (&e.query, vec![&e.positives[0], &e.negatives[0]])).collect();
         let s = scores(&encoder, &tune.bert, format, 0.5, &groups).into_data().to_vec::<f32>().unwrap();

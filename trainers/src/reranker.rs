@@ -13,7 +13,7 @@ use std::path::Path;
 
 use arbor_losses::listwise_softmax;
 use arbor_models::bert::Bert;
-use arbor_models::encoder::{TokenIds, pad_ids};
+use arbor_models::encoder::TokenIds;
 use arbor_models::host::{Host, init_on_host};
 use arbor_models::reranker::{CrossEncoder, pair_ids};
 use burn::module::AutodiffModule;
@@ -132,6 +132,8 @@ pub struct PairFormat {
     pub special: (u32, u32),
     pub max_query: usize,
     pub max_len: usize,
+    /// The trunk's layer-norm epsilon (the hand-written fine-tuning passes need it; Burn's keeps its own).
+    pub layer_norm_eps: f64,
 }
 
 /// A query's group: its word pieces and its texts, the positive first.
@@ -196,9 +198,8 @@ fn group_scores<B: Backend>(model: &CrossEncoder<B>, format: PairFormat, groups:
     let priors: Vec<f32> = groups.iter().flat_map(|(_, texts)| texts.iter().map(|t| t.prior)).collect();
     let refs: Vec<&[u32]> = pairs.iter().map(Vec::as_slice).collect();
     let device = model.head.weight.device();
-    let (ids, mask) = pad_ids::<B>(&refs, &device);
     let prior = Tensor::<B, 1>::from_floats(priors.as_slice(), &device);
-    model.forward(ids, mask, prior).reshape([groups.len(), size])
+    model.forward_rows(&refs, prior, format.layer_norm_eps).reshape([groups.len(), size])
 }
 
 /// The share of groups whose positive (column 0) scores above every negative.

@@ -25,46 +25,46 @@ use crate::pooling::Pooling;
 
 /// `x W + b` with `W` row-major `[input, output]` (Burn's layout).
 #[derive(Debug, Clone)]
-struct Dense {
-    w: Vec<f32>,
-    b: Vec<f32>,
-    input: usize,
-    output: usize,
+pub(super) struct Dense {
+    pub(super) w: Vec<f32>,
+    pub(super) b: Vec<f32>,
+    pub(super) input: usize,
+    pub(super) output: usize,
 }
 
 #[derive(Debug, Clone)]
-struct Norm {
-    gamma: Vec<f32>,
-    beta: Vec<f32>,
-    eps: f32,
+pub(super) struct Norm {
+    pub(super) gamma: Vec<f32>,
+    pub(super) beta: Vec<f32>,
+    pub(super) eps: f32,
 }
 
 #[derive(Debug, Clone)]
-struct Layer {
+pub(super) struct Layer {
     /// Query, key and value side by side: `[hidden, 3 hidden]`.
-    qkv: Dense,
-    attention_output: Dense,
-    attention_norm: Norm,
-    intermediate: Dense,
-    output: Dense,
-    output_norm: Norm,
+    pub(super) qkv: Dense,
+    pub(super) attention_output: Dense,
+    pub(super) attention_norm: Norm,
+    pub(super) intermediate: Dense,
+    pub(super) output: Dense,
+    pub(super) output_norm: Norm,
 }
 
 /// A BERT encoder's weights as plain buffers, for [`CpuBert::embed`].
 #[derive(Debug, Clone)]
 pub struct CpuBert {
-    word: Vec<f32>,
-    position: Vec<f32>,
+    pub(super) word: Vec<f32>,
+    pub(super) position: Vec<f32>,
     /// Row 0 of the token-type table (every token is type 0).
-    token_type: Vec<f32>,
-    embedding_norm: Norm,
-    layers: Vec<Layer>,
-    hidden: usize,
-    heads: usize,
+    pub(super) token_type: Vec<f32>,
+    pub(super) embedding_norm: Norm,
+    pub(super) layers: Vec<Layer>,
+    pub(super) hidden: usize,
+    pub(super) heads: usize,
 }
 
 fn values<B: Backend, const D: usize>(t: &Param<Tensor<B, D>>) -> Vec<f32> {
-    t.val().into_data().convert::<f32>().to_vec::<f32>().expect("f32 after convert")
+    super::autodiff::host_values(t.val())
 }
 
 fn dense<B: Backend>(l: &Linear<B>) -> Dense {
@@ -92,6 +92,20 @@ fn fused_qkv<B: Backend>(layer: &BertLayer<B>) -> Dense {
     Dense { w, b: parts.iter().flat_map(|p| p.b.iter().copied()).collect(), input, output: 3 * h }
 }
 
+impl Layer {
+    /// The weights of `layer` (its layer norms' epsilon `eps`), as they are now.
+    pub(super) fn of<B: Backend>(layer: &BertLayer<B>, eps: f64) -> Self {
+        Layer {
+            qkv: fused_qkv(layer),
+            attention_output: dense(&layer.attention_output),
+            attention_norm: norm(&layer.attention_norm, eps),
+            intermediate: dense(&layer.intermediate),
+            output: dense(&layer.output),
+            output_norm: norm(&layer.output_norm, eps),
+        }
+    }
+}
+
 impl CpuBert {
     /// Copies the weights of `bert` (whose layer norms use `eps`).
     pub fn from_bert<B: Backend>(bert: &Bert<B>, eps: f64) -> Self {
@@ -104,17 +118,7 @@ impl CpuBert {
         let e = &bert.embeddings;
         let word = values(&e.word_embeddings.weight);
         let hidden = e.word_embeddings.weight.val().dims()[1];
-        let layers = bert.layers[..layers]
-            .iter()
-            .map(|l| Layer {
-                qkv: fused_qkv(l),
-                attention_output: dense(&l.attention_output),
-                attention_norm: norm(&l.attention_norm, eps),
-                intermediate: dense(&l.intermediate),
-                output: dense(&l.output),
-                output_norm: norm(&l.output_norm, eps),
-            })
-            .collect();
+        let layers = bert.layers[..layers].iter().map(|l| Layer::of(l, eps)).collect();
         CpuBert {
             word,
             position: values(&e.position_embeddings.weight),
@@ -176,8 +180,14 @@ impl CpuBert {
         };
         for (l, layer) in self.layers.iter().enumerate() {
             matmul_bias(&x, &layer.qkv, &mut qkv);
-            let weights = head_weights.map_or(&[][..], |w| &w[l * self.heads..(l + 1) * self.heads]);
-            attention(&qkv, &lengths, self.heads, h, &mut context, weights, &mut mixed);
+            let probs = mixed
+                .iter_mut()
+                .map(|into| match head_weights {
+                    Some(w) => Probs::Mix { weights: &w[l * self.heads..(l + 1) * self.heads], into },
+                    None => Probs::Drop,
+                })
+                .collect();
+            attention(&qkv, &lengths, self.heads, h, &mut context, probs);
             if !states && l + 1 == self.layers.len() {
                 break;
             }
@@ -217,16 +227,16 @@ pub(crate) fn mean_normalise(sum: &mut [f32], count: usize) {
 }
 
 /// Runs `f` on blocks of whole `width`-long rows of `x`, spread over the thread pool.
-fn rows_par(x: &mut [f32], width: usize, f: impl Fn(&mut [f32]) + Sync + Send) {
+pub(super) fn rows_par(x: &mut [f32], width: usize, f: impl Fn(&mut [f32]) + Sync + Send) {
     x.par_chunks_mut(width * 16).for_each(f);
 }
 
 /// Declares `fn name(args) body` compiled twice, for AVX2 and FMA and as built, the first chosen at run time
 /// when the CPU has them: the element-wise passes then use 256-bit vectors, as the sgemm kernel does.
 macro_rules! multiversion {
-    ($(#[$m:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
         $(#[$m])*
-        fn $name($($arg: $ty),*) {
+        $vis fn $name($($arg: $ty),*) {
             #[inline(always)]
             fn generic($($arg: $ty),*) $body
             #[cfg(target_arch = "x86_64")]
@@ -247,7 +257,7 @@ macro_rules! multiversion {
 
 multiversion! {
     /// GELU of every value, in place.
-    fn gelu_all(xs: &mut [f32]) {
+    pub(super) fn gelu_all(xs: &mut [f32]) {
         xs.iter_mut().for_each(|v| *v = gelu(*v));
     }
 }
@@ -260,7 +270,7 @@ multiversion! {
 }
 
 /// `out = a W + b`, `a`: `[rows, input]`, `out`: `[rows, output]`.
-fn matmul_bias(a: &[f32], d: &Dense, out: &mut [f32]) {
+pub(super) fn matmul_bias(a: &[f32], d: &Dense, out: &mut [f32]) {
     let rows = a.len() / d.input;
     let out = &mut out[..rows * d.output];
     for row in out.chunks_exact_mut(d.output) {
@@ -270,7 +280,7 @@ fn matmul_bias(a: &[f32], d: &Dense, out: &mut [f32]) {
 }
 
 /// `x = a W + b + x` (the residual added in place), `x`: `[rows, output]`.
-fn matmul_bias_residual(a: &[f32], d: &Dense, x: &mut [f32]) {
+pub(super) fn matmul_bias_residual(a: &[f32], d: &Dense, x: &mut [f32]) {
     let rows = x.len() / d.output;
     for row in x.chunks_exact_mut(d.output) {
         row.iter_mut().zip(&d.b).for_each(|(v, b)| *v += b);
@@ -288,30 +298,39 @@ fn sgemm(a: &[f32], d: &Dense, out: &mut [f32], rows: usize) {
 }
 
 /// Attention's products run on the calling thread: [`attention`] already gives each sequence a thread.
-const ONE_THREAD: gemm::Parallelism = gemm::Parallelism::None;
+pub(super) const ONE_THREAD: gemm::Parallelism = gemm::Parallelism::None;
+
+/// What [`attend`] does with a sequence's attention probabilities besides using them.
+pub(super) enum Probs<'a> {
+    /// Nothing: only the context is wanted.
+    Drop,
+    /// Each head's probabilities times its weight (this layer's, one per head) added into `into` `[n, n]`.
+    Mix { weights: &'a [f32], into: &'a mut [f32] },
+    /// Every head's kept in `[heads, n, n]` (what the backward pass of `super::tape` reads).
+    Keep(&'a mut [f32]),
+}
 
 /// Scaled dot-product attention of each sequence over its own tokens, every head; `qkv`: `[T, 3 hidden]`
-/// (query, key, value), `context`: `[T, hidden]`, heads side by side as in BertSelfAttention.
-/// With `weights` (this layer's, one per head), each head's probabilities times its weight are added
-/// into the sequence's `mixed` `[len, len]`.
-fn attention(qkv: &[f32], lengths: &[usize], heads: usize, h: usize, context: &mut [f32], weights: &[f32], mixed: &mut [Vec<f32>]) {
-    let mut parts: Vec<(usize, &mut [f32], &mut Vec<f32>)> = Vec::with_capacity(lengths.len());
+/// (query, key, value), `context`: `[T, hidden]`, heads side by side as in BertSelfAttention; `probs`,
+/// one per sequence, says what becomes of its probabilities.
+pub(super) fn attention(qkv: &[f32], lengths: &[usize], heads: usize, h: usize, context: &mut [f32], probs: Vec<Probs<'_>>) {
+    let mut parts: Vec<(usize, &mut [f32], Probs<'_>)> = Vec::with_capacity(lengths.len());
     let (mut rest, mut start) = (context, 0);
-    for (&n, m) in lengths.iter().zip(mixed) {
+    for (&n, p) in lengths.iter().zip(probs) {
         let (part, tail) = rest.split_at_mut(n * h);
-        parts.push((start, part, m));
+        parts.push((start, part, p));
         rest = tail;
         start += n;
     }
-    parts.into_par_iter().for_each(|(start, out, m)| attend(qkv, start, heads, h, out, weights, m));
+    parts.into_par_iter().for_each(|(start, out, mut p)| attend(qkv, start, heads, h, out, &mut p));
 }
 
 multiversion! {
 /// One sequence's attention (its tokens from row `start` of `qkv`), every head, into `out` `[n, hidden]`;
-/// with head `weights`, each head's probabilities are added into `mixed` `[n, n]` at its weight. Per head,
-/// two matrix products read the head's columns of `qkv` and write its columns of `out` in place (strided,
-/// nothing copied): `S = Q Kᵀ / sqrt(d)`, softmax of each row, then `P V`.
-fn attend(qkv: &[f32], start: usize, heads: usize, h: usize, out: &mut [f32], weights: &[f32], mixed: &mut [f32]) {
+/// its probabilities as `probs` says. Per head, two matrix products read the head's columns of `qkv` and
+/// write its columns of `out` in place (strided, nothing copied): `S = Q Kᵀ / sqrt(d)`, softmax of each
+/// row, then `P V`.
+fn attend(qkv: &[f32], start: usize, heads: usize, h: usize, out: &mut [f32], probs: &mut Probs<'_>) {
     let dh = h / heads;
     let scale = 1.0 / (dh as f32).sqrt();
     let n = out.len() / h;
@@ -320,47 +339,57 @@ fn attend(qkv: &[f32], start: usize, heads: usize, h: usize, out: &mut [f32], we
     }
     let rows = &qkv[start * 3 * h..(start + n) * 3 * h];
     assert_eq!(heads * dh, h, "heads split the hidden size");
-    let mut scores = vec![0.0f32; n * n];
+    let mut local = match probs {
+        Probs::Keep(kept) => {
+            assert_eq!(kept.len(), heads * n * n, "one [n, n] per head");
+            Vec::new()
+        }
+        _ => vec![0.0f32; n * n],
+    };
     for head in 0..heads {
         let c = head * dh;
+        let scores: &mut [f32] = match probs {
+            Probs::Keep(kept) => &mut kept[head * n * n..(head + 1) * n * n],
+            _ => &mut local,
+        };
         // S = scale Q Kᵀ: K read transposed (row stride 1, column stride 3h).
         let (queries, keys) = (View::rows(rows[c..].as_ptr(), 3 * h), View { at: rows[h + c..].as_ptr(), rs: 1, cs: 3 * h });
         // SAFETY: `rows` is [n, 3h] row-major; Q, K and V of this head are its columns c, h + c and
         // 2h + c onward, dh wide, so the last element read is (n-1) 3h + 2h + c + dh - 1 < 3hn. `scores`
         // is [n, n]; `out` is [n, h] and the head's columns c..c + dh end at (n-1) h + c + dh - 1 < hn.
         unsafe { product([n, n, dh], View::rows(scores.as_mut_ptr(), n), queries, keys, scale, Accumulate::No, ONE_THREAD) };
-        for (i, row) in scores.chunks_exact_mut(n).enumerate() {
-            softmax(row);
-            if let Some(&w) = weights.get(head) {
-                mixed[i * n..(i + 1) * n].iter_mut().zip(row.iter()).for_each(|(m, p)| *m += w * p);
-            }
-        }
+        scores.chunks_exact_mut(n).for_each(softmax);
         // The head's context: P V into out's columns c..c + dh.
-        let (context, probs, values) = (View::rows(out[c..].as_mut_ptr(), h), View::rows(scores.as_ptr(), n), View::rows(rows[2 * h + c..].as_ptr(), 3 * h));
+        let (context, p, values) = (View::rows(out[c..].as_mut_ptr(), h), View::rows(scores.as_ptr(), n), View::rows(rows[2 * h + c..].as_ptr(), 3 * h));
         // SAFETY: the bounds of the first product's comment; V's columns start at 2h + c.
-        unsafe { product([n, dh, n], context, probs, values, 1.0, Accumulate::No, ONE_THREAD) };
+        unsafe { product([n, dh, n], context, p, values, 1.0, Accumulate::No, ONE_THREAD) };
+        if let Probs::Mix { weights, into } = probs
+            && let Some(&w) = weights.get(head)
+        {
+            into.iter_mut().zip(&local).for_each(|(m, p)| *m += w * p);
+        }
     }
 }
 }
 
 /// A matrix operand as `gemm` reads it: its first element and its row and column strides.
 #[derive(Clone, Copy)]
-struct View<P> {
-    at: P,
-    rs: usize,
-    cs: usize,
+pub(super) struct View<P> {
+    pub(super) at: P,
+    pub(super) rs: usize,
+    pub(super) cs: usize,
 }
 
 impl<P> View<P> {
     /// Row-major with rows `width` apart.
-    fn rows(at: P, width: usize) -> Self {
+    pub(super) fn rows(at: P, width: usize) -> Self {
         View { at, rs: width, cs: 1 }
     }
 }
 
 /// Whether a product is added to what `dst` holds or replaces it.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Accumulate {
+pub(super) enum Accumulate {
     Yes,
     No,
 }
@@ -371,7 +400,7 @@ enum Accumulate {
 /// # Safety
 /// Every element the shapes and strides address must lie inside the buffers the pointers come from.
 #[inline(always)]
-unsafe fn product(
+pub(super) unsafe fn product(
     [m, n, k]: [usize; 3],
     dst: View<*mut f32>,
     lhs: View<*const f32>,
@@ -411,7 +440,7 @@ unsafe fn product(
 /// Softmax in place, in passes the compiler vectorises: the maximum and the sum over 8 lanes, the
 /// exponentials with [`exp_neg`].
 #[inline(always)]
-fn softmax(s: &mut [f32]) {
+pub(super) fn softmax(s: &mut [f32]) {
     let max = lanes(s, f32::NEG_INFINITY, f32::max);
     s.iter_mut().for_each(|v| *v = exp_neg(*v - max));
     let inv = 1.0 / lanes(s, 0.0, |a, b| a + b);
@@ -529,10 +558,10 @@ mod tests {
             0.0, 0.0, 0.0, 0.0, 3.0, 4.0,
         ];
         let mut out = [0.0f32; 4];
-        attention(&qkv[..6], &[1], 1, 2, &mut out[..2], &[], &mut [Vec::new()]);
+        attention(&qkv[..6], &[1], 1, 2, &mut out[..2], vec![Probs::Drop]);
         assert_eq!(&out[..2], &[1.0, 2.0]);
         let mut mixed = vec![vec![0.0f32; 4]];
-        attention(&qkv, &[2], 1, 2, &mut out, &[0.5], &mut mixed);
+        attention(&qkv, &[2], 1, 2, &mut out, vec![Probs::Mix { weights: &[0.5], into: &mut mixed[0] }]);
         // Token 0 scores (1/sqrt 2, 0) -> p0 = sigmoid(1/sqrt 2); token 1 scores (0, 0) -> (1/2, 1/2).
         let p0 = 1.0 / (1.0 + (-std::f32::consts::FRAC_1_SQRT_2).exp());
         let want = [p0 * 1.0 + (1.0 - p0) * 3.0, p0 * 2.0 + (1.0 - p0) * 4.0, 2.0, 3.0];
@@ -540,8 +569,12 @@ mod tests {
         // The probabilities, at the head's weight 0.5.
         let probs = [p0, 1.0 - p0, 0.5, 0.5];
         mixed[0].iter().zip(probs).for_each(|(m, p)| assert!((m - 0.5 * p).abs() < 1e-6, "{mixed:?}"));
+        // Kept, they are the probabilities themselves.
+        let mut kept = vec![0.0f32; 4];
+        attention(&qkv, &[2], 1, 2, &mut out, vec![Probs::Keep(&mut kept)]);
+        kept.iter().zip(probs).for_each(|(k, p)| assert!((k - p).abs() < 1e-6, "{kept:?}"));
         // Two sequences laid end to end never attend to each other.
-        attention(&qkv, &[1, 1], 1, 2, &mut out, &[], &mut [Vec::new(), Vec::new()]);
+        attention(&qkv, &[1, 1], 1, 2, &mut out, vec![Probs::Drop, Probs::Drop]);
         assert_eq!(out, [1.0, 2.0, 3.0, 4.0]);
     }
 }

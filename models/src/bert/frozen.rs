@@ -32,6 +32,16 @@ impl FrozenLayers {
         Ok(FrozenLayers { lower: CpuBert::lower(bert, eps, layers), layers })
     }
 
+    /// The token states the first trainable block reads, sequences end to end: `[sum of lengths, hidden]`.
+    pub(super) fn lower_states(&self, rows: &[&[u32]]) -> Vec<f32> {
+        self.lower.forward(rows)
+    }
+
+    /// How many blocks (above the embeddings) stay frozen.
+    pub fn layers(&self) -> usize {
+        self.layers
+    }
+
     /// Vectors of token-id rows pooled by `pooling`, L2-normalised: the frozen blocks here, the rest
     /// through `bert`'s blocks `layers..` (with gradients on an autodiff backend).
     ///

@@ -5,10 +5,12 @@
 //! [`weights`] maps one to one. Attention is written step by step so every layer can hand back its
 //! probabilities `[batch, heads, tokens, tokens]`.
 
+pub mod autodiff;
 pub mod config;
 pub mod cpu;
 pub mod frozen;
 pub mod model;
+mod tape;
 pub mod weights;
 
 pub use config::BertConfig;

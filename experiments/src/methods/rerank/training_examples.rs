@@ -22,7 +22,12 @@ use crate::validation::VALIDATION;
 
 /// How pairs (and its control's rows) are cut for `encoder`.
 pub(in crate::methods) fn pair_format(encoder: &SentenceEncoder<DefaultBackend>, training: &RerankerTraining) -> PairFormat {
-    PairFormat { special: encoder.special_ids(), max_query: training.max_query_tokens, max_len: training.max_pair_tokens.min(encoder.max_seq_length()) }
+    PairFormat {
+        special: encoder.special_ids(),
+        max_query: training.max_query_tokens,
+        max_len: training.max_pair_tokens.min(encoder.max_seq_length()),
+        layer_norm_eps: encoder.config.layer_norm_eps,
+    }
 }
 
 /// The training examples of `training.split` and the held-out ones of the validation split.
