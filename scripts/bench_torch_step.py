@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's side of arbor's step benchmark (scripts/bench_step.sh): the dense trainer's fine-tuning step
-(arbor_trainers::bench) on exactly the batches `arbor bench-step` wrote, timed.
+(arbor_trainers::bench) on exactly the batches `arbor bench-step` wrote, timed; and the reranker's step
+(run_rerank) when the file has one.
 
 One step: the queries and the window's units (token ids as arbor read them, each side padded to its
 longest row, one forward pass a side) through the encoder with gradients (mean pooling, L2 norm), the
@@ -121,6 +122,76 @@ def run_case(spec, case, steps):
     return times, first_loss, peak_rss_mib()
 
 
+def run_rerank(spec, steps):
+    """The reranker's step (arbor_trainers::bench::rerank): pairs padded to the longest, the trunk's mean-pooled,
+    L2-normalised states through the head (its initial weights from the file) plus gamma times the prior, the
+    listwise softmax (cross-entropy with the positive, column 0, as target) over each group; the trunk's top
+    blocks at lr_encoder, the head and gamma at lr_head, each gradient clipped on its own, AdamW."""
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    rerank = spec["rerank"]
+    model = AutoModel.from_pretrained(spec["model_dir"]).to(DEVICE)
+    model.eval()
+    frozen = len(model.encoder.layer) - rerank["trainable_layers"]
+    for part in [model.embeddings, *model.encoder.layer[:frozen]]:
+        part.requires_grad_(False)
+    head = rerank["head"]
+    linear = torch.nn.Linear(len(head["weight"]), 1).to(DEVICE)
+    with torch.no_grad():
+        linear.weight.copy_(torch.tensor(head["weight"]).view(1, -1))
+        linear.bias.fill_(head["bias"])
+    gamma = torch.nn.Parameter(torch.tensor([head["gamma"]], device=DEVICE))
+    opt = rerank["optimizer"]
+    adamw = dict(betas=(opt["beta_1"], opt["beta_2"]), eps=opt["epsilon"], weight_decay=opt["weight_decay"])
+    trunk = [p for p in model.parameters() if p.requires_grad]
+    rest = [*linear.parameters(), gamma]
+    optimizer = torch.optim.AdamW([dict(params=trunk, lr=rerank["lr_encoder"]), dict(params=rest, lr=rerank["lr_head"])], **adamw)
+    clip = (opt.get("grad_clipping") or {}).get("Norm")
+    batch = rerank["batch"]
+    prior = torch.tensor(batch["priors"], dtype=torch.float32, device=DEVICE)
+    group = batch["group"]
+    target = torch.zeros(len(batch["pairs"]) // group, dtype=torch.long, device=DEVICE)
+    times, first_loss = [], None
+    reset_peak_rss()
+    for s in range(steps + 1):
+        start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        scores = linear(pool(model, batch["pairs"])).squeeze(-1) + gamma * prior
+        loss = torch.nn.functional.cross_entropy(scores.view(-1, group), target)
+        if first_loss is None:
+            first_loss = float(loss.detach())
+        loss.backward()
+        if clip is not None:
+            for p in trunk + rest:
+                torch.nn.utils.clip_grad_norm_([p], clip)
+        optimizer.step()
+        sync()
+        if s > 0:
+            times.append((time.perf_counter() - start) * 1e3)
+    return times, first_loss, peak_rss_mib()
+
+
+def report(name, units, queries, tokens, times, first_loss, peak):
+    median = statistics.median(times)
+    print(json.dumps({
+        "framework": "pytorch",
+        "case": name,
+        "threads": torch.get_num_threads(),
+        "units": units,
+        "queries": queries,
+        "tokens": tokens,
+        "median_ms": median,
+        "ms": times,
+        "tokens_per_s": tokens / (median / 1e3),
+        "peak_rss_mib": peak,
+        "first_loss": first_loss,
+        "device": DEVICE.type,
+        "precision": PRECISION,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+    }), flush=True)
+
+
 def main():
     spec = json.load(open(sys.argv[1]))
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 3
@@ -130,24 +201,12 @@ def main():
         times, first_loss, peak = run_case(spec, case, steps)
         batch = case["batch"]
         tokens = sum(len(r) for r in batch["queries"]) + sum(len(r) for r in batch["window"])
-        median = statistics.median(times)
-        print(json.dumps({
-            "framework": "pytorch",
-            "case": case["name"],
-            "threads": torch.get_num_threads(),
-            "units": len(batch["window"]),
-            "queries": len(batch["queries"]),
-            "tokens": tokens,
-            "median_ms": median,
-            "ms": times,
-            "tokens_per_s": tokens / (median / 1e3),
-            "peak_rss_mib": peak,
-            "first_loss": first_loss,
-            "device": DEVICE.type,
-            "precision": PRECISION,
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-        }), flush=True)
+        report(case["name"], len(batch["window"]), len(batch["queries"]), tokens, times, first_loss, peak)
+    if spec.get("rerank"):
+        times, first_loss, peak = run_rerank(spec, steps)
+        pairs = spec["rerank"]["batch"]["pairs"]
+        group = spec["rerank"]["batch"]["group"]
+        report(spec["rerank"]["name"], len(pairs), len(pairs) // group, sum(len(r) for r in pairs), times, first_loss, peak)
 
 
 if __name__ == "__main__":

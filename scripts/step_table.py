@@ -28,7 +28,8 @@ def main():
             if t == 2 and case == "median document, window":
                 headline = ratio
             mib = lambda r: "-" if r["peak_rss_mib"] is None else f"{r['peak_rss_mib']:,.0f}"
-            rows.append([case, str(t), f"{a['queries']} q, {a['units']} units, {a['tokens']:,} pieces",
+            what = "pairs" if case.startswith("reranker") else "units"
+            rows.append([case, str(t), f"{a['queries']} q, {a['units']} {what}, {a['tokens']:,} pieces",
                          f"{a['median_ms']:,.0f}", f"{p['median_ms']:,.0f}", f"{ratio:.2f}",
                          f"{a['tokens_per_s']:,.0f}", f"{p['tokens_per_s']:,.0f}", mib(a), mib(p),
                          f"{a['first_loss']:.4f} / {p['first_loss']:.4f}"])

@@ -6,21 +6,26 @@
 //! with a fine-tuned encoder: its batch size, `step_tokens`, frozen blocks, tau, learning rate and
 //! optimizer. The batches are those of the training split's documents with the median and the largest
 //! number of word pieces (among those with a full batch of queries): each document's first `batch_size`
-//! training queries, once over the window of `step_tokens` and once over the whole median document.
+//! training queries, once over the window of `step_tokens` and once over the whole median document. With a
+//! `Rerank` method in the experiment, the reranker's step too ([`arbor_trainers::bench::rerank`]): its
+//! `batch_size` questions from the median document on, each with its positive and `negatives` units.
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use arbor_eval::formats::files::atomic_write;
 use arbor_models::DefaultBackend;
+use arbor_trainers::bench::rerank::{FixedRerankBatch, RerankHead, time_rerank_steps};
 use arbor_trainers::bench::{FixedBatch, Shape, step_flops, time_steps};
 use arbor_trainers::config::TrainConfig;
 use arbor_trainers::data::TrainDoc;
+use arbor_trainers::reranker::RerankerTraining;
 use burn::backend::Autodiff;
 use serde::Serialize;
 
 use crate::cache::Cache;
 use crate::experiment::Experiment;
+use crate::methods::rerank::training_examples::pair_format;
 use crate::methods::training::{Needs, pretrained, train_docs, training_queries};
 use crate::methods::{Context, Method};
 use crate::run::{Prepared, load_corpus, prepare};
@@ -55,6 +60,22 @@ struct Batches<'a> {
     /// The embeddings and this many lower blocks keep their pretrained weights (no gradient).
     frozen_layers: usize,
     cases: Vec<Case<'a>>,
+    /// The reranker's step, when the experiment has a reranker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rerank: Option<RerankCase>,
+}
+
+/// The reranker's step as the other side runs it: its settings, the head it starts from, its pairs.
+#[derive(Debug, Serialize)]
+struct RerankCase {
+    name: &'static str,
+    lr_encoder: f64,
+    lr_head: f64,
+    /// The trunk's top blocks that learn; the embeddings and the blocks below keep their weights.
+    trainable_layers: usize,
+    optimizer: serde_json::Value,
+    head: RerankHead,
+    batch: FixedRerankBatch,
 }
 
 #[derive(Debug, Serialize)]
@@ -115,7 +136,7 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
         let config = TrainConfig { step_tokens, ..training.clone() };
         let timing = time_steps::<Autodiff<DefaultBackend>>(&config, &tune, doc, &queries, args.steps)?;
         let median_ms = timing.median_ms();
-        let flops = step_flops(Shape::of(&tune.bert), config.frozen_layers.unwrap_or(0), &batch);
+        let flops = step_flops(Shape::of(&tune.bert), config.frozen_layers.unwrap_or(0), &[&batch.queries, &batch.window]);
         let line = Timed {
             framework: "arbor",
             case: name,
@@ -135,6 +156,38 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&line)?);
         cases.push(Case { name, document: names[d], batch });
     }
+    let rerank = match rerank_settings(&exp) {
+        Some(config) => {
+            let format = pair_format(&encoder, &config);
+            let batch = FixedRerankBatch::new(&docs, &rerank_queries(&docs, median, config.batch_size), config.negatives, format);
+            let (timing, head) = time_rerank_steps::<Autodiff<DefaultBackend>>(&config, &tune, &batch, args.steps)?;
+            let name = "reranker, pairs";
+            let median_ms = timing.median_ms();
+            let layers = tune.bert.layers.len();
+            let flops = step_flops(Shape::of(&tune.bert), layers - config.trainable_layers.min(layers), &[&batch.pairs]);
+            let line = Timed {
+                framework: "arbor",
+                case: name,
+                threads,
+                units: batch.pairs.len(),
+                queries: batch.pairs.len() / batch.group,
+                tokens: batch.tokens(),
+                median_ms,
+                ms: &timing.ms,
+                tokens_per_s: batch.tokens() as f64 / (median_ms / 1e3),
+                peak_rss_mib: timing.peak_rss_mib,
+                first_loss: timing.first_loss,
+                gflop: flops / 1e9,
+                tflops: flops / (median_ms / 1e3) / 1e12,
+                backend: arbor_models::backend::NAME,
+            };
+            println!("{}", serde_json::to_string(&line)?);
+            let optimizer = serde_json::to_value(arbor_trainers::skeleton::optimizer(&config.schedule))?;
+            let (lr_encoder, lr_head, trainable_layers) = (config.lr_encoder, config.lr_head, config.trainable_layers);
+            Some(RerankCase { name, lr_encoder, lr_head, trainable_layers, optimizer, head, batch })
+        }
+        None => None,
+    };
     let file = Batches {
         model_dir: arbor_models::hub::resolve(&exp.encoder.model)?.path.display().to_string(),
         tau: training.tau,
@@ -142,6 +195,7 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
         optimizer: serde_json::to_value(arbor_trainers::skeleton::optimizer(&training.schedule))?,
         frozen_layers: training.frozen_layers.unwrap_or(0),
         cases,
+        rerank,
     };
     atomic_write(&args.batches, serde_json::to_string(&file)?.as_bytes()).with_context(|| format!("cannot write {}", args.batches.display()))
 }
@@ -153,6 +207,20 @@ fn step_settings(exp: &Experiment) -> anyhow::Result<TrainConfig> {
         _ => None,
     });
     dense.with_context(|| format!("{}: bench-step times the first Dense method with `freeze_encoder: false`, and this experiment has none", exp.name))
+}
+
+/// The training settings of `exp`'s first reranker, if any.
+fn rerank_settings(exp: &Experiment) -> Option<RerankerTraining> {
+    exp.methods.iter().find_map(|m| match m {
+        Method::Rerank(r) => Some(r.training.clone()),
+        _ => None,
+    })
+}
+
+/// `batch_size` (document, query) pairs for the reranker's step: the queries of document `first`, then of
+/// the documents after it (the reranker's batches mix documents).
+fn rerank_queries(docs: &[TrainDoc], first: usize, batch_size: usize) -> Vec<(usize, usize)> {
+    (first..docs.len()).chain(0..first).flat_map(|d| (0..docs[d].queries.len()).map(move |q| (d, q))).take(batch_size).collect()
 }
 
 /// The documents of median and of largest word-piece count among those with at least `batch_size`

@@ -138,7 +138,8 @@ fn bench_step_writes_the_batches_it_timed() {
     let ron = tmp.path().join("bench.ron");
     let experiment = format!(
         r#"Experiment(name: "bench", data: (format: Jsonl, path: {:?}, split: Some("test")), units: (max_sentences: 1),
-             methods: [Dense((training: (batch_size: 4, freeze_encoder: false, step_tokens: Some(120))))])"#,
+             methods: [Dense((training: (batch_size: 4, freeze_encoder: false, step_tokens: Some(120)))),
+                       Rerank((over: Flat, training: (batch_size: 3, negatives: 2, hard_negatives: 2, trainable_layers: 2)))])"#,
         corpus.display().to_string()
     );
     std::fs::write(&ron, experiment).unwrap();
@@ -148,7 +149,7 @@ fn bench_step_writes_the_batches_it_timed() {
     let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&batches).unwrap()).unwrap();
     let cases = file["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 3);
-    assert_eq!(lines.len(), 3);
+    assert_eq!(lines.len(), 4, "three dense cases and the reranker's");
     assert_eq!((file["tau"].as_f64(), file["lr"].as_f64()), (Some(0.05), Some(2e-5)));
     assert_eq!(file["optimizer"]["grad_clipping"]["Norm"].as_f64(), Some(1.0), "{}", file["optimizer"]);
     let len = |v: &serde_json::Value| v.as_array().unwrap().len();
@@ -169,6 +170,22 @@ fn bench_step_writes_the_batches_it_timed() {
     assert!(len(&window["frozen"]) > 0 && len(&whole["frozen"]) == 0, "the window leaves units out, the whole article none");
     let loss = |i: usize| lines[i]["first_loss"].as_f64().unwrap();
     assert!((loss(0) - loss(1)).abs() < 1e-4, "window {} against whole {}", loss(0), loss(1));
+    // The reranker's step: 3 questions, each its positive and 2 negatives as [CLS] query [SEP] unit [SEP].
+    let rerank = &file["rerank"];
+    let (pairs, line) = (rerank["batch"]["pairs"].as_array().unwrap(), &lines[3]);
+    assert_eq!((line["case"].as_str(), rerank["batch"]["group"].as_u64(), pairs.len()), (Some("reranker, pairs"), Some(3), 9));
+    assert_eq!((line["queries"].as_u64(), line["units"].as_u64()), (Some(3), Some(9)));
+    let ids = |p: &serde_json::Value| p.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect::<Vec<_>>();
+    let (cls, sep) = (ids(&pairs[0])[0], *ids(&pairs[0]).last().unwrap());
+    for p in pairs.iter().map(ids) {
+        assert!(p[0] == cls && *p.last().unwrap() == sep && p.iter().filter(|&&x| x == sep).count() == 2 && p.len() <= 256);
+    }
+    assert_eq!(line["tokens"].as_u64().unwrap() as usize, pairs.iter().map(len).sum::<usize>());
+    assert!(rerank["batch"]["priors"].as_array().unwrap().iter().all(|p| p.as_f64().unwrap().abs() <= 1.0 + 1e-6));
+    assert_eq!((len(&rerank["head"]["weight"]), rerank["head"]["gamma"].as_f64(), rerank["trainable_layers"].as_u64()), (384, Some(20.0), Some(2)));
+    // A listwise softmax loss over each group: positive and finite.
+    let first = line["first_loss"].as_f64().unwrap();
+    assert!(first > 0.0 && first < 10.0, "{first}");
 }
 
 /// `arbor export`: the fine-tuned Dense row's encoder as a sentence-transformers folder, read back by arbor

@@ -8,7 +8,7 @@
 //! until `candidates` leaves. When the pool holds fewer than k leaves, the other leaves in scope follow
 //! it in text order (the metric contract).
 
-pub(super) mod training_examples;
+pub(crate) mod training_examples;
 
 use std::collections::HashSet;
 

@@ -21,7 +21,7 @@ use crate::methods::training::sample;
 use crate::validation::VALIDATION;
 
 /// How pairs (and its control's rows) are cut for `encoder`.
-pub(in crate::methods) fn pair_format(encoder: &SentenceEncoder<DefaultBackend>, training: &RerankerTraining) -> PairFormat {
+pub(crate) fn pair_format(encoder: &SentenceEncoder<DefaultBackend>, training: &RerankerTraining) -> PairFormat {
     PairFormat {
         special: encoder.special_ids(),
         max_query: training.max_query_tokens,

@@ -8,6 +8,8 @@
 //! ([`crate::skeleton::optimizer`]). [`FixedBatch`] is that batch written out as token ids and frozen
 //! vectors, with the loss's candidate rows, so that another framework can run exactly the same step.
 
+pub mod rerank;
+
 use std::time::Instant;
 
 use burn::optim::{GradientsParams, Optimizer};
@@ -76,20 +78,21 @@ impl Shape {
     }
 }
 
-/// The model FLOPs of one step on `batch` (a multiply-add counts two), on the padded shapes the encoder
-/// computes (each side padded to its longest row): per block and row of `L` tokens, the four attention
+/// The model FLOPs of one step whose encoder reads `sides` (a multiply-add counts two), on padded shapes
+/// (each side padded to its longest row, as PyTorch and the GPU build compute it; the CPU build packs the
+/// rows and computes less): per block and row of `L` tokens, the four attention
 /// projections `8 L h^2`, the feed-forward `4 L h f`, the attention scores and their weighting `4 L^2 h`.
 /// A trained block costs three times its forward (the backward computes the gradients of its inputs and
 /// of its weights), a frozen one (the lower `frozen_layers`) its forward alone. The embeddings, pooling
 /// and loss are left out (well under 1 %).
-pub fn step_flops(shape: Shape, frozen_layers: usize, batch: &FixedBatch) -> f64 {
+pub fn step_flops(shape: Shape, frozen_layers: usize, sides: &[&[Vec<u32>]]) -> f64 {
     let Shape { layers, hidden, ffn } = shape;
     let (h, f) = (hidden as f64, ffn as f64);
     let side = |rows: &[Vec<u32>]| {
         let l = rows.iter().map(Vec::len).max().unwrap_or(0) as f64;
         rows.len() as f64 * (8.0 * l * h * h + 4.0 * l * h * f + 4.0 * l * l * h)
     };
-    let block = side(&batch.queries) + side(&batch.window);
+    let block: f64 = sides.iter().map(|rows| side(rows)).sum();
     let frozen = frozen_layers.min(layers) as f64;
     block * (frozen + 3.0 * (layers as f64 - frozen))
 }
@@ -156,7 +159,7 @@ pub fn time_steps<B: AutodiffBackend>(
 }
 
 /// Lets the kernel count the peak resident memory afresh (Linux's `clear_refs`; nothing elsewhere).
-fn reset_peak_rss() {
+pub(crate) fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
@@ -212,14 +215,13 @@ mod tests {
     /// FLOPs forward; trained, three times that; two rows of 3 twice that; a frozen block once.
     #[test]
     fn step_flops_hand_checked() {
-        let batch = |queries: Vec<Vec<u32>>| FixedBatch { queries, window: vec![], frozen: vec![], positives: vec![], negatives: vec![] };
         let shape = Shape { layers: 1, hidden: 2, ffn: 4 };
-        assert_eq!(step_flops(shape, 0, &batch(vec![vec![0; 3]])), 3.0 * 264.0);
-        assert_eq!(step_flops(shape, 1, &batch(vec![vec![0; 3]])), 264.0);
+        assert_eq!(step_flops(shape, 0, &[&[vec![0; 3]]]), 3.0 * 264.0);
+        assert_eq!(step_flops(shape, 1, &[&[vec![0; 3]]]), 264.0);
         // Padded: a row of 1 beside a row of 3 costs as much as a row of 3.
-        assert_eq!(step_flops(shape, 0, &batch(vec![vec![0; 3], vec![0; 1]])), 6.0 * 264.0);
+        assert_eq!(step_flops(shape, 0, &[&[vec![0; 3], vec![0; 1]]]), 6.0 * 264.0);
         let two = Shape { layers: 2, ..shape };
-        assert_eq!(step_flops(two, 1, &batch(vec![vec![0; 3]])), 4.0 * 264.0);
+        assert_eq!(step_flops(two, 1, &[&[vec![0; 3]]]), 4.0 * 264.0);
     }
 
     #[test]
