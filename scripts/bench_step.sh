@@ -5,7 +5,7 @@
 #
 # PYTHON: an interpreter with torch and transformers (sentence-transformers brings both); EXPERIMENT: the
 # file whose first fine-tuning Dense method sets the step (default experiments/bench-step-legalbench.ron);
-# STEPS: timed steps a case after one warm-up (default 3). `arbor bench-step` writes the batches (token ids,
+# STEPS: timed steps a case after one warm-up (default 5). `arbor bench-step` writes the batches (token ids,
 # frozen vectors, the loss's rows, the optimizer) to $BENCH_OUT/batches.json and times arbor's step on
 # them; scripts/bench_torch_step.py times PyTorch's on the same file. The last line is the headline:
 # `step ratio: X`, PyTorch's ms over arbor's for the windowed step on the median document at 2 threads
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 experiment=${1:-experiments/bench-step-legalbench.ron}
-steps=${2:-3}
+steps=${2:-5}
 python=${PYTHON:-python3}
 out=${BENCH_OUT:-runs/bench-step}
 mkdir -p "$out"
