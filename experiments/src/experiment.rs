@@ -194,14 +194,15 @@ impl Experiment {
             m.spec().check()?;
         }
         // A unit's header is read where the untrained encoder embeds units and BM25 indexes them; a training
-        // that tokenises the units' own text would disagree with them about what a unit is. The dense
-        // trainer reads the header (`MethodSpec::trains_on_inputs`); the others are refused.
+        // that tokenises the units' own text would disagree with them about what a unit is. The dense trainer
+        // and the reranker (with their controls) read the header (`MethodSpec::trains_on_inputs`); the others
+        // are refused.
         let reads_own_text = |m: &&Method| matches!(m.spec().trains(), Trains::Queries(_) | Trains::Documents(_)) && !m.spec().trains_on_inputs();
         if let (Some(_), Some(m)) = (self.units.context, self.methods.iter().find(reads_own_text)) {
             bail!(
                 "units.context (a header read before each cut piece) is not read by this method's training, which encodes \
-                 each unit's own text; {:?} learns from the training split: leave units.context at None, or train Dense, \
-                 whose training reads the header",
+                 each unit's own text; {:?} learns from the training split: leave units.context at None, or train Dense \
+                 or a reranker, whose trainings read the header",
                 m.spec().label()
             );
         }
@@ -351,10 +352,11 @@ mod tests {
         let trained = "methods: [SproutRag((attention: Sllm, training: Some((schedule: (epochs: 1)))))]";
         let err = with("methods: [Flat, Bm25]", &format!("units: (context: Some(32)), {trained}"));
         assert!(err.contains("units.context") && err.contains("SproutRAG"), "{err}");
-        let dense = "methods: [Dense((training: (schedule: (epochs: 1))))]";
-        assert!(
-            Experiment::parse(&GOOD.replace("methods: [Flat, Bm25]", &format!("units: (context: Some(32)), {dense}")), Path::new("x.ron")).is_ok()
-        );
+        // The dense trainer and the reranker (whose control is a dense trainer) train on what the encoder reads.
+        for reads_inputs in ["methods: [Dense((training: (schedule: (epochs: 1))))]", "methods: [Rerank((over: Flat))]"] {
+            let file = GOOD.replace("methods: [Flat, Bm25]", &format!("units: (context: Some(32)), {reads_inputs}"));
+            assert!(Experiment::parse(&file, Path::new("x.ron")).is_ok(), "{reads_inputs}");
+        }
         assert!(Experiment::parse(&GOOD.replace("methods:", "units: (context: Some(32)), methods:"), Path::new("x.ron")).is_ok());
         for fraction in ["0.0", "1.0", "1.5"] {
             let err = with(r#"split: Some("test")"#, &format!(r#"split: Some("test"), validation: Some((fraction: {fraction}, seed: 0))"#));

@@ -125,7 +125,9 @@ impl MethodSpec for DenseConfig {
     }
 
     fn trains_on_inputs(&self) -> bool {
-        self.reranker.is_none()
+        // Its own training tokenises each unit's input (methods::training::train_docs); as the reranker's
+        // control it reads the reranker's examples, built from the inputs too.
+        true
     }
 
     fn trains(&self) -> super::Trains {

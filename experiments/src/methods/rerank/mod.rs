@@ -86,6 +86,10 @@ impl MethodSpec for RerankConfig {
 
     /// The bi-encoder trained on the reranker's own examples, batches, groups, schedule, trunk rate and
     /// trainable blocks (arbor_trainers::rerank_control).
+    fn trains_on_inputs(&self) -> bool {
+        true
+    }
+
     fn dense_control(&self) -> Option<DenseConfig> {
         Some(DenseConfig { training: self.control_training(), reranker: Some(self.training.clone()) })
     }
@@ -201,7 +205,9 @@ impl Retriever for Reranked<'_> {
             }
         }
         pool.truncate(self.candidates);
-        let texts: Vec<&str> = pool.iter().map(|&u| self.units.text(self.corpus, u)).collect();
+        // Each unit as the encoder reads it (`units.context`'s header, then the piece), as the reranker trained.
+        let inputs: Vec<_> = pool.iter().map(|&u| self.units.input(self.corpus, u)).collect();
+        let texts: Vec<&str> = inputs.iter().map(|t| t.as_ref()).collect();
         let query_vector = &self.encoder.embed_queries(&[query.text.as_str()], 1, &mut |_| {})[0];
         let priors: Vec<f32> = pool.iter().map(|&u| dot(query_vector, &self.unit_vectors[u])).collect();
         let scores = self.scorer.score(self.encoder, &query.text, &texts, &priors, self.batch_size);

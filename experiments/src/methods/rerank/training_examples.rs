@@ -81,7 +81,9 @@ impl FirstStage<'_> {
         let mut seen = HashSet::new();
         let negatives: Vec<usize> = lexical.into_iter().zip(dense).flat_map(|(l, d)| [l, d]).filter(|&u| seen.insert(u)).take(pool).collect();
         let candidates = |us: &[usize]| {
-            let pieces = encoder.word_pieces(&us.iter().map(|&u| units.text(corpus, u)).collect::<Vec<_>>());
+            // Each unit as the encoder reads it at evaluation: its header (`units.context`), then the piece.
+            let inputs: Vec<_> = us.iter().map(|&u| units.input(corpus, u)).collect();
+            let pieces = encoder.word_pieces(&inputs.iter().map(|t| t.as_ref()).collect::<Vec<&str>>());
             pieces.into_iter().zip(us).map(|(ids, &u)| Candidate { ids, prior: dot(query_vector, &self.unit_vectors[u]) }).collect()
         };
         RerankExample {
