@@ -89,7 +89,8 @@ impl Artefact {
             // 4: pooling and prompts as encoder settings (arbor_models::pooling): none by default, so a default encoder's vectors do not change
             // 5: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 6: the CPU kernel's attention keeps its probabilities for the hand-written backward pass (bert::tape); the vectors are unchanged
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 6,
+            // 7: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 7,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -112,7 +113,8 @@ impl Artefact {
             // 24: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
             // 25: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 26: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
-            Artefact::Raptor => 26,
+            // 27: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
+            Artefact::Raptor => 27,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -139,7 +141,8 @@ impl Artefact {
             // 27: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
             // 28: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 29: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
-            Artefact::Trees => 29,
+            // 30: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
+            Artefact::Trees => 30,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -166,7 +169,8 @@ impl Artefact {
             // 24: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
             // 25: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 26: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
-            Artefact::HeadWeights => 26,
+            // 27: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
+            Artefact::HeadWeights => 27,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -190,7 +194,8 @@ impl Artefact {
             // 25: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
             // 26: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 27: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
-            Artefact::Reranker => 27,
+            // 28: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
+            Artefact::Reranker => 28,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -217,7 +222,8 @@ impl Artefact {
             // 29: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
             // 30: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 31: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
-            Artefact::SproutRag => 31,
+            // 32: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
+            Artefact::SproutRag => 32,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -242,7 +248,8 @@ impl Artefact {
             // 28: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
             // 29: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 30: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
-            Artefact::Compressor => 30,
+            // 31: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
+            Artefact::Compressor => 31,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -268,7 +275,8 @@ impl Artefact {
             // 29: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
             // 30: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 31: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
-            Artefact::Dense => 31,
+            // 32: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
+            Artefact::Dense => 32,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -294,7 +302,8 @@ impl Artefact {
             // 29: the fine-tuning step's encoder by hand on the CPU (arbor_models::bert::autodiff and tape): the exact GELU derivative where Burn's differentiates the tanh approximation
             // 30: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 31: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
-            Artefact::Planner => 31,
+            // 32: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
+            Artefact::Planner => 32,
         }
     }
 

@@ -62,15 +62,14 @@ fn has_every_bias(bert: &Bert<Ad>) -> bool {
 
 fn pool(bert: &Bert<Ad>, frozen: Option<&FrozenLayers>, rows: &[&[u32]], eps: f64, pooling: Pooling) -> Tensor<Ad, 2> {
     let lengths: Vec<usize> = rows.iter().map(|r| r.len()).collect();
-    let embeddings = CpuBert::lower(bert, eps, 0);
-    let hidden = embeddings.hidden;
+    let hidden = bert.embeddings.word_embeddings.weight.dims()[1];
     let (mut x, from) = match frozen {
         Some(f) => {
             let states = f.lower_states(rows);
             let t = states.len() / hidden;
             (primitive(Tensor::<Ad, 2>::from_data(TensorData::new(states, [t, hidden]), &Default::default())), f.layers())
         }
-        None => (embed(bert, embeddings, rows), 0),
+        None => (embed(bert, CpuBert::lower(bert, eps, 0), rows), 0),
     };
     for layer in &bert.layers[from..] {
         x = block(layer, x, &lengths, eps);
