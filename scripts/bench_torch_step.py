@@ -30,7 +30,7 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import AutoModel  # noqa: E402
+from transformers import AutoConfig, AutoModel  # noqa: E402
 
 
 def reset_peak_rss():
@@ -77,38 +77,35 @@ def pool(model, rows):
     return torch.nn.functional.normalize(mean, dim=-1, eps=1e-12)
 
 
-def run_case(spec, case, steps):
+def load_encoder(model_dir, frozen_layers, freeze_embeddings):
+    """all-MiniLM-L6-v2 from the file's folder with dropout off (arbor's encoder has none), the lower
+    `frozen_layers` blocks and, with `freeze_embeddings`, the embeddings taking no gradient."""
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
-    model = AutoModel.from_pretrained(spec["model_dir"]).to(DEVICE)
-    model.eval()  # dropout off: arbor's encoder has none
-    frozen_layers = spec["frozen_layers"]
-    if frozen_layers > 0:
-        for part in [model.embeddings, *model.encoder.layer[:frozen_layers]]:
-            part.requires_grad_(False)
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = spec["optimizer"]
-    optimizer = torch.optim.AdamW(
-        params, lr=spec["lr"], betas=(opt["beta_1"], opt["beta_2"]), eps=opt["epsilon"], weight_decay=opt["weight_decay"]
-    )
-    clip = (opt.get("grad_clipping") or {}).get("Norm")
-    batch = case["batch"]
-    frozen = torch.tensor(batch["frozen"], dtype=torch.float32, device=DEVICE) if batch["frozen"] else None
-    rows = torch.tensor(batch["positives"] + batch["negatives"], device=DEVICE)
-    target = torch.arange(len(batch["queries"]), device=DEVICE)
-    tau = spec["tau"]
+    model = AutoModel.from_pretrained(model_dir).to(DEVICE)
+    model.eval()
+    for part in ([model.embeddings] if freeze_embeddings else []) + list(model.encoder.layer[:frozen_layers]):
+        part.requires_grad_(False)
+    return model
+
+
+def adamw(opt, groups):
+    """torch's AdamW with arbor's betas, epsilon and weight decay over `groups`, and the norm each parameter's
+    gradient is clipped to on its own (Burn's clipping), or None."""
+    optimizer = torch.optim.AdamW(groups, betas=(opt["beta_1"], opt["beta_2"]), eps=opt["epsilon"], weight_decay=opt["weight_decay"])
+    return optimizer, (opt.get("grad_clipping") or {}).get("Norm")
+
+
+def timed_steps(steps, optimizer, clip, loss_of):
+    """`steps` steps of `loss_of()` (after one warm-up): backward, clipping, the update, the device waited for.
+    Returns each timed step's milliseconds, the first step's loss and the peak resident memory."""
+    params = [p for group in optimizer.param_groups for p in group["params"]]
     times, first_loss = [], None
     reset_peak_rss()
     for s in range(steps + 1):
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        units = pool(model, batch["window"])
-        if frozen is not None:
-            units = torch.cat([units, frozen])
-        queries = pool(model, batch["queries"])
-        candidates = torch.nn.functional.normalize(units[rows], dim=-1, eps=1e-12)
-        logits = torch.nn.functional.normalize(queries, dim=-1, eps=1e-12) @ candidates.T / tau
-        loss = torch.nn.functional.cross_entropy(logits, target)
+        loss = loss_of()
         if first_loss is None:
             first_loss = float(loss.detach())
         loss.backward()
@@ -122,53 +119,57 @@ def run_case(spec, case, steps):
     return times, first_loss, peak_rss_mib()
 
 
+def run_case(spec, case, steps):
+    # The dense trainer's frozen lower blocks take the embeddings with them (arbor's FrozenLayers).
+    model = load_encoder(spec["model_dir"], spec["frozen_layers"], spec["frozen_layers"] > 0)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer, clip = adamw(spec["optimizer"], [dict(params=params, lr=spec["lr"])])
+    batch = case["batch"]
+    frozen = torch.tensor(batch["frozen"], dtype=torch.float32, device=DEVICE) if batch["frozen"] else None
+    rows = torch.tensor(batch["positives"] + batch["negatives"], device=DEVICE)
+    target = torch.arange(len(batch["queries"]), device=DEVICE)
+    tau = spec["tau"]
+
+    def loss():
+        units = pool(model, batch["window"])
+        if frozen is not None:
+            units = torch.cat([units, frozen])
+        queries = pool(model, batch["queries"])
+        candidates = torch.nn.functional.normalize(units[rows], dim=-1, eps=1e-12)
+        logits = torch.nn.functional.normalize(queries, dim=-1, eps=1e-12) @ candidates.T / tau
+        return torch.nn.functional.cross_entropy(logits, target)
+
+    return timed_steps(steps, optimizer, clip, loss)
+
+
 def run_rerank(spec, steps):
     """The reranker's step (arbor_trainers::bench::rerank): pairs padded to the longest, the trunk's mean-pooled,
     L2-normalised states through the head (its initial weights from the file) plus gamma times the prior, the
     listwise softmax (cross-entropy with the positive, column 0, as target) over each group; the trunk's top
     blocks at lr_encoder, the head and gamma at lr_head, each gradient clipped on its own, AdamW."""
-    transformers.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
     rerank = spec["rerank"]
-    model = AutoModel.from_pretrained(spec["model_dir"]).to(DEVICE)
-    model.eval()
-    frozen = len(model.encoder.layer) - rerank["trainable_layers"]
-    for part in [model.embeddings, *model.encoder.layer[:frozen]]:
-        part.requires_grad_(False)
+    layers = AutoConfig.from_pretrained(spec["model_dir"]).num_hidden_layers
+    # The reranker's trunk keeps its embeddings whatever the trainable blocks (CrossEncoder::freeze_below).
+    model = load_encoder(spec["model_dir"], layers - rerank["trainable_layers"], True)
     head = rerank["head"]
     linear = torch.nn.Linear(len(head["weight"]), 1).to(DEVICE)
     with torch.no_grad():
         linear.weight.copy_(torch.tensor(head["weight"]).view(1, -1))
         linear.bias.fill_(head["bias"])
     gamma = torch.nn.Parameter(torch.tensor([head["gamma"]], device=DEVICE))
-    opt = rerank["optimizer"]
-    adamw = dict(betas=(opt["beta_1"], opt["beta_2"]), eps=opt["epsilon"], weight_decay=opt["weight_decay"])
     trunk = [p for p in model.parameters() if p.requires_grad]
     rest = [*linear.parameters(), gamma]
-    optimizer = torch.optim.AdamW([dict(params=trunk, lr=rerank["lr_encoder"]), dict(params=rest, lr=rerank["lr_head"])], **adamw)
-    clip = (opt.get("grad_clipping") or {}).get("Norm")
+    optimizer, clip = adamw(rerank["optimizer"], [dict(params=trunk, lr=rerank["lr_encoder"]), dict(params=rest, lr=rerank["lr_head"])])
     batch = rerank["batch"]
     prior = torch.tensor(batch["priors"], dtype=torch.float32, device=DEVICE)
     group = batch["group"]
     target = torch.zeros(len(batch["pairs"]) // group, dtype=torch.long, device=DEVICE)
-    times, first_loss = [], None
-    reset_peak_rss()
-    for s in range(steps + 1):
-        start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
+
+    def loss():
         scores = linear(pool(model, batch["pairs"])).squeeze(-1) + gamma * prior
-        loss = torch.nn.functional.cross_entropy(scores.view(-1, group), target)
-        if first_loss is None:
-            first_loss = float(loss.detach())
-        loss.backward()
-        if clip is not None:
-            for p in trunk + rest:
-                torch.nn.utils.clip_grad_norm_([p], clip)
-        optimizer.step()
-        sync()
-        if s > 0:
-            times.append((time.perf_counter() - start) * 1e3)
-    return times, first_loss, peak_rss_mib()
+        return torch.nn.functional.cross_entropy(scores.view(-1, group), target)
+
+    return timed_steps(steps, optimizer, clip, loss)
 
 
 def report(name, units, queries, tokens, times, first_loss, peak):

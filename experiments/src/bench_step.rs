@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use arbor_eval::formats::files::atomic_write;
 use arbor_models::DefaultBackend;
 use arbor_trainers::bench::rerank::{FixedRerankBatch, RerankHead, time_rerank_steps};
-use arbor_trainers::bench::{FixedBatch, Shape, step_flops, time_steps};
+use arbor_trainers::bench::{FixedBatch, Shape, StepTiming, step_flops, time_steps};
 use arbor_trainers::config::TrainConfig;
 use arbor_trainers::data::TrainDoc;
 use arbor_trainers::reranker::RerankerTraining;
@@ -105,6 +105,32 @@ struct Timed<'a> {
     backend: &'static str,
 }
 
+impl Timed<'_> {
+    /// Prints a case's line: its `[units, queries, tokens]` (units: the reranker's pairs), its timing and the
+    /// step's model FLOPs.
+    fn print(case: &str, threads: usize, [units, queries, tokens]: [usize; 3], timing: &StepTiming, flops: f64) -> anyhow::Result<()> {
+        let median_ms = timing.median_ms();
+        let line = Timed {
+            framework: "arbor",
+            case,
+            threads,
+            units,
+            queries,
+            tokens,
+            median_ms,
+            ms: &timing.ms,
+            tokens_per_s: tokens as f64 / (median_ms / 1e3),
+            peak_rss_mib: timing.peak_rss_mib,
+            first_loss: timing.first_loss,
+            gflop: flops / 1e9,
+            tflops: flops / (median_ms / 1e3) / 1e12,
+            backend: arbor_models::backend::NAME,
+        };
+        println!("{}", serde_json::to_string(&line)?);
+        Ok(())
+    }
+}
+
 pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.steps > 0, "--steps must be at least 1");
     let exp = Experiment::load(&args.experiment)?;
@@ -135,25 +161,8 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
         let batch = FixedBatch::new(doc, &queries, step_tokens);
         let config = TrainConfig { step_tokens, ..training.clone() };
         let timing = time_steps::<Autodiff<DefaultBackend>>(&config, &tune, doc, &queries, args.steps)?;
-        let median_ms = timing.median_ms();
         let flops = step_flops(Shape::of(&tune.bert), config.frozen_layers.unwrap_or(0), &[&batch.queries, &batch.window]);
-        let line = Timed {
-            framework: "arbor",
-            case: name,
-            threads,
-            units: batch.window.len(),
-            queries: queries.len(),
-            tokens: batch.tokens(),
-            median_ms,
-            ms: &timing.ms,
-            tokens_per_s: batch.tokens() as f64 / (median_ms / 1e3),
-            peak_rss_mib: timing.peak_rss_mib,
-            first_loss: timing.first_loss,
-            gflop: flops / 1e9,
-            tflops: flops / (median_ms / 1e3) / 1e12,
-            backend: arbor_models::backend::NAME,
-        };
-        println!("{}", serde_json::to_string(&line)?);
+        Timed::print(name, threads, [batch.window.len(), queries.len(), batch.tokens()], &timing, flops)?;
         cases.push(Case { name, document: names[d], batch });
     }
     let rerank = match rerank_settings(&exp) {
@@ -162,26 +171,9 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
             let batch = FixedRerankBatch::new(&docs, &rerank_queries(&docs, median, config.batch_size), config.negatives, format);
             let (timing, head) = time_rerank_steps::<Autodiff<DefaultBackend>>(&config, &tune, &batch, args.steps)?;
             let name = "reranker, pairs";
-            let median_ms = timing.median_ms();
             let layers = tune.bert.layers.len();
             let flops = step_flops(Shape::of(&tune.bert), layers - config.trainable_layers.min(layers), &[&batch.pairs]);
-            let line = Timed {
-                framework: "arbor",
-                case: name,
-                threads,
-                units: batch.pairs.len(),
-                queries: batch.pairs.len() / batch.group,
-                tokens: batch.tokens(),
-                median_ms,
-                ms: &timing.ms,
-                tokens_per_s: batch.tokens() as f64 / (median_ms / 1e3),
-                peak_rss_mib: timing.peak_rss_mib,
-                first_loss: timing.first_loss,
-                gflop: flops / 1e9,
-                tflops: flops / (median_ms / 1e3) / 1e12,
-                backend: arbor_models::backend::NAME,
-            };
-            println!("{}", serde_json::to_string(&line)?);
+            Timed::print(name, threads, [batch.pairs.len(), batch.pairs.len() / batch.group, batch.tokens()], &timing, flops)?;
             let optimizer = serde_json::to_value(arbor_trainers::skeleton::optimizer(&config.schedule))?;
             let (lr_encoder, lr_head, trainable_layers) = (config.lr_encoder, config.lr_head, config.trainable_layers);
             Some(RerankCase { name, lr_encoder, lr_head, trainable_layers, optimizer, head, batch })

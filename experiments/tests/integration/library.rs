@@ -63,6 +63,16 @@ fn experiment(dir: &Path, files: &[(String, String)]) -> Experiment {
     Experiment::parse(&ron, Path::new("library.ron")).unwrap()
 }
 
+/// `files` written into a new folder `docs` under `dir`.
+fn written(dir: &Path, files: &[(String, String)]) -> std::path::PathBuf {
+    let folder = dir.join("docs");
+    std::fs::create_dir(&folder).unwrap();
+    for (name, text) in files {
+        std::fs::write(folder.join(name), text).unwrap();
+    }
+    folder
+}
+
 /// `arbor ARGS`'s standard error, the command having failed.
 fn err(args: &[&str]) -> String {
     let out = arbor(args);
@@ -74,11 +84,7 @@ fn err(args: &[&str]) -> String {
 fn index_query_add_change_and_remove() {
     let tmp = tempfile::tempdir().unwrap();
     let files = articles();
-    let folder = tmp.path().join("docs");
-    std::fs::create_dir(&folder).unwrap();
-    for (name, text) in &files {
-        std::fs::write(folder.join(name), text).unwrap();
-    }
+    let folder = written(tmp.path(), &files);
     std::fs::write(folder.join("empty.txt"), "\n").unwrap();
     let index = tmp.path().join("docs.arbor");
     let (folder_s, index_s) = (folder.to_str().unwrap(), index.to_str().unwrap());
@@ -169,11 +175,7 @@ fn index_query_add_change_and_remove() {
 fn a_kill_mid_index_leaves_whole_documents_and_a_rerun_finishes() {
     let tmp = tempfile::tempdir().unwrap();
     let files = articles();
-    let folder = tmp.path().join("docs");
-    std::fs::create_dir(&folder).unwrap();
-    for (name, text) in &files {
-        std::fs::write(folder.join(name), text).unwrap();
-    }
+    let folder = written(tmp.path(), &files);
     let index = tmp.path().join("docs.arbor");
     ok(&["index", folder.to_str().unwrap(), "--into", index.to_str().unwrap()]);
     let question = "What powers a tidal station?";

@@ -12,9 +12,10 @@ pub mod rerank;
 
 use std::time::Instant;
 
+use anyhow::Context as _;
 use burn::optim::{GradientsParams, Optimizer};
 use burn::tensor::ElementConversion;
-use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use serde::{Deserialize, Serialize};
 
 use crate::config::TrainConfig;
@@ -134,32 +135,46 @@ pub fn time_steps<B: AutodiffBackend>(
     let device = Default::default();
     let encoder = StepEncoder::new(tune, config.frozen_layers)?;
     let dim = tune.bert.embeddings.word_embeddings.weight.dims()[1];
-    let mut model = arbor_models::dense::DenseModel::new(dim, Some(tune.bert.clone()), &device);
+    let model = arbor_models::dense::DenseModel::new(dim, Some(tune.bert.clone()), &device);
     let mut optim = crate::skeleton::optimizer(&config.schedule).init();
+    let mut model = Some(model);
+    measure::<B>(steps, &device, |first| {
+        let now = model.take().expect("each step puts the model back");
+        let vectors = Vectors::step(Some(&encoder), now.encoder.as_ref());
+        let (loss, _) = plain_loss(&now, &vectors, config, doc, queries, &device);
+        let value = first.then(|| loss.clone().into_scalar().elem::<f32>());
+        let mut grads = loss.backward();
+        let params = GradientsParams::from_module(&mut grads, &now);
+        model = Some(optim.step(config.lr_encoder, now, params));
+        Ok(value)
+    })
+}
+
+/// Times `steps` steps after one untimed warm-up: `step(first)` runs one (its loss returned when `first`,
+/// the step at the pretrained weights), the device waited for after each (the CPU backends compute
+/// eagerly; a GPU's queue is waited for); the peak memory is counted from the first step on.
+pub(crate) fn measure<B: Backend>(
+    steps: usize,
+    device: &B::Device,
+    mut step: impl FnMut(bool) -> anyhow::Result<Option<f32>>,
+) -> anyhow::Result<StepTiming> {
     let mut first_loss = None;
     let mut ms = Vec::with_capacity(steps);
     reset_peak_rss();
-    for step in 0..=steps {
+    for n in 0..=steps {
         let start = Instant::now();
-        let vectors = Vectors::step(Some(&encoder), model.encoder.as_ref());
-        let (loss, _) = plain_loss(&model, &vectors, config, doc, queries, &device);
-        if first_loss.is_none() {
-            first_loss = Some(loss.clone().into_scalar().elem::<f32>());
-        }
-        let mut grads = loss.backward();
-        let params = GradientsParams::from_module(&mut grads, &model);
-        model = optim.step(config.lr_encoder, model, params);
-        // The CPU backends compute eagerly; a GPU's queue is waited for.
-        B::sync(&device).map_err(|e| anyhow::anyhow!("the device failed: {e:?}"))?;
-        if step > 0 {
+        let loss = step(first_loss.is_none())?;
+        first_loss = first_loss.or(loss);
+        B::sync(device).map_err(|e| anyhow::anyhow!("the device failed: {e:?}"))?;
+        if n > 0 {
             ms.push(start.elapsed().as_secs_f64() * 1e3);
         }
     }
-    Ok(StepTiming { ms, first_loss: first_loss.expect("one step ran"), peak_rss_mib: peak_rss_mib() })
+    Ok(StepTiming { ms, first_loss: first_loss.context("the first step gave no loss")?, peak_rss_mib: peak_rss_mib() })
 }
 
 /// Lets the kernel count the peak resident memory afresh (Linux's `clear_refs`; nothing elsewhere).
-pub(crate) fn reset_peak_rss() {
+fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 

@@ -6,8 +6,6 @@
 //! gamma at `lr_head`) with the skeleton's optimizer. [`FixedRerankBatch`] writes the batch and the head's
 //! initial weights out so that another framework runs exactly the same step.
 
-use std::time::Instant;
-
 use arbor_losses::listwise_softmax;
 use arbor_models::host::{Host, init_on_host};
 use arbor_models::reranker::{CrossEncoder, pair_ids};
@@ -17,7 +15,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{ElementConversion, Tensor};
 use serde::Serialize;
 
-use super::{StepTiming, peak_rss_mib, reset_peak_rss};
+use super::{StepTiming, measure};
 use crate::data::TrainDoc;
 use crate::encoder::FineTune;
 use crate::reranker::{PairFormat, RerankerTraining};
@@ -97,27 +95,20 @@ pub fn time_rerank_steps<B: AutodiffBackend>(
     let adamw = crate::skeleton::optimizer(&config.schedule);
     let (mut trunk, mut rest) = (adamw.init(), adamw.init());
     let rows: Vec<&[u32]> = batch.pairs.iter().map(Vec::as_slice).collect();
-    let mut first_loss = None;
-    let mut ms = Vec::with_capacity(steps);
-    reset_peak_rss();
-    for step in 0..=steps {
-        let start = Instant::now();
+    let mut model = Some(model);
+    let timing = measure::<B>(steps, &device, |first| {
+        let now = model.take().expect("each step puts the model back");
         let prior = Tensor::<B, 1>::from_floats(batch.priors.as_slice(), &device);
-        let scores = model.forward_rows(&rows, prior, tune.layer_norm_eps).reshape([rows.len() / batch.group, batch.group]);
+        let scores = now.forward_rows(&rows, prior, tune.layer_norm_eps).reshape([rows.len() / batch.group, batch.group]);
         let loss = listwise_softmax(scores);
-        if first_loss.is_none() {
-            first_loss = Some(loss.clone().into_scalar().elem::<f32>());
-        }
+        let value = first.then(|| loss.clone().into_scalar().elem::<f32>());
         // The trainer's two groups: the trunk's first, then the head's (the head and gamma).
         let mut grads = loss.backward();
-        let params = GradientsParams::from_module(&mut grads, &model.bert);
-        model = trunk.step(config.lr_encoder, model, params);
-        let params = GradientsParams::from_module(&mut grads, &model);
-        model = rest.step(config.lr_head, model, params);
-        B::sync(&device).map_err(|e| anyhow::anyhow!("the device failed: {e:?}"))?;
-        if step > 0 {
-            ms.push(start.elapsed().as_secs_f64() * 1e3);
-        }
-    }
-    Ok((StepTiming { ms, first_loss: first_loss.expect("one step ran"), peak_rss_mib: peak_rss_mib() }, head))
+        let params = GradientsParams::from_module(&mut grads, &now.bert);
+        let now = trunk.step(config.lr_encoder, now, params);
+        let params = GradientsParams::from_module(&mut grads, &now);
+        model = Some(rest.step(config.lr_head, now, params));
+        Ok(value)
+    })?;
+    Ok((timing, head))
 }
