@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch sentence-transformers throughput on the sentences of a file (one per line), for the encoder
 benchmark (models/benches/encoder_throughput.rs runs it beside arbor). Prints one JSON line:
-{"sentences_per_second": ..., "threads": ...}.
+{"sentences_per_second": ..., "threads": ..., "torch": VERSION, "sentence_transformers": VERSION}.
 
     python3 scripts/bench_torch.py SENTENCES_FILE MODEL_DIR [BATCH_SIZE] [REPEATS]
 """
@@ -11,6 +11,7 @@ import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import sentence_transformers  # noqa: E402
 import torch  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
 
@@ -27,7 +28,12 @@ def main():
         start = time.perf_counter()
         model.encode(sentences, batch_size=batch)
         best = min(best, time.perf_counter() - start)
-    print(json.dumps({"sentences_per_second": len(sentences) / best, "threads": torch.get_num_threads()}))
+    print(json.dumps({
+        "sentences_per_second": len(sentences) / best,
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "sentence_transformers": sentence_transformers.__version__,
+    }))
 
 
 if __name__ == "__main__":
