@@ -114,7 +114,8 @@ impl Artefact {
             // 25: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 26: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 27: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
-            Artefact::Raptor => 27,
+            // 28: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
+            Artefact::Raptor => 28,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -142,7 +143,8 @@ impl Artefact {
             // 28: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 29: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 30: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
-            Artefact::Trees => 30,
+            // 31: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
+            Artefact::Trees => 31,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -170,7 +172,8 @@ impl Artefact {
             // 25: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 26: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 27: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
-            Artefact::HeadWeights => 27,
+            // 28: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
+            Artefact::HeadWeights => 28,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -195,7 +198,8 @@ impl Artefact {
             // 26: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 27: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 28: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
-            Artefact::Reranker => 28,
+            // 29: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
+            Artefact::Reranker => 29,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -223,7 +227,8 @@ impl Artefact {
             // 30: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 31: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 32: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
-            Artefact::SproutRag => 32,
+            // 33: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
+            Artefact::SproutRag => 33,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -249,7 +254,8 @@ impl Artefact {
             // 29: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 30: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 31: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
-            Artefact::Compressor => 31,
+            // 32: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
+            Artefact::Compressor => 32,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -276,7 +282,8 @@ impl Artefact {
             // 30: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 31: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 32: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
-            Artefact::Dense => 32,
+            // 33: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
+            Artefact::Dense => 33,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -303,7 +310,8 @@ impl Artefact {
             // 30: the reranker's step in the step benchmark (trainers' bench/rerank.rs, `step_flops` over any sides); no behaviour changed
             // 31: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 32: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
-            Artefact::Planner => 32,
+            // 33: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
+            Artefact::Planner => 33,
         }
     }
 

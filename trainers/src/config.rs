@@ -51,9 +51,11 @@ pub struct TrainConfig {
     /// Other units of the query's document are InfoNCE negatives besides the in-batch ones (`negatives:
     /// InDocument`).
     pub hard_negatives: bool,
-    /// Where negatives come from: `InDocument` (one document a step, its units the negatives) or
+    /// Where negatives come from: `InDocument` (one document a step, its units the negatives),
     /// `Corpus((mine: Bm25 | Encoder | Random, per_query, skip, top, margin))`, batches across documents
-    /// with negatives mined from the whole training split ([`crate::negatives`]; the dense trainer reads it).
+    /// with negatives mined from the whole training split (the dense trainer), or `Mined((..))`, one
+    /// document a step with negatives mined from the other training documents besides its units (the
+    /// dense trainer and SproutRAG's joint step) ([`crate::negatives`]).
     #[serde(default, skip_serializing_if = "Negatives::is_in_document")]
     pub negatives: Negatives,
     /// GradCache ([`crate::grad_cache`]): with corpus-wide negatives and the encoder fine-tuned, a step
@@ -139,15 +141,17 @@ impl TrainConfig {
         if !(self.tau > 0.0) {
             return Err(format!("training.tau must be positive, got {}", self.tau));
         }
-        if let Some(corpus) = self.negatives.corpus() {
+        if let Some(corpus) = self.negatives.mining() {
             corpus.check()?;
             if self.schedule.devices.is_some() {
-                return Err("training.negatives: Corpus runs on arbor's own loop, not on the Learner over schedule.devices: set one".into());
+                return Err(
+                    "training.negatives: mined negatives are drawn on arbor's own loop, not on the Learner over schedule.devices: set one".into()
+                );
             }
         }
         match self.grad_cache {
             Some(0) => return Err("training.grad_cache: a chunk holds at least 1 input (or None: the plain step)".into()),
-            Some(_) if self.negatives.is_in_document() || self.freeze_encoder => {
+            Some(_) if self.negatives.corpus().is_none() || self.freeze_encoder => {
                 return Err("training.grad_cache caches the fine-tuned encoder's step over a corpus-wide batch: it needs \
                      negatives: Corpus(..) and freeze_encoder: false"
                     .into());

@@ -22,6 +22,17 @@
 //! trainer's documents (the training split: never a validation or test document, which the trainer is
 //! not given), depends only on them and the setting, and its statistics (negatives per query, from how
 //! many documents) go to the run's `negatives.json` and, per step, to the training log.
+//! - `Mined(..)`: one document's queries a step, as `InDocument` (its other units the negatives with
+//!   `hard_negatives`), and besides them `per_query` negatives a query mined, as above, from the *other*
+//!   training documents (their ranks `skip..top` counted among those only), shared by the step's
+//!   queries: a query's gold lies in its own document, so none of them is a false negative. The one
+//!   corpus-wide setting SproutRAG's joint step takes (its SLLM and trees read one document at a time:
+//!   a mined unit is embedded by running the SLLM over its own document), and so, through the matched
+//!   control, the dense trainer takes it too:
+//!
+//! ```text
+//! L = -(1/b) sum_i log( exp(cos(q_i, p_i) / tau) / sum_{c in units of the document and the step's mined units} exp(cos(q_i, c) / tau) )
+//! ```
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -32,7 +43,7 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
-use crate::data::{TrainDoc, TrainQuery};
+use crate::data::{Batch, TrainDoc, TrainQuery};
 use crate::window::dot;
 
 /// Where a training's negatives come from; `negatives: Corpus((mine: Bm25, per_query: 1, top: 30))` in
@@ -44,6 +55,8 @@ pub enum Negatives {
     InDocument,
     /// Batches across documents, negatives mined from the whole training split.
     Corpus(CorpusNegatives),
+    /// One document's queries a step, its units and negatives mined from the other training documents.
+    Mined(CorpusNegatives),
 }
 
 impl Negatives {
@@ -51,11 +64,42 @@ impl Negatives {
         *self == Negatives::InDocument
     }
 
-    /// The corpus-wide setting, if this is one.
+    /// The setting of batches across documents, if this is one.
     pub fn corpus(&self) -> Option<&CorpusNegatives> {
         match self {
-            Negatives::InDocument => None,
             Negatives::Corpus(c) => Some(c),
+            Negatives::InDocument | Negatives::Mined(_) => None,
+        }
+    }
+
+    /// How negatives are mined, if they are (`Corpus` or `Mined`).
+    pub fn mining(&self) -> Option<&CorpusNegatives> {
+        match self {
+            Negatives::Corpus(c) | Negatives::Mined(c) => Some(c),
+            Negatives::InDocument => None,
+        }
+    }
+
+    /// The setting in a row's label (`None` for `InDocument`); `batch_size`: the training's.
+    pub fn describe(&self, batch_size: usize) -> Option<String> {
+        let ranks = |c: &CorpusNegatives| {
+            let margin = c.margin.map_or(String::new(), |m| format!(", margin {m}"));
+            format!("{} {:?} negatives a query of ranks {}..{}{margin}", c.per_query, c.mine, c.skip, c.top)
+        };
+        match self {
+            Negatives::InDocument => None,
+            Negatives::Corpus(c) => Some(format!("batches of {batch_size} across documents, {}", ranks(c))),
+            Negatives::Mined(c) => Some(format!("{} mined from the other documents", ranks(c))),
+        }
+    }
+
+    /// Mines the negatives a run of this setting draws from (`None` for `InDocument`): for `Mined`, from
+    /// the other training documents only. Returns them with the setting.
+    pub fn mine(&self, corpus: &Corpus, docs: &[TrainDoc], seed: u64) -> Option<(Mined, &CorpusNegatives)> {
+        match self {
+            Negatives::InDocument => None,
+            Negatives::Corpus(how) => Some((how.mine(corpus, docs, seed, false), how)),
+            Negatives::Mined(how) => Some((how.mine(corpus, docs, seed, true), how)),
         }
     }
 }
@@ -142,9 +186,9 @@ impl CorpusNegatives {
         }
     }
 
-    /// Mines every query's negatives among the units of `docs` (texts read from `corpus`); `seed` orders
-    /// the random ones.
-    pub fn mine(&self, corpus: &Corpus, docs: &[TrainDoc], seed: u64) -> Mined {
+    /// Mines every query's negatives among the units of `docs` (texts read from `corpus`), with
+    /// `other_documents` among those of the other documents only; `seed` orders the random ones.
+    pub fn mine(&self, corpus: &Corpus, docs: &[TrainDoc], seed: u64, other_documents: bool) -> Mined {
         let units: Vec<UnitRef> = docs.iter().enumerate().flat_map(|(d, doc)| (0..doc.units.len()).map(move |u| (d, u))).collect();
         // In-batch negatives only: nothing to rank, so no index is built.
         let ranker = (self.per_query > 0).then(|| Ranker::new(self.mine, corpus, docs, &units, seed));
@@ -157,7 +201,7 @@ impl CorpusNegatives {
                 let positive = ranked.iter().find(|&&(r, _)| r == (d, q.positive)).map_or(0.0, |&(_, s)| s);
                 let mut kept = Vec::new();
                 for (r, score) in ranked {
-                    if r == (d, q.positive) {
+                    if r == (d, q.positive) || (other_documents && r.0 == d) {
                         continue;
                     }
                     if is_gold(docs, r, q) {
@@ -294,9 +338,7 @@ impl CorpusBatch {
         };
         let targets: Vec<usize> = queries.iter().map(|&(d, q)| place((d, docs[d].queries[q].positive), &mut candidates)).collect();
         for &(d, q) in &queries {
-            let mut list = mined.lists[d][q].clone();
-            list.shuffle(&mut rand::rngs::StdRng::seed_from_u64(mix(seed, &[epoch, d, q])));
-            for r in list.into_iter().take(per_query) {
+            for r in drawn(mined, per_query, (d, q), seed, epoch) {
                 place(r, &mut candidates);
             }
         }
@@ -317,6 +359,62 @@ impl CorpusBatch {
     pub fn documents(&self) -> usize {
         self.candidates.iter().map(|c| c.0).collect::<BTreeSet<_>>().len()
     }
+}
+
+/// The `per_query` negatives query `at` = (document, query) brings to a step of `epoch`: its mined list
+/// shuffled by the seed, the epoch and the query (so a resumed run draws the same), the first ones.
+fn drawn(mined: &Mined, per_query: usize, (d, q): (usize, usize), seed: u64, epoch: usize) -> Vec<UnitRef> {
+    let mut list = mined.lists[d][q].clone();
+    list.shuffle(&mut rand::rngs::StdRng::seed_from_u64(mix(seed, &[epoch, d, q])));
+    list.truncate(per_query);
+    list
+}
+
+/// An in-document step's negatives from other documents (`negatives: Mined`): units of `docs`.
+#[derive(Debug, Clone, Copy)]
+pub struct StepMined<'a> {
+    pub docs: &'a [TrainDoc],
+    pub units: &'a [UnitRef],
+}
+
+/// The mined negatives of an in-document step (`negatives: Mined`): those its `queries` (of document
+/// `doc`) draw in `epoch`, each unit once, sorted.
+pub fn step_negatives(mined: &Mined, per_query: usize, doc: usize, queries: &[usize], seed: u64, epoch: usize) -> Vec<UnitRef> {
+    let mut units: Vec<UnitRef> = queries.iter().flat_map(|&q| drawn(mined, per_query, (doc, q), seed, epoch)).collect();
+    units.sort_unstable();
+    units.dedup();
+    units
+}
+
+/// The mined negatives from other documents an in-document `batch` of `epoch` brings (`negatives:
+/// Mined`; `None` without, or when its queries drew none).
+pub fn step_mined(mined: Option<&(Mined, usize)>, batch: &Batch, seed: u64, epoch: usize) -> Option<Vec<UnitRef>> {
+    let (mined, per_query) = mined?;
+    Some(step_negatives(mined, *per_query, batch.doc, &batch.queries, seed, epoch)).filter(|units| !units.is_empty())
+}
+
+/// A run's mined negatives, when its setting mines any: mined (for `Mined`, from the other documents),
+/// written to `run_dir/negatives.json` and summed up on standard error. Returns them with the setting.
+pub fn prepare<'n>(
+    negatives: &'n Negatives,
+    corpus: &Corpus,
+    train: &[TrainDoc],
+    seed: u64,
+    run_dir: &Path,
+) -> anyhow::Result<Option<(Mined, &'n CorpusNegatives)>> {
+    let Some((mined, how)) = negatives.mine(corpus, train, seed) else { return Ok(None) };
+    record(run_dir, corpus, train, &mined, how)?;
+    let s = &mined.stats;
+    eprintln!(
+        "negatives: {:.1} a query from {:.1} documents ({:.0} % from other documents), {} candidates dropped as gold, {} by the margin, {} queries without",
+        s.negatives_per_query,
+        s.documents_per_query,
+        100.0 * s.from_other_documents,
+        s.dropped_as_gold,
+        s.dropped_by_margin,
+        s.queries_without
+    );
+    Ok(Some((mined, how)))
 }
 
 /// Writes what mining found and every query's negatives (document id and byte span) to
@@ -387,6 +485,40 @@ mod tests {
         (corpus, docs)
     }
 
+    /// Mined for an in-document step (`Mined`), a query's negatives come from the other documents only,
+    /// `skip..top` counted among those; a step draws each query's `per_query` by the seed and the epoch
+    /// alone, each unit once, sorted, and other epochs draw others.
+    #[test]
+    fn mined_for_in_document_steps_negatives_come_from_other_documents() {
+        let (corpus, docs) = docs();
+        for mine in [Mine::Bm25, Mine::Encoder, Mine::Random] {
+            let how = CorpusNegatives { mine, per_query: 2, skip: 0, top: 6, margin: None };
+            let (mined, _) = Negatives::Mined(how.clone()).mine(&corpus, &docs, 3).unwrap();
+            for (d, per_doc) in mined.lists.iter().enumerate() {
+                // BM25 ranks only units sharing a word with the question.
+                assert!(per_doc.iter().all(|l| (1..=6).contains(&l.len()) && l.iter().all(|r| r.0 != d)), "{mine:?}: {per_doc:?}");
+            }
+            assert_eq!(mined.stats.from_other_documents, 1.0);
+            if mine == Mine::Encoder {
+                let all = how.mine(&corpus, &docs, 3, false);
+                assert!(all.stats.from_other_documents < 1.0, "over every document its own units rank too");
+            }
+            let step = |epoch| step_negatives(&mined, 2, 1, &[0, 1], 3, epoch);
+            let first = step(0);
+            assert!((2..=4).contains(&first.len()) && first.windows(2).all(|w| w[0] < w[1]), "{first:?}");
+            assert!(first.iter().all(|r| mined.lists[1][0].contains(r) || mined.lists[1][1].contains(r)));
+            assert_eq!(first, step(0), "a resumed run draws the same");
+            if mined.lists[1].iter().all(|l| l.len() > 2) {
+                assert!((1..6).any(|e| step(e) != first), "{mine:?}: epochs draw afresh");
+            }
+        }
+        let batch = Batch { doc: 1, queries: vec![0, 1] };
+        let (mined, _) =
+            Negatives::Mined(CorpusNegatives { mine: Mine::Random, per_query: 0, top: 2, ..Default::default() }).mine(&corpus, &docs, 0).unwrap();
+        assert_eq!(step_mined(Some(&(mined, 0)), &batch, 0, 0), None, "nothing drawn: no mined rows");
+        assert!(Negatives::InDocument.mine(&corpus, &docs, 0).is_none());
+    }
+
     /// Whatever ranks them, a query's negatives are units of the training documents, never its positive
     /// nor a unit overlapping its gold, at most `top - skip` of them.
     #[test]
@@ -398,7 +530,7 @@ mod tests {
         for mine in [Mine::Bm25, Mine::Encoder, Mine::Random] {
             let how = CorpusNegatives { mine, per_query: 2, skip: 1, top: 6, margin: None };
             how.check().unwrap();
-            let mined = how.mine(&corpus, &docs, 7);
+            let mined = how.mine(&corpus, &docs, 7, false);
             for (d, doc) in docs.iter().enumerate() {
                 for (q, query) in doc.queries.iter().enumerate() {
                     let list = &mined.lists[d][q];
@@ -414,7 +546,7 @@ mod tests {
                 }
             }
             assert!(mined.stats.dropped_as_gold >= usize::from(mine == Mine::Encoder), "{mine:?}: {:?}", mined.stats);
-            assert_eq!(mined, how.mine(&corpus, &docs, 7), "mining depends only on its inputs");
+            assert_eq!(mined, how.mine(&corpus, &docs, 7, false), "mining depends only on its inputs");
         }
     }
 
@@ -423,16 +555,16 @@ mod tests {
     #[test]
     fn ranks_skip_top_and_margin_hand_checked() {
         let (corpus, docs) = docs();
-        let bm25 = CorpusNegatives { mine: Mine::Bm25, per_query: 1, skip: 0, top: 2, margin: None }.mine(&corpus, &docs, 0);
+        let bm25 = CorpusNegatives { mine: Mine::Bm25, per_query: 1, skip: 0, top: 2, margin: None }.mine(&corpus, &docs, 0, false);
         assert_eq!(bm25.lists[0][0], vec![(1, 0), (2, 0)], "\"rent due monthly\" in documents 1 and 2");
         assert_eq!(bm25.stats.from_other_documents, 1.0);
         // Query (0, 0) on axis 0 + 0.5 axis 1: unit (0, 1) at cosine 0.447, every other unit at 0.
         let encoder = CorpusNegatives { mine: Mine::Encoder, per_query: 1, skip: 0, top: 3, margin: None };
-        assert_eq!(encoder.mine(&corpus, &docs, 0).lists[0][0], vec![(0, 1), (0, 2), (0, 3)], "then unit order");
-        let skipped = CorpusNegatives { skip: 1, ..encoder.clone() }.mine(&corpus, &docs, 0);
+        assert_eq!(encoder.mine(&corpus, &docs, 0, false).lists[0][0], vec![(0, 1), (0, 2), (0, 3)], "then unit order");
+        let skipped = CorpusNegatives { skip: 1, ..encoder.clone() }.mine(&corpus, &docs, 0, false);
         assert_eq!(skipped.lists[0][0], vec![(0, 2), (0, 3)]);
         // The positive scores 0.894: a margin of 0.4 drops the 0.447 candidate (above 0.358), 0.6 keeps it.
-        let margin = |m| CorpusNegatives { margin: Some(m), ..encoder.clone() }.mine(&corpus, &docs, 0);
+        let margin = |m| CorpusNegatives { margin: Some(m), ..encoder.clone() }.mine(&corpus, &docs, 0, false);
         assert_eq!(margin(0.4).lists[0][0][0], (0, 2));
         assert_eq!(margin(0.6).lists[0][0][0], (0, 1));
         assert_eq!(margin(0.4).stats.dropped_by_margin, 6, "one candidate for each of the six queries");
@@ -450,7 +582,7 @@ mod tests {
         let unit0 = docs[0].units[0];
         docs[0].queries[1].gold.push(unit0);
         let how = CorpusNegatives { mine: Mine::Bm25, per_query: 1, skip: 0, top: 2, margin: None };
-        let mined = how.mine(&corpus, &docs, 0);
+        let mined = how.mine(&corpus, &docs, 0, false);
         let batch = CorpusBatch::new(&docs, &mined, 1, vec![(0, 0), (0, 1), (2, 1)], 0, 0);
         assert_eq!(&batch.candidates[..3], &[(0, 0), (0, 1), (2, 1)]);
         assert_eq!(batch.targets, vec![0, 1, 2]);

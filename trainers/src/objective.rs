@@ -27,16 +27,27 @@ pub fn validation_figures(m: &Metrics) -> Vec<(&'static str, f64)> {
 }
 
 /// L_ret: InfoNCE between the batch's query embeddings and their positive units, the batch's other
-/// positives as negatives, and (with `hard_negatives`) every other unit of the document too.
+/// positives as negatives, (with `hard_negatives`) every other unit of the document too, and `mined`, the
+/// step's negatives from other documents (`negatives: Mined`), shared by every query of the batch.
 ///
 /// # Shapes
-/// - `units`: `[n, d]`, `queries`: `[b, d]`, `positives`: b unit indices
-pub fn retrieval_loss<B: Backend>(units: Tensor<B, 2>, queries: Tensor<B, 2>, positives: &[usize], config: &TrainConfig) -> Tensor<B, 1> {
+/// - `units`: `[n, d]`, `queries`: `[b, d]`, `positives`: b unit indices, `mined`: `[m, d]`
+pub fn retrieval_loss<B: Backend>(
+    units: Tensor<B, 2>,
+    queries: Tensor<B, 2>,
+    positives: &[usize],
+    mined: Option<Tensor<B, 2>>,
+    config: &TrainConfig,
+) -> Tensor<B, 1> {
     let device = units.device();
     let n = units.dims()[0];
     let ep = units.clone().select(0, index(positives, &device));
     let others: Vec<usize> = (0..n).filter(|u| !positives.contains(u)).collect();
     let hard = (config.hard_negatives && !others.is_empty()).then(|| units.select(0, index(&others, &device)));
+    let hard = match (hard, mined) {
+        (Some(h), Some(m)) => Some(Tensor::cat(vec![h, m], 0)),
+        (h, m) => h.or(m),
+    };
     info_nce(queries, ep, hard, config.tau)
 }
 
@@ -78,4 +89,36 @@ pub(crate) fn start<B: Backend>(config: &TrainConfig, train: &[TrainDoc]) -> any
     let device = Default::default();
     B::seed(&device, config.schedule.seed);
     Ok(device)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_models::DefaultBackend;
+    use burn::tensor::TensorData;
+
+    fn t(v: &[f32], rows: usize) -> Tensor<DefaultBackend, 2> {
+        Tensor::from_data(TensorData::new(v.to_vec(), [rows, v.len() / rows]), &Default::default())
+    }
+
+    /// Mined rows are negatives like the document's other units: with `hard_negatives` the loss over the
+    /// units and `mined` is the loss over the units with the mined rows appended; without, the mined
+    /// rows alone join the batch's positives, by hand: -log(e^(c+/tau) / (e^(c+/tau) + e^(c-/tau))).
+    #[test]
+    fn mined_negatives_enter_the_denominator_as_the_documents_units_do() {
+        let units = t(&[1.0, 0.0, 0.0, 1.0, 0.6, 0.8], 3);
+        let mined = t(&[0.8, 0.6, -1.0, 0.0], 2);
+        let queries = t(&[1.0, 0.0], 1);
+        let config = TrainConfig { tau: 0.5, ..TrainConfig::default() };
+        let value = |l: Tensor<DefaultBackend, 1>| l.into_scalar();
+        let with = value(retrieval_loss(units.clone(), queries.clone(), &[0], Some(mined.clone()), &config));
+        let appended = value(retrieval_loss(Tensor::cat(vec![units.clone(), mined.clone()], 0), queries.clone(), &[0], None, &config));
+        assert!((with - appended).abs() < 1e-6, "{with} vs {appended}");
+        let without = value(retrieval_loss(units.clone(), queries.clone(), &[0], None, &config));
+        assert!(with > without, "more negatives, a larger loss: {with} vs {without}");
+        let alone = TrainConfig { hard_negatives: false, ..config };
+        let got = value(retrieval_loss(units, queries, &[0], Some(t(&[0.8, 0.6], 1)), &alone));
+        let want = -(2f32 - (2f32.exp() + 1.6f32.exp()).ln());
+        assert!((got - want).abs() < 1e-5, "{got} vs {want}");
+    }
 }

@@ -123,7 +123,8 @@ mod tests {
             .collect();
         let row = "SproutRag((attention: Sllm, training: Some((schedule: (epochs: 3, seed: 11, warmup_fraction: 0.2, weight_decay: 0.02, \
                    grad_clip: 0.5), batch_size: 2, freeze_encoder: false, lr_encoder: 3e-5, lr_new: 2e-3, tau: 0.07, step_tokens: Some(512), \
-                   frozen_layers: Some(2), hard_negatives: false, train_queries: Some(9), lambda: 0.3))))";
+                   frozen_layers: Some(2), hard_negatives: false, train_queries: Some(9), lambda: 0.3, \
+                   negatives: Mined((mine: Encoder, per_query: 2, skip: 1, top: 20, margin: Some(0.9)))))))";
         let list = methods(&format!("Flat, {row}"));
         let Trains::Queries(method) = list[1].spec().trains() else { panic!("trained on queries") };
         let Method::Dense(dense) = &matched(&list, &[ControlKind::Dense])[0].0 else { panic!("a dense control") };
@@ -140,6 +141,13 @@ mod tests {
         assert_eq!(optimiser(control), optimiser(&method));
         let data = |t: &arbor_trainers::config::TrainConfig| (t.split.clone(), t.train_queries, t.step_tokens, t.hard_negatives, t.min_steps);
         assert_eq!(data(control), data(&method));
+        // Negatives mined from the other documents: the same setting, so the same mined lists (mining
+        // reads only the documents and the setting) and, batch by batch, the same draws.
+        assert_eq!(control.negatives, method.negatives);
+        assert!(matches!(method.negatives, arbor_trainers::negatives::Negatives::Mined(_)), "{:?}", method.negatives);
+        let label = list[1].label();
+        assert!(label.contains("2 Encoder negatives a query of ranks 1..20, margin 0.9 mined from the other documents"), "{label}");
+        assert!(Method::Dense(dense.clone()).label().contains("mined from the other documents"));
         assert_eq!((control.lambda, method.lambda), (0.1, 0.3), "the method's own terms are not the control's");
     }
 

@@ -82,10 +82,9 @@ impl MethodSpec for DenseConfig {
                 r.lr_encoder, r.trainable_layers, r.schedule.epochs, t.tau
             );
         }
-        let negatives = t.negatives.corpus().map_or(String::new(), |c| {
-            let margin = c.margin.map_or(String::new(), |m| format!(", margin {m}"));
+        let negatives = t.negatives.describe(t.batch_size).map_or(String::new(), |n| {
             let cached = t.grad_cache.map_or(String::new(), |k| format!(", GradCache chunks of {k}"));
-            format!(", batches of {} across documents, {} {:?} negatives a query of ranks {}..{}{margin}{cached}", t.batch_size, c.per_query, c.mine, c.skip, c.top)
+            format!(", {n}{cached}")
         });
         match t.freeze_encoder {
             false => {

@@ -38,7 +38,7 @@ use crate::config::TrainConfig;
 use crate::data::{EpochBatches, TrainDoc, step_batch};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
 use crate::grad_cache::{self, Side};
-use crate::negatives::{self, CorpusBatch, Mined};
+use crate::negatives::{self, CorpusBatch, Mined, StepMined, step_mined};
 use crate::objective::{corpus_retrieval_loss, start};
 use crate::parallel;
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
@@ -68,23 +68,13 @@ pub fn train<B: AutodiffBackend>(
         let how = parallel::Data { config, corpus, train, holdout, run_dir };
         return parallel::dense::fit(model, step_encoder, &how, 1, progress);
     }
-    let batches = match config.negatives.corpus() {
-        None => Batches::InDocument(EpochBatches::new(train, config.batch_size, config.schedule.seed)),
-        Some(how) => {
-            let mined = how.mine(corpus, train, config.schedule.seed);
-            negatives::record(run_dir, corpus, train, &mined, how)?;
-            let s = &mined.stats;
-            eprintln!(
-                "negatives: {:.1} a query from {:.1} documents ({:.0} % from other documents), {} candidates dropped as gold, {} by the margin, {} queries without",
-                s.negatives_per_query,
-                s.documents_per_query,
-                100.0 * s.from_other_documents,
-                s.dropped_as_gold,
-                s.dropped_by_margin,
-                s.queries_without
-            );
+    let in_document = || EpochBatches::new(train, config.batch_size, config.schedule.seed);
+    let batches = match negatives::prepare(&config.negatives, corpus, train, config.schedule.seed, run_dir)? {
+        None => Batches::InDocument(in_document(), None),
+        Some((mined, how)) if config.negatives.corpus().is_some() => {
             Batches::Corpus { queries: negatives::all_queries(train), mined, per_query: how.per_query }
         }
+        Some((mined, how)) => Batches::InDocument(in_document(), Some((mined, how.per_query))),
     };
     let schedule = config.schedule_over(batches.per_epoch(config.batch_size));
     let mut task = PlainRetrieval { config, corpus, train, holdout, batches, encoder: step_encoder };
@@ -96,16 +86,17 @@ pub fn finished<B: Backend>(dim: usize, encoder: Option<Bert<B>>, run_dir: &Path
     skeleton::finished(DenseModel::new(dim, encoder, &Default::default()), run_dir)
 }
 
-/// How a run's steps are drawn: one document's queries each, or queries from the whole split.
+/// How a run's steps are drawn: one document's queries each (with `negatives: Mined`, and their mined
+/// negatives with how many a query brings), or queries from the whole split.
 enum Batches {
-    InDocument(EpochBatches),
+    InDocument(EpochBatches, Option<(Mined, usize)>),
     Corpus { queries: Vec<(usize, usize)>, mined: Mined, per_query: usize },
 }
 
 impl Batches {
     fn per_epoch(&self, batch_size: usize) -> usize {
         match self {
-            Batches::InDocument(b) => b.per_epoch(),
+            Batches::InDocument(b, _) => b.per_epoch(),
             Batches::Corpus { queries, .. } => queries.len().div_ceil(batch_size),
         }
     }
@@ -130,20 +121,24 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
 
     fn step(&mut self, model: &DenseModel<B>, step: usize) -> anyhow::Result<Step<B>> {
         let vectors = Vectors::step(self.encoder.as_ref(), model.encoder.as_ref());
-        let batches = match &mut self.batches {
-            Batches::InDocument(batches) => batches,
+        let (batches, mined) = match &mut self.batches {
+            Batches::InDocument(batches, mined) => (batches, mined),
             Batches::Corpus { queries, mined, per_query } => {
                 let batch = corpus_batch(self.train, self.config, queries, mined, *per_query, step);
                 let loss = corpus_loss(model, &vectors, self.config, self.train, &batch, &Default::default());
                 return Ok(corpus_step(loss, &batch));
             }
         };
-        let batch = batches.at(self.train, step);
+        let (epoch, batch) = (step / batches.per_epoch(), batches.at(self.train, step));
         let doc = &self.train[batch.doc];
-        let (loss, kept) = plain_loss(model, &vectors, self.config, doc, &batch.queries, &Default::default());
+        let mined = step_mined(mined.as_ref(), batch, self.config.schedule.seed, epoch);
+        let step_mined = mined.as_ref().map(|units| StepMined { docs: self.train, units });
+        let (loss, kept) = plain_loss(model, &vectors, self.config, doc, &batch.queries, step_mined, &Default::default());
+        let mut scalars = vec![("step/units", kept as f64)];
+        scalars.extend(mined.as_ref().map(|m| ("negatives/mined", m.len() as f64)));
         Ok(Step {
             terms: vec![("loss/ret", loss)],
-            scalars: vec![("step/units", kept as f64)],
+            scalars,
             context: format!("document {}, {} queries, {kept} of {} units", batch.doc, batch.queries.len(), doc.units.len()),
         })
     }
@@ -256,29 +251,52 @@ mod tests {
         axis_docs_n(1)
     }
 
-    /// The same lesson with batches across three training documents and negatives mined by the frozen
-    /// encoder from all of them: the map learns it, the run records its negatives, and each step logs
-    /// how many documents its candidates came from.
-    #[test]
-    fn corpus_wide_negatives_teach_the_adapter_the_same_lesson() {
+    /// The map trained on three documents of [`axis_docs_n`] with `negatives` (each mined by the frozen
+    /// encoder, two a query of ranks 0..4): its validation hit@1, the run's `negatives.json` and, per
+    /// step, what the log says of `figure`.
+    fn trained_with(
+        negatives: fn(crate::negatives::CorpusNegatives) -> crate::negatives::Negatives,
+        figure: &str,
+    ) -> (f64, serde_json::Value, Vec<f64>) {
         let (corpus, train_docs, holdout) = axis_docs_n(3);
         let how = crate::negatives::CorpusNegatives { mine: crate::negatives::Mine::Encoder, per_query: 2, skip: 0, top: 4, margin: None };
         let config = TrainConfig {
             schedule: Schedule { epochs: 20, checkpoint_every: 1000, ..Schedule::default() },
             batch_size: 4,
             lr_new: 0.05,
-            negatives: crate::negatives::Negatives::Corpus(how),
+            negatives: negatives(how),
             ..TrainConfig::default()
         };
         let dir = tempfile::tempdir().unwrap();
         let model = train::<Autodiff<DefaultBackend>>(&config, 8, None, &corpus, &train_docs, &holdout, dir.path(), &mut |_, _| {}).unwrap();
         let hit1 = flat_on_held_out(&corpus, &holdout, |d| held_out(&model, &Vectors::Given, d, &Default::default())).hit[0];
-        assert_eq!(hit1, 100.0);
         let negatives: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("negatives.json")).unwrap()).unwrap();
-        assert_eq!(negatives["stats"]["queries"], 12);
         let log = std::fs::read_to_string(dir.path().join("log.jsonl")).unwrap();
-        let most = log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?["negatives/documents"].as_f64()).fold(0.0, f64::max);
+        let per_step = log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?[figure].as_f64()).collect();
+        (hit1, negatives, per_step)
+    }
+
+    /// The same lesson with batches across three training documents and negatives mined by the frozen
+    /// encoder from all of them: the map learns it, the run records its negatives, and each step logs
+    /// how many documents its candidates came from.
+    #[test]
+    fn corpus_wide_negatives_teach_the_adapter_the_same_lesson() {
+        let (hit1, negatives, documents) = trained_with(crate::negatives::Negatives::Corpus, "negatives/documents");
+        assert_eq!(hit1, 100.0);
+        assert_eq!(negatives["stats"]["queries"], 12);
+        let most = documents.into_iter().fold(0.0, f64::max);
         assert!(most >= 2.0, "batches mix documents: {most}");
+    }
+
+    /// The same lesson one document a step with negatives mined from the other two (`negatives: Mined`):
+    /// the map learns it, the run records negatives from other documents only, and each step logs how
+    /// many mined units it scored.
+    #[test]
+    fn mined_negatives_from_other_documents_teach_the_same_lesson() {
+        let (hit1, negatives, mined) = trained_with(crate::negatives::Negatives::Mined, "negatives/mined");
+        assert_eq!(hit1, 100.0);
+        assert_eq!(negatives["stats"]["from_other_documents"], 1.0, "{}", negatives["stats"]);
+        assert!(!mined.is_empty() && mined.iter().all(|&m| (1.0..=8.0).contains(&m)), "{mined:?}");
     }
 
     /// On [`axis_docs`] the map must learn to shrink e7, and validation hit@1 goes from 0 to 100.
@@ -343,7 +361,7 @@ mod tests {
             let batches = EpochBatches::new(&docs, 2, config.schedule.seed);
             let encoder = Some(StepEncoder::new(&tune, frozen_layers).unwrap());
             let mut task =
-                PlainRetrieval { config: &config, corpus: &corpus, train: &docs, holdout: &[], batches: Batches::InDocument(batches), encoder };
+                PlainRetrieval { config: &config, corpus: &corpus, train: &docs, holdout: &[], batches: Batches::InDocument(batches, None), encoder };
             let step = Task::<Autodiff<DefaultBackend>>::step(&mut task, &model, 0).unwrap();
             step.terms[0].1.clone().into_scalar()
         };
@@ -373,10 +391,10 @@ mod tests {
         let encoder = StepEncoder::new(&tune, None).unwrap();
         let vectors = Vectors::step(Some(&encoder), model.encoder.as_ref());
         let config = TrainConfig { batch_size: 2, ..TrainConfig::default() };
-        let (whole, _) = plain_loss(&model, &vectors, &config, &docs[0], &[0, 1], &device);
+        let (whole, _) = plain_loss(&model, &vectors, &config, &docs[0], &[0, 1], None, &device);
         let n = docs[0].units.len();
         let how = crate::negatives::CorpusNegatives { mine: crate::negatives::Mine::Encoder, per_query: n - 1, skip: 0, top: n, margin: None };
-        let mined = how.mine(&corpus, &docs, 0);
+        let mined = how.mine(&corpus, &docs, 0, false);
         let batch = CorpusBatch::new(&docs, &mined, n - 1, vec![(0, 0), (0, 1)], 0, 0);
         assert_eq!(batch.candidates.len(), n);
         let corpus_wide: f32 = corpus_loss(&model, &vectors, &config, &docs, &batch, &device).into_scalar();
@@ -403,7 +421,7 @@ mod tests {
             let config =
                 TrainConfig { batch_size: 2, freeze_encoder: false, negatives, grad_cache: Some(chunk), frozen_layers, ..TrainConfig::default() };
             config.check().unwrap();
-            let batches = Batches::Corpus { queries: negatives::all_queries(&docs), mined: how.mine(&corpus, &docs, 0), per_query: 2 };
+            let batches = Batches::Corpus { queries: negatives::all_queries(&docs), mined: how.mine(&corpus, &docs, 0, false), per_query: 2 };
             let encoder = Some(StepEncoder::new(&tune, frozen_layers).unwrap());
             let mut task = PlainRetrieval { config: &config, corpus: &corpus, train: &docs, holdout: &[], batches, encoder };
             let plain = Task::<A>::step(&mut task, &model, 0).unwrap();
@@ -453,7 +471,7 @@ mod tests {
             corpus: &corpus,
             train: &docs,
             holdout: &[],
-            batches: Batches::InDocument(batches),
+            batches: Batches::InDocument(batches, None),
             encoder: Some(encoder.clone()),
         };
         let step = Task::<Autodiff<DefaultBackend>>::step(&mut task, &model, 0).unwrap();

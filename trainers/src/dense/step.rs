@@ -11,27 +11,30 @@ use burn::tensor::backend::Backend;
 use crate::config::TrainConfig;
 use crate::data::{TrainDoc, TrainQuery};
 use crate::encoder::{StepEncoder, Vectors};
-use crate::negatives::CorpusBatch;
+use crate::negatives::{CorpusBatch, StepMined};
 use crate::objective::{corpus_retrieval_loss, flat_on_held_out, retrieval_loss, validation_figures};
 use crate::window::window;
 
 /// L_ret of a batch of `doc`'s `queries` (by index) and the units it encoded: a fine-tuned encoder runs
 /// over the window of `step_tokens` and the document's other units enter by their frozen vectors (as in
 /// SproutRAG's step); the adapter reads frozen vectors, every unit at no cost, so only the encoder's step
-/// is windowed.
+/// is windowed. `mined`: the step's negatives from other documents (`negatives: Mined`), embedded as the
+/// batch's units are.
 pub(crate) fn plain_loss<B: Backend>(
     model: &DenseModel<B>,
     vectors: &Vectors<B>,
     config: &TrainConfig,
     doc: &TrainDoc,
     queries: &[usize],
+    mined: Option<StepMined<'_>>,
     device: &B::Device,
 ) -> (Tensor<B, 1>, usize) {
     let queries: Vec<&TrainQuery> = queries.iter().map(|&q| &doc.queries[q]).collect();
     let kept = window(doc, &queries, config.step_tokens.filter(|_| vectors.fine_tuned()));
     let positives: Vec<usize> = queries.iter().map(|q| q.positive).collect();
     let (units, eq) = (model.embed(vectors.units_within(doc, &kept, device)), model.embed(vectors.queries(&queries, device)));
-    (retrieval_loss(units, eq, &positives, config), kept.len())
+    let mined = mined.map(|m| model.embed(vectors.units_across(m.docs, m.units, device)));
+    (retrieval_loss(units, eq, &positives, mined, config), kept.len())
 }
 
 /// L_ret of a corpus-wide batch ([`crate::negatives`]): its queries against its candidates, the fine-tuned

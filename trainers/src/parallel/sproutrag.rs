@@ -51,7 +51,7 @@ impl<B: Backend> SproutStep<B> {
         let vectors = Vectors::step(self.encoder.as_ref(), self.model.encoder.as_ref());
         let sum = items
             .iter()
-            .flat_map(|item| losses(&self.model, &vectors, &self.config, &item.doc, &item.queries, self.max_tokens))
+            .flat_map(|item| losses(&self.model, &vectors, &self.config, &item.doc, &item.queries, None, self.max_tokens))
             .map(|(_, term)| term)
             .reduce(|a, b| a + b)
             .expect("every batch has its retrieval term");

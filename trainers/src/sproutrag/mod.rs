@@ -32,6 +32,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use crate::config::TrainConfig;
 use crate::data::{EpochBatches, TrainDoc};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
+use crate::negatives::{self, Mined, StepMined, step_mined};
 use crate::objective::start;
 use crate::parallel;
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
@@ -53,7 +54,11 @@ pub fn train<B: AutodiffBackend>(
     run_dir: &Path,
     progress: &mut dyn FnMut(usize, usize),
 ) -> anyhow::Result<SproutRagModel<B::InnerBackend>> {
-    anyhow::ensure!(config.negatives.is_in_document(), "SproutRAG's joint step reads one document at a time: its negatives are that document's");
+    anyhow::ensure!(
+        config.negatives.corpus().is_none(),
+        "SproutRAG's joint step reads one document at a time: its negatives are that document's, with `Mined` also units \
+         mined from the other documents; batches across documents (`Corpus`) are the dense trainer's"
+    );
     let device = start::<B>(config, train)?;
     anyhow::ensure!(
         encoder.is_some() != config.freeze_encoder,
@@ -90,9 +95,10 @@ pub fn train<B: AutodiffBackend>(
         let data = parallel::Data { config, corpus, train, holdout, run_dir };
         return parallel::sproutrag::fit(model, step_encoder, &data, max_tokens, 1, progress);
     }
+    let mined = negatives::prepare(&config.negatives, corpus, train, config.schedule.seed, run_dir)?.map(|(m, how)| (m, how.per_query));
     let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
     let schedule = config.schedule_over(batches.per_epoch());
-    let mut task = Joint { config, corpus, train, holdout, max_tokens, batches, encoder: step_encoder };
+    let mut task = Joint { config, corpus, train, holdout, max_tokens, batches, mined, encoder: step_encoder };
     Ok(skeleton::train(&mut task, model, &groups, &schedule, run_dir, progress)?.valid())
 }
 
@@ -131,6 +137,8 @@ struct Joint<'a> {
     holdout: &'a [TrainDoc],
     max_tokens: usize,
     batches: EpochBatches,
+    /// With `negatives: Mined`, every query's mined negatives and how many it brings to a step.
+    mined: Option<(Mined, usize)>,
     /// How a step runs the fine-tuned encoder (`None`: frozen, its vectors given).
     encoder: Option<StepEncoder>,
 }
@@ -143,10 +151,13 @@ impl<B: AutodiffBackend> Task<B> for Joint<'_> {
     }
 
     fn step(&mut self, model: &SproutRagModel<B>, step: usize) -> anyhow::Result<Step<B>> {
-        let batch = self.batches.at(self.train, step);
+        let (epoch, batch) = (step / self.batches.per_epoch(), self.batches.at(self.train, step));
         let vectors = Vectors::step(self.encoder.as_ref(), model.encoder.as_ref());
-        let terms = losses(model, &vectors, self.config, &self.train[batch.doc], &batch.queries, self.max_tokens);
-        Ok(Step { terms, scalars: Vec::new(), context: format!("document {}, {} queries", batch.doc, batch.queries.len()) })
+        let mined = step_mined(self.mined.as_ref(), batch, self.config.schedule.seed, epoch);
+        let step_mined = mined.as_ref().map(|units| StepMined { docs: self.train, units });
+        let terms = losses(model, &vectors, self.config, &self.train[batch.doc], &batch.queries, step_mined, self.max_tokens);
+        let scalars = mined.as_ref().map(|m| ("negatives/mined", m.len() as f64)).into_iter().collect();
+        Ok(Step { terms, scalars, context: format!("document {}, {} queries", batch.doc, batch.queries.len()) })
     }
 
     fn monitor(&self, model: &SproutRagModel<B>) -> Vec<(&'static str, f64)> {
@@ -225,15 +236,58 @@ mod tests {
         let pooled = vec![vec![1.0, 0.0], vec![0.8, 0.6], vec![0.0, 1.0], vec![-0.6, 0.8]];
         let query = TrainQuery { text: String::new(), pooled: vec![1.0, 0.2], ids: vec![], positive: 0, gold: vec![span(0)] };
         let doc = TrainDoc { units: (0..4).map(span).collect(), pooled, ids: vec![], pairs: vec![(0, 1)], tokens: vec![], queries: vec![query] };
-        let names = |c: &TrainConfig| losses(&model, &Vectors::Given, c, &doc, &[0], 0).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+        let names = |c: &TrainConfig| losses(&model, &Vectors::Given, c, &doc, &[0], None, 0).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
         assert_eq!(names(&TrainConfig::default()), ["loss/ret", "loss/attn_weighted"]);
         let with = TrainConfig { node_loss: 0.5, ..TrainConfig::default() };
-        let terms = losses(&model, &Vectors::Given, &with, &doc, &[0], 0);
+        let terms = losses(&model, &Vectors::Given, &with, &doc, &[0], None, 0);
         assert_eq!(terms.iter().map(|t| t.0).collect::<Vec<_>>(), ["loss/ret", "loss/attn_weighted", "loss/node_weighted"]);
         let value: f32 = terms[2].1.clone().into_scalar();
         assert!(value.is_finite() && value > 0.0, "{value}");
         // A negative weight is refused.
         assert!(TrainConfig { node_loss: -1.0, ..TrainConfig::default() }.check().is_err());
+    }
+
+    /// With `negatives: Mined`, the step's mined units of another document enter L_ret as the SLLM embeds
+    /// them in their own document (run whole, so a mined row depends on its neighbours), not alone; the
+    /// loss then exceeds the in-document one.
+    #[test]
+    fn mined_negatives_are_embedded_in_their_own_document() {
+        use crate::objective::retrieval_loss;
+        use arbor_models::sllm::SllmConfig;
+        let config = SproutRagModelConfig { sllm: SllmConfig { layers: 1, heads: 2, d_model: 16, d_ff: 32 }, vae: None };
+        let mut model = config.init::<A>(2, 0, AggregationInit::Uniform, &Default::default());
+        // The SLLM's output starts at zero (e_i = x_i): a random one makes each embedding contextual.
+        model.sllm.output = burn::nn::LinearConfig::new(16, 2).init(&Default::default());
+        let doc = |d: usize, pooled: Vec<Vec<f32>>| {
+            let query =
+                TrainQuery { text: String::new(), pooled: vec![1.0, 0.2], ids: vec![], positive: 0, gold: vec![DocSpan { doc: d, ..span(0) }] };
+            let units = (0..4).map(|i| DocSpan { doc: d, ..span(i) }).collect();
+            TrainDoc { units, pooled, ids: vec![], pairs: vec![(0, 1)], tokens: vec![], queries: vec![query] }
+        };
+        let docs = [
+            doc(0, vec![vec![1.0, 0.0], vec![0.8, 0.6], vec![0.0, 1.0], vec![-0.6, 0.8]]),
+            doc(1, vec![vec![0.9, 0.1], vec![0.1, 0.9], vec![0.7, 0.7], vec![-1.0, 0.0]]),
+        ];
+        let training = TrainConfig::default();
+        let ret = |mined: Option<StepMined<'_>>| -> f32 {
+            let terms = losses(&model, &Vectors::Given, &training, &docs[0], &[0], mined, 0);
+            terms.into_iter().find(|t| t.0 == "loss/ret").unwrap().1.into_scalar()
+        };
+        let units = [(1, 0), (1, 2)];
+        let with = ret(Some(StepMined { docs: &docs, units: &units }));
+        let device = Default::default();
+        let (out, eq) = (
+            model.document(Vectors::<A>::Given.all_units(&docs[0], &device), false),
+            model.queries(Vectors::<A>::Given.queries(&[&docs[0].queries[0]], &device)),
+        );
+        let by = |rows: Tensor<A, 2>| retrieval_loss(out.embeddings.clone(), eq.clone(), &[0], Some(rows), &training).into_scalar();
+        let whole =
+            model.document(Vectors::<A>::Given.all_units(&docs[1], &device), false).embeddings.select(0, crate::encoder::index(&[0, 2], &device));
+        assert!((with - by(whole.clone())).abs() < 1e-6, "the rows of the other document run whole");
+        let alone = model.document(t(&[0.9, 0.1, 0.7, 0.7], 2), false).embeddings;
+        let gap = (whole - alone).abs().max().into_scalar();
+        assert!(gap > 1e-4, "in context, not the mined units alone: {gap}");
+        assert!(with > ret(None), "more negatives, a larger loss: {with} vs {}", ret(None));
     }
 
     /// A real joint step with the pretrained encoder: a window holding the whole document is the
@@ -249,7 +303,7 @@ mod tests {
         let loss = |step_tokens: Option<usize>| -> (f32, Tensor<A, 1>) {
             let training = TrainConfig { step_tokens, ..TrainConfig::default() };
             let encoder = StepEncoder::new(&tune, None).unwrap();
-            let terms = losses(&model, &Vectors::step(Some(&encoder), model.encoder.as_ref()), &training, &docs[0], &[0, 1], 0);
+            let terms = losses(&model, &Vectors::step(Some(&encoder), model.encoder.as_ref()), &training, &docs[0], &[0, 1], None, 0);
             let total = terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b).unwrap();
             (total.clone().into_scalar(), total)
         };

@@ -16,6 +16,7 @@ use burn::tensor::{Bool, Tensor, TensorData};
 use crate::config::TrainConfig;
 use crate::data::{TrainDoc, TrainQuery};
 use crate::encoder::{StepEncoder, Vectors, index};
+use crate::negatives::StepMined;
 use crate::objective::{flat_on_held_out, retrieval_loss, validation_figures};
 use crate::window::window;
 
@@ -40,6 +41,7 @@ pub(crate) fn losses<B: Backend>(
     config: &TrainConfig,
     doc: &TrainDoc,
     queries: &[usize],
+    mined: Option<StepMined<'_>>,
     max_tokens: usize,
 ) -> Vec<(&'static str, Tensor<B, 1>)> {
     let device = &model.aggregator.head_weights().device();
@@ -49,7 +51,8 @@ pub(crate) fn losses<B: Backend>(
     let out = model.document(vectors.units_within(doc, &kept, device), model.vae.is_some());
     let eq = model.queries(vectors.queries(&batch, device));
     let positives: Vec<usize> = queries.iter().map(|&q| doc.queries[q].positive).collect();
-    let mut terms = vec![("loss/ret", retrieval_loss(out.embeddings.clone(), eq.clone(), &positives, config))];
+    let mined = mined.map(|m| mined_embeddings(model, vectors, m, device));
+    let mut terms = vec![("loss/ret", retrieval_loss(out.embeddings.clone(), eq.clone(), &positives, mined, config))];
     if !doc.pairs.is_empty() {
         terms.push(("loss/attn_weighted", attention_structure(out.m.clone(), &doc.pairs, config.eps) * config.lambda));
     }
@@ -80,6 +83,20 @@ pub(crate) fn losses<B: Backend>(
         terms.push(("loss/vae_kl_weighted", kl * config.beta));
     }
     terms
+}
+
+/// The SLLM's embeddings of a step's mined negatives (`negatives: Mined`): each of their documents run
+/// through the model whole, the mined units through a fine-tuned encoder (the others by their frozen
+/// vectors, as a window is), those rows kept; `[mined units, d]` in `m.units` order (sorted).
+fn mined_embeddings<B: Backend>(model: &SproutRagModel<B>, vectors: &Vectors<B>, m: StepMined<'_>, device: &B::Device) -> Tensor<B, 2> {
+    let mut parts = Vec::new();
+    for group in m.units.chunk_by(|a, b| a.0 == b.0) {
+        let doc = &m.docs[group[0].0];
+        let kept: Vec<usize> = group.iter().map(|r| r.1).collect();
+        let out = model.document(vectors.units_within(doc, &kept, device), false);
+        parts.push(out.embeddings.select(0, index(&kept, device)));
+    }
+    Tensor::cat(parts, 0)
 }
 
 /// L_node over the document's tree as the model builds it now (M and the unit embeddings read as data, so

@@ -200,6 +200,7 @@ impl MethodSpec for SproutRagConfig {
                 if t.node_loss > 0.0 {
                     parts.push(format!("L_node x{}", t.node_loss));
                 }
+                parts.extend(t.negatives.describe(t.batch_size));
                 if self.vectors == SllmVectors::Encoder {
                     parts.push("leaves and queries: the encoder's vectors".into());
                 }
@@ -245,12 +246,18 @@ impl MethodSpec for SproutRagConfig {
             (AttentionSource::Sllm, Some(t)) => t.check().map_err(anyhow::Error::msg)?,
             _ => {}
         }
-        if let Some(t) = self.training.as_ref().filter(|t| !t.negatives.is_in_document()) {
+        if let Some(t) = self.training.as_ref().filter(|t| t.negatives.corpus().is_some()) {
             bail!(
                 "SproutRag training.negatives: {:?}: SproutRAG's joint step reads one document at a time (its SLLM and trees are a \
-                 document's), so its negatives are that document's: leave negatives out (InDocument), or train Dense with them",
+                 document's), so its batches cannot mix documents: use Mined((...)) (its document's units and negatives mined \
+                 from the other documents) or leave negatives out (InDocument), or train Dense with Corpus",
                 t.negatives
             );
+        }
+        if let (AttentionSource::TokenBlocks { .. }, Some(t)) = (&self.attention, &self.training)
+            && !t.negatives.is_in_document()
+        {
+            bail!("SproutRag training.negatives: attention: TokenBlocks learns head weights from its own objective, which reads no negatives: leave negatives out");
         }
         if self.vectors == SllmVectors::Encoder && self.attention != AttentionSource::Sllm {
             bail!("SproutRag vectors: Encoder needs attention: Sllm (token-attention trees take leaf_vectors)");
@@ -461,5 +468,19 @@ mod tests {
         assert_eq!(key(&single.model_settings()), key(&average.model_settings()));
         assert!(average.label().contains("Average linkage") && !single.label().contains("linkage"), "{}", average.label());
         assert!(!ron::to_string(&single).unwrap().contains("linkage"));
+    }
+
+    /// The joint step takes negatives mined from the other documents (`Mined`), not batches across
+    /// documents (`Corpus`); token-attention trees read none: each refusal names the field.
+    #[test]
+    fn sproutrag_takes_mined_negatives_and_refuses_what_its_step_cannot_read() {
+        let config = |attention: &str, negatives: &str| -> SproutRagConfig {
+            ron::from_str(&format!("(attention: {attention}, training: Some((negatives: {negatives})))")).unwrap()
+        };
+        config("Sllm", "Mined((per_query: 2))").check().unwrap();
+        for (attention, negatives) in [("Sllm", "Corpus(())"), ("TokenBlocks(window_tokens: 256)", "Mined(())")] {
+            let err = config(attention, negatives).check().unwrap_err().to_string();
+            assert!(err.contains("training.negatives"), "{attention}, {negatives}: {err}");
+        }
     }
 }
