@@ -115,7 +115,8 @@ impl Artefact {
             // 26: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 27: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 28: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
-            Artefact::Raptor => 28,
+            // 29: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
+            Artefact::Raptor => 29,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -144,7 +145,8 @@ impl Artefact {
             // 29: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 30: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 31: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
-            Artefact::Trees => 31,
+            // 32: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
+            Artefact::Trees => 32,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -173,7 +175,8 @@ impl Artefact {
             // 26: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 27: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 28: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
-            Artefact::HeadWeights => 28,
+            // 29: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
+            Artefact::HeadWeights => 29,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -199,7 +202,8 @@ impl Artefact {
             // 27: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 28: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 29: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
-            Artefact::Reranker => 29,
+            // 30: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
+            Artefact::Reranker => 30,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -228,7 +232,8 @@ impl Artefact {
             // 31: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 32: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 33: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
-            Artefact::SproutRag => 33,
+            // 34: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
+            Artefact::SproutRag => 34,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -255,7 +260,8 @@ impl Artefact {
             // 30: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 31: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 32: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
-            Artefact::Compressor => 32,
+            // 33: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
+            Artefact::Compressor => 33,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -283,7 +289,8 @@ impl Artefact {
             // 31: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 32: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 33: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
-            Artefact::Dense => 33,
+            // 34: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
+            Artefact::Dense => 34,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -311,7 +318,8 @@ impl Artefact {
             // 31: the reranker (and its control) train and score each unit's input (`units.context`'s header, then the piece); without headers nothing changes
             // 32: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 33: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
-            Artefact::Planner => 33,
+            // 34: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
+            Artefact::Planner => 34,
         }
     }
 

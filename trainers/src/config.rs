@@ -58,6 +58,11 @@ pub struct TrainConfig {
     /// dense trainer and SproutRAG's joint step) ([`crate::negatives`]).
     #[serde(default, skip_serializing_if = "Negatives::is_in_document")]
     pub negatives: Negatives,
+    /// How the held-out queries are read to choose the epoch: `Documents` (the default), each among its
+    /// own document's units; `Corpus`, each among every unit of the validation documents, as a corpus-scope
+    /// evaluation ranks them ([`HeldOut`], read by [`crate::objective::flat_on_held_out`]).
+    #[serde(default, skip_serializing_if = "HeldOut::is_documents")]
+    pub validation: HeldOut,
     /// GradCache ([`crate::grad_cache`]): with corpus-wide negatives and the encoder fine-tuned, a step
     /// embeds its queries and units this many at a time without a graph, takes the loss's gradient with
     /// respect to those vectors, then replays each chunk with it: the plain step's gradient, in the memory
@@ -105,6 +110,7 @@ impl Default for TrainConfig {
             merge_pairs: MergePairs::SameParagraph,
             hard_negatives: true,
             negatives: Negatives::InDocument,
+            validation: HeldOut::Documents,
             grad_cache: None,
             step_tokens: None,
             frozen_layers: None,
@@ -200,5 +206,22 @@ mod tests {
         assert_eq!(TrainConfig::default().schedule_over(1).epochs, TrainConfig::default().schedule.epochs);
         let devices = TrainConfig { schedule: Schedule { devices: Some(vec![0, 0]), ..Schedule::default() }, ..config };
         assert!(devices.check().unwrap_err().contains("min_steps"));
+    }
+}
+
+/// How a trainer reads its held-out queries (`training.validation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum HeldOut {
+    /// Each query among its own document's units (the scope `QueryDocuments` evaluates in).
+    #[default]
+    Documents,
+    /// Each query among every unit of the held-out documents (the scope `Corpus` evaluates in): the
+    /// reading also pays for finding the right document.
+    Corpus,
+}
+
+impl HeldOut {
+    pub fn is_documents(&self) -> bool {
+        *self == HeldOut::Documents
     }
 }

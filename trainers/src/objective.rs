@@ -16,8 +16,8 @@ use arbor_losses::{info_nce, info_nce_over};
 use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
 
-use crate::config::TrainConfig;
-use crate::data::TrainDoc;
+use crate::config::{HeldOut, TrainConfig};
+use crate::data::{TrainDoc, TrainQuery};
 use crate::encoder::index;
 use crate::negatives::CorpusBatch;
 
@@ -60,24 +60,40 @@ pub fn corpus_retrieval_loss<B: Backend>(units: Tensor<B, 2>, queries: Tensor<B,
     info_nce_over(queries, units, &batch.targets, &batch.excluded, config.tau)
 }
 
-/// Flat retrieval of each held-back query among its document's units, top 10 by cosine, scored on its gold
-/// spans: `embed(doc)` gives the units' and the queries' embeddings, `[units, d]` and `[queries, d]`.
-pub fn flat_on_held_out<B: Backend>(corpus: &Corpus, docs: &[TrainDoc], embed: impl Fn(&TrainDoc) -> (Tensor<B, 2>, Tensor<B, 2>)) -> Metrics {
+/// Flat retrieval of each held-back query, top 10 by cosine, scored on its gold spans: among its
+/// document's units ([`HeldOut::Documents`]) or among every held-out document's ([`HeldOut::Corpus`]).
+/// `embed(doc)` gives the units' and the queries' embeddings, `[units, d]` and `[queries, d]`.
+pub fn flat_on_held_out<B: Backend>(
+    corpus: &Corpus,
+    docs: &[TrainDoc],
+    scope: HeldOut,
+    embed: impl Fn(&TrainDoc) -> (Tensor<B, 2>, Tensor<B, 2>),
+) -> Metrics {
+    let rows = |t: Tensor<B, 2>| t.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
+    // Every document's units and queries as rows, the units with their spans.
+    let (mut spans, mut units, mut queries, mut dim) = (Vec::new(), Vec::new(), Vec::new(), 0);
     let mut per_query = Vec::new();
-    for doc in docs.iter().filter(|d| !d.queries.is_empty()) {
-        let n = doc.units.len();
-        let (units, eq) = embed(doc);
-        let dm = eq.dims()[1];
-        let units = units.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
-        let eq = eq.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
-        for (qi, q) in doc.queries.iter().enumerate() {
-            let qv = &eq[qi * dm..(qi + 1) * dm];
-            let scores = (0..n).map(|u| (u, arbor_eval::retrievers::beam::cosine(qv, &units[u * dm..(u + 1) * dm])));
-            let items: Vec<Item> = top_k(scores, 10).into_iter().map(|(u, s)| Item::unit(doc.units[u], s)).collect();
-            let gold_units: Vec<DocSpan> = doc.units.iter().filter(|u| q.gold.iter().any(|g| g.overlaps(u))).copied().collect();
-            per_query.push(score_query(corpus, &q.gold, &gold_units, &items));
+    let flush = |spans: &mut Vec<DocSpan>, units: &mut Vec<f32>, queries: &mut Vec<(&TrainQuery, Vec<f32>)>, dim: usize, out: &mut Vec<_>| {
+        for (q, qv) in queries.drain(..) {
+            let scores = (0..spans.len()).map(|u| (u, arbor_eval::retrievers::beam::cosine(&qv, &units[u * dim..(u + 1) * dim])));
+            let items: Vec<Item> = top_k(scores, 10).into_iter().map(|(u, s)| Item::unit(spans[u], s)).collect();
+            let gold_units: Vec<DocSpan> = spans.iter().filter(|u| q.gold.iter().any(|g| g.overlaps(u))).copied().collect();
+            out.push(score_query(corpus, &q.gold, &gold_units, &items));
+        }
+        spans.clear();
+        units.clear();
+    };
+    for doc in docs.iter().filter(|d| !d.queries.is_empty() || scope == HeldOut::Corpus) {
+        let (u, eq) = embed(doc);
+        dim = u.dims()[1];
+        spans.extend(&doc.units);
+        units.extend(rows(u));
+        queries.extend(doc.queries.iter().zip(rows(eq).chunks(dim).map(<[f32]>::to_vec)));
+        if scope == HeldOut::Documents {
+            flush(&mut spans, &mut units, &mut queries, dim, &mut per_query);
         }
     }
+    flush(&mut spans, &mut units, &mut queries, dim, &mut per_query);
     Metrics::mean(&per_query)
 }
 
@@ -99,6 +115,41 @@ mod tests {
 
     fn t(v: &[f32], rows: usize) -> Tensor<DefaultBackend, 2> {
         Tensor::from_data(TensorData::new(v.to_vec(), [rows, v.len() / rows]), &Default::default())
+    }
+
+    /// Two held-out documents of two units each; the query asks for unit 0 of document 0, and its vector
+    /// is nearest that unit within its document but nearer still to unit 0 of document 1: read within its
+    /// document it is found first, read over both documents (`HeldOut::Corpus`) it comes second.
+    #[test]
+    fn the_corpus_reading_ranks_every_held_out_documents_units() {
+        use arbor_datasets::{Document, Span};
+        let text = "aaaa bbbb";
+        let corpus = Corpus::new(
+            (0..2).map(|i| Document { id: format!("d{i}"), title: String::new(), text: text.into(), sections: vec![], split: None }).collect(),
+            vec![],
+            std::path::Path::new("t"),
+        )
+        .unwrap();
+        let unit = |d: usize, i: usize| DocSpan { doc: d, span: Span::new(5 * i, 5 * i + 4) };
+        let query = TrainQuery { text: "q".into(), pooled: vec![], ids: vec![], positive: 0, gold: vec![unit(0, 0)] };
+        let doc = |d: usize, queries: Vec<TrainQuery>| TrainDoc {
+            units: vec![unit(d, 0), unit(d, 1)],
+            pooled: vec![],
+            ids: vec![],
+            pairs: vec![],
+            tokens: vec![],
+            queries,
+        };
+        let docs = [doc(0, vec![query]), doc(1, vec![])];
+        let embed = |d: &TrainDoc| match d.units[0].doc {
+            0 => (t(&[1.0, 0.0, 0.0, 1.0], 2), t(&[0.9, 0.3], 1)),
+            _ => (t(&[0.95, 0.31, -1.0, 0.0], 2), Tensor::from_data(TensorData::new(Vec::<f32>::new(), [0, 2]), &Default::default())),
+        };
+        let within = flat_on_held_out(&corpus, &docs, HeldOut::Documents, embed);
+        let over = flat_on_held_out(&corpus, &docs, HeldOut::Corpus, embed);
+        assert_eq!((within.hit[0], over.hit[0]), (100.0, 0.0), "hit@1 within its document, then over both");
+        assert_eq!(over.hit[1], 100.0, "second over both: hit@3");
+        assert!(within.ie_mean > over.ie_mean, "{} vs {}", within.ie_mean, over.ie_mean);
     }
 
     /// Mined rows are negatives like the document's other units: with `hard_negatives` the loss over the

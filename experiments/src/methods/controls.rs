@@ -124,7 +124,7 @@ mod tests {
         let row = "SproutRag((attention: Sllm, training: Some((schedule: (epochs: 3, seed: 11, warmup_fraction: 0.2, weight_decay: 0.02, \
                    grad_clip: 0.5), batch_size: 2, freeze_encoder: false, lr_encoder: 3e-5, lr_new: 2e-3, tau: 0.07, step_tokens: Some(512), \
                    frozen_layers: Some(2), hard_negatives: false, train_queries: Some(9), lambda: 0.3, \
-                   negatives: Mined((mine: Encoder, per_query: 2, skip: 1, top: 20, margin: Some(0.9)))))))";
+                   negatives: Mined((mine: Encoder, per_query: 2, skip: 1, top: 20, margin: Some(0.9))), validation: Corpus))))";
         let list = methods(&format!("Flat, {row}"));
         let Trains::Queries(method) = list[1].spec().trains() else { panic!("trained on queries") };
         let Method::Dense(dense) = &matched(&list, &[ControlKind::Dense])[0].0 else { panic!("a dense control") };
@@ -139,7 +139,8 @@ mod tests {
         assert_eq!(control.schedule_over(7), method.schedule_over(7), "epochs, warmup, decay, clipping");
         let optimiser = |t: &arbor_trainers::config::TrainConfig| (t.lr_encoder, t.lr_new, t.tau, t.freeze_encoder, t.frozen_layers);
         assert_eq!(optimiser(control), optimiser(&method));
-        let data = |t: &arbor_trainers::config::TrainConfig| (t.split.clone(), t.train_queries, t.step_tokens, t.hard_negatives, t.min_steps);
+        let data =
+            |t: &arbor_trainers::config::TrainConfig| (t.split.clone(), t.train_queries, t.step_tokens, t.hard_negatives, t.min_steps, t.validation);
         assert_eq!(data(control), data(&method));
         // Negatives mined from the other documents: the same setting, so the same mined lists (mining
         // reads only the documents and the setting) and, batch by batch, the same draws.

@@ -60,6 +60,7 @@ impl DenseConfig {
                 tau: t.tau,
                 hard_negatives: t.hard_negatives,
                 negatives: t.negatives.clone(),
+                validation: t.validation,
                 grad_cache: t.grad_cache,
                 step_tokens: t.step_tokens,
                 frozen_layers: t.frozen_layers,

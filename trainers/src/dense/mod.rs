@@ -180,7 +180,7 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
     }
 
     fn evaluate(&self, model: &DenseModel<B::InnerBackend>) -> Vec<(&'static str, f64)> {
-        held_out_figures(self.corpus, self.holdout, self.encoder.as_ref(), model)
+        held_out_figures(self.corpus, self.holdout, self.config.validation, self.encoder.as_ref(), model)
     }
 
     fn select_by(&self) -> Option<SelectBy> {
@@ -215,6 +215,7 @@ fn corpus_step<B: Backend>(loss: Tensor<B, 1>, batch: &CorpusBatch) -> Step<B> {
 mod tests {
     use super::step::held_out;
     use super::*;
+    use crate::config::HeldOut;
     use crate::data::TrainQuery;
     use crate::objective::flat_on_held_out;
     use crate::schedule::Schedule;
@@ -269,7 +270,7 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let model = train::<Autodiff<DefaultBackend>>(&config, 8, None, &corpus, &train_docs, &holdout, dir.path(), &mut |_, _| {}).unwrap();
-        let hit1 = flat_on_held_out(&corpus, &holdout, |d| held_out(&model, &Vectors::Given, d, &Default::default())).hit[0];
+        let hit1 = flat_on_held_out(&corpus, &holdout, HeldOut::Documents, |d| held_out(&model, &Vectors::Given, d, &Default::default())).hit[0];
         let negatives: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("negatives.json")).unwrap()).unwrap();
         let log = std::fs::read_to_string(dir.path().join("log.jsonl")).unwrap();
         let per_step = log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?[figure].as_f64()).collect();
@@ -311,8 +312,9 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         let model = train::<Autodiff<DefaultBackend>>(&config, 8, None, &corpus, &train_docs, &holdout, dir.path(), &mut |_, _| {}).unwrap();
-        let hit1 =
-            |m: &DenseModel<DefaultBackend>| flat_on_held_out(&corpus, &holdout, |d| held_out(m, &Vectors::Given, d, &Default::default())).hit[0];
+        let hit1 = |m: &DenseModel<DefaultBackend>| {
+            flat_on_held_out(&corpus, &holdout, HeldOut::Documents, |d| held_out(m, &Vectors::Given, d, &Default::default())).hit[0]
+        };
         let (before, after) = (hit1(&DenseModel::new(8, None, &Default::default())), hit1(&model));
         assert!(before == 0.0 && after == 100.0, "hit@1 {before} -> {after}");
         let back = finished::<DefaultBackend>(8, None, dir.path()).unwrap().expect("complete");
@@ -332,8 +334,9 @@ mod tests {
         let config = TrainConfig { schedule, batch_size: 4, lr_new: 0.05, ..TrainConfig::default() };
         let dir = tempfile::tempdir().unwrap();
         let run = || train::<Autodiff<DefaultBackend>>(&config, 8, None, &corpus, &train_docs, &holdout, dir.path(), &mut |_, _| {}).unwrap();
-        let hit1 =
-            |m: &DenseModel<DefaultBackend>| flat_on_held_out(&corpus, &holdout, |d| held_out(m, &Vectors::Given, d, &Default::default())).hit[0];
+        let hit1 = |m: &DenseModel<DefaultBackend>| {
+            flat_on_held_out(&corpus, &holdout, HeldOut::Documents, |d| held_out(m, &Vectors::Given, d, &Default::default())).hit[0]
+        };
         let first = run();
         assert_eq!(hit1(&first), 100.0);
         let ckpt = dir.path().join("checkpoints");

@@ -8,6 +8,7 @@ use arbor_models::dense::DenseModel;
 use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
 
+use crate::config::HeldOut;
 use crate::config::TrainConfig;
 use crate::data::{TrainDoc, TrainQuery};
 use crate::encoder::{StepEncoder, Vectors};
@@ -52,11 +53,12 @@ pub(crate) fn corpus_loss<B: Backend>(
     corpus_retrieval_loss(units, model.embed(vectors.queries(&queries, device)), batch, config)
 }
 
-/// Validation IE and hit@1, 5 of `model` on the `holdout` documents (none when there is none), its
-/// fine-tuned encoder run by the inference kernel.
+/// Validation IE and hit@1, 5 of `model` on the `holdout` documents read in `scope` (none when there is
+/// none), its fine-tuned encoder run by the inference kernel.
 pub(crate) fn held_out_figures<B: Backend>(
     corpus: &Corpus,
     holdout: &[TrainDoc],
+    scope: HeldOut,
     encoder: Option<&StepEncoder>,
     model: &DenseModel<B>,
 ) -> Vec<(&'static str, f64)> {
@@ -65,7 +67,7 @@ pub(crate) fn held_out_figures<B: Backend>(
     }
     let device = Default::default();
     let vectors = Vectors::validation(encoder, model.encoder.as_ref());
-    validation_figures(&flat_on_held_out(corpus, holdout, |doc| held_out(model, &vectors, doc, &device)))
+    validation_figures(&flat_on_held_out(corpus, holdout, scope, |doc| held_out(model, &vectors, doc, &device)))
 }
 
 /// A held-out document's unit and query embeddings.

@@ -79,7 +79,7 @@ pub fn fit<B: AutodiffBackend>(
     let config = data.config;
     let lr = if encoder.is_some() { config.lr_encoder } else { config.lr_new };
     let fit = data.fit(lr, per_device)?;
-    let validate = |s: &DenseStep<B::InnerBackend>| held_out_figures(data.corpus, data.holdout, s.encoder.as_ref(), &s.model);
+    let validate = |s: &DenseStep<B::InnerBackend>| held_out_figures(data.corpus, data.holdout, data.config.validation, s.encoder.as_ref(), &s.model);
     let make = |guard| (DenseStep { guard, ..DenseStep::new(model, encoder, config.clone()) }, Grouped::single(&config.schedule));
     let (train, valid) = (super::items(data.train, config), super::items(data.holdout, config));
     Ok(learner::fit(make, AsTheyAre, train, valid, &fit, &validate, progress)?.model)

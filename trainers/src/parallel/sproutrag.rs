@@ -82,7 +82,8 @@ pub fn fit<B: AutodiffBackend>(
     }
     groups.push((config.lr_new, None));
     let fit = data.fit(1.0, per_device)?;
-    let validate = |s: &SproutStep<B::InnerBackend>| held_out_figures(data.corpus, data.holdout, s.encoder.as_ref(), &s.model);
+    let validate =
+        |s: &SproutStep<B::InnerBackend>| held_out_figures(data.corpus, data.holdout, data.config.validation, s.encoder.as_ref(), &s.model);
     let optim = Grouped::new(&config.schedule, groups);
     let make = |guard| (SproutStep { guard, ..SproutStep::new(model, encoder, config.clone(), max_tokens) }, optim);
     let (train, valid) = (items(data.train, config), items(data.holdout, config));

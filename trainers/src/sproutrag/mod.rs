@@ -165,7 +165,7 @@ impl<B: AutodiffBackend> Task<B> for Joint<'_> {
     }
 
     fn evaluate(&self, model: &SproutRagModel<B::InnerBackend>) -> Vec<(&'static str, f64)> {
-        held_out_figures(self.corpus, self.holdout, self.encoder.as_ref(), model)
+        held_out_figures(self.corpus, self.holdout, self.config.validation, self.encoder.as_ref(), model)
     }
 
     fn select_by(&self) -> Option<SelectBy> {

@@ -13,6 +13,7 @@ use arbor_models::sproutrag::SproutRagModel;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor, TensorData};
 
+use crate::config::HeldOut;
 use crate::config::TrainConfig;
 use crate::data::{TrainDoc, TrainQuery};
 use crate::encoder::{StepEncoder, Vectors, index};
@@ -25,13 +26,14 @@ use crate::window::window;
 pub(crate) fn held_out_figures<B: Backend>(
     corpus: &Corpus,
     holdout: &[TrainDoc],
+    scope: HeldOut,
     encoder: Option<&StepEncoder>,
     model: &SproutRagModel<B>,
 ) -> Vec<(&'static str, f64)> {
     if holdout.is_empty() {
         return Vec::new();
     }
-    validation_figures(&evaluate(model, &Vectors::validation(encoder, model.encoder.as_ref()), corpus, holdout))
+    validation_figures(&evaluate(model, &Vectors::validation(encoder, model.encoder.as_ref()), corpus, holdout, scope))
 }
 
 /// The loss terms of one batch, by name: InfoNCE, lambda * L_attn, and the VAE's CE and beta * KL.
@@ -150,9 +152,9 @@ pub(super) fn node_loss<B: Backend>(
 
 /// Flat retrieval over the SLLM's unit embeddings of held-back documents, scored on their gold spans;
 /// `vectors`: the pooled vectors the model reads.
-pub fn evaluate<B: Backend>(model: &SproutRagModel<B>, vectors: &Vectors<B>, corpus: &Corpus, docs: &[TrainDoc]) -> Metrics {
+pub fn evaluate<B: Backend>(model: &SproutRagModel<B>, vectors: &Vectors<B>, corpus: &Corpus, docs: &[TrainDoc], scope: HeldOut) -> Metrics {
     let device = model.aggregator.head_weights().device();
-    flat_on_held_out(corpus, docs, |doc| {
+    flat_on_held_out(corpus, docs, scope, |doc| {
         let units = model.document(vectors.all_units(doc, &device), false).embeddings;
         let queries = model.queries(vectors.queries(&doc.queries.iter().collect::<Vec<_>>(), &device));
         (units, queries)
