@@ -46,7 +46,15 @@
 #                                  lent machine sends files back; a file that fails or runs out of time is
 #                                  said so, the others still packed. E.g. issue 42's reruns, with
 #                                  ARBOR_PACK_BUILDS=cuda ARBOR_PACK_CORPORA="legalbench-rag-mini squad-long
-#                                  covid-qa" packed here.
+#                                  covid-qa" packed here. A second call within the machine's idle time finds
+#                                  the cache as the first left it: a run cut short resumes (trained models,
+#                                  the skeleton's checkpoints).
+#   scripts/gpu-check.sh chain OUT TRAIN_FILE EVAL_FILE...
+#                                  there: the GPU build trains TRAIN_FILE, then scores every EVAL_FILE with its
+#                                  trained models (`evaluate --from` the run, all at once), each under
+#                                  ARBOR_CHECK_TIMEOUT seconds, packed as `train` packs; e.g.
+#                                  experiments/lent-finetune-legalbench.ron, then lent-legalbench-corpus.ron
+#                                  and lent-covidqa.ron
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -113,13 +121,13 @@ PY
     ;;
 esac
 mode=check
-[ "${1:-}" = train ] && mode=train && shift
+case "${1:-}" in train | chain) mode=$1 && shift ;; esac
 out=${1:-runs/gpu-check}
 cpu=${ARBOR_CPU:-target/release/arbor}
 gpu=${ARBOR_GPU:-target/release/arbor}
 python=${PYTHON:-python3}
 limit=${ARBOR_CHECK_TIMEOUT:-600}
-[ -x "$cpu" ] || [ $mode = train ] || cargo build --release --bin arbor
+[ -x "$cpu" ] || [ $mode != check ] || cargo build --release --bin arbor
 mkdir -p "$out"
 experiment() { # experiment file with the encoder folder swapped in, when one is given
     if [ -n "${ARBOR_MODEL:-}" ]; then
@@ -144,19 +152,33 @@ if command -v nvidia-smi > /dev/null; then
 fi
 echo "cpu build: $cpu; gpu build: $gpu; $(nproc) cpus"
 
-if [ $mode = train ]; then
+# One experiment file through the GPU build: `run_file COMMAND FILE [ARGS...]` (train or evaluate), its log in
+# the runs folder, ending with its exit status and time; returns that status.
+run_file() {
+    local command=$1 file=$2 name start rc=0
+    shift 2
+    name=$(basename "$file" .ron)
+    [ "$command" = train ] || name+=".$command"
+    start=$(ms)
+    timeout "$limit" "$gpu" "$command" "$(experiment "$file")" --out "$out/runs" --cache /tmp/gpu-check-cache "$@" > "$out/runs/$name.log" 2>&1 || rc=$?
+    echo "$name: exit $rc after $(secs $(($(ms) - start))) s" | tee -a "$out/runs/$name.log"
+    return $rc
+}
+if [ $mode != check ]; then
     shift
-    [ $# -gt 0 ] || { echo "gpu-check.sh train OUT FILE...: no experiment file given" >&2; exit 2; }
-    [ -x "$gpu" ] || { echo "gpu-check.sh train: no build at $gpu (ARBOR_GPU)" >&2; exit 2; }
+    [ $# -gt 0 ] || { echo "gpu-check.sh $mode OUT FILE...: no experiment file given" >&2; exit 2; }
+    [ -x "$gpu" ] || { echo "gpu-check.sh $mode: no build at $gpu (ARBOR_GPU)" >&2; exit 2; }
     mkdir -p "$out/runs"
-    for file in "$@"; do
-        name=$(basename "$file" .ron)
-        (
-            start=$(ms) rc=0
-            timeout "$limit" "$gpu" train "$(experiment "$file")" --out "$out/runs" --cache /tmp/gpu-check-cache > "$out/runs/$name.log" 2>&1 || rc=$?
-            echo "$name: exit $rc after $(secs $(($(ms) - start))) s" | tee -a "$out/runs/$name.log"
-        ) &
-    done
+    if [ $mode = chain ]; then
+        trained=$1
+        shift
+        if run_file train "$trained"; then
+            run=$(ls -d "$out/runs/$(sed -n 's/^ *name: "\(.*\)",$/\1/p' "$trained" | head -1)"/*/ | tail -1)
+            for file in "$@"; do run_file evaluate "$file" --from "$run" & done
+        fi
+    else
+        for file in "$@"; do run_file train "$file" & done
+    fi
     wait
     tar -C "$out" -cJf "$out/runs.tar.xz" runs && rm -rf "${out:?}/runs"
     echo "gpu-check: the run folders and logs are in $out/runs.tar.xz"
