@@ -116,7 +116,8 @@ impl Artefact {
             // 27: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 28: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 29: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
-            Artefact::Raptor => 29,
+            // 30: rows trained with `validation: Corpus` say so in their label; no artefact changed
+            Artefact::Raptor => 30,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -146,7 +147,8 @@ impl Artefact {
             // 30: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 31: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 32: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
-            Artefact::Trees => 32,
+            // 33: rows trained with `validation: Corpus` say so in their label; no artefact changed
+            Artefact::Trees => 33,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -176,7 +178,8 @@ impl Artefact {
             // 27: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 28: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 29: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
-            Artefact::HeadWeights => 29,
+            // 30: rows trained with `validation: Corpus` say so in their label; no artefact changed
+            Artefact::HeadWeights => 30,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -203,7 +206,8 @@ impl Artefact {
             // 28: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 29: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 30: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
-            Artefact::Reranker => 30,
+            // 31: rows trained with `validation: Corpus` say so in their label; no artefact changed
+            Artefact::Reranker => 31,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -233,7 +237,8 @@ impl Artefact {
             // 32: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 33: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 34: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
-            Artefact::SproutRag => 34,
+            // 35: rows trained with `validation: Corpus` say so in their label; no artefact changed
+            Artefact::SproutRag => 35,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -261,7 +266,8 @@ impl Artefact {
             // 31: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 32: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 33: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
-            Artefact::Compressor => 33,
+            // 34: rows trained with `validation: Corpus` say so in their label; no artefact changed
+            Artefact::Compressor => 34,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -290,7 +296,8 @@ impl Artefact {
             // 32: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 33: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 34: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
-            Artefact::Dense => 34,
+            // 35: rows trained with `validation: Corpus` say so in their label; no artefact changed
+            Artefact::Dense => 35,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -319,7 +326,8 @@ impl Artefact {
             // 32: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 33: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 34: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
-            Artefact::Planner => 34,
+            // 35: rows trained with `validation: Corpus` say so in their label; no artefact changed
+            Artefact::Planner => 35,
         }
     }
 

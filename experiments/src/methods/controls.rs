@@ -148,7 +148,11 @@ mod tests {
         assert!(matches!(method.negatives, arbor_trainers::negatives::Negatives::Mined(_)), "{:?}", method.negatives);
         let label = list[1].label();
         assert!(label.contains("2 Encoder negatives a query of ranks 1..20, margin 0.9 mined from the other documents"), "{label}");
-        assert!(Method::Dense(dense.clone()).label().contains("mined from the other documents"));
+        let control_label = Method::Dense(dense.clone()).label();
+        assert!(control_label.contains("mined from the other documents"), "{control_label}");
+        for label in [label, control_label] {
+            assert!(label.contains("the epoch chosen over every validation document"), "{label}");
+        }
         assert_eq!((control.lambda, method.lambda), (0.1, 0.3), "the method's own terms are not the control's");
     }
 

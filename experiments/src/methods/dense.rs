@@ -83,10 +83,13 @@ impl MethodSpec for DenseConfig {
                 r.lr_encoder, r.trainable_layers, r.schedule.epochs, t.tau
             );
         }
-        let negatives = t.negatives.describe(t.batch_size).map_or(String::new(), |n| {
+        let mut negatives = t.negatives.describe(t.batch_size).map_or(String::new(), |n| {
             let cached = t.grad_cache.map_or(String::new(), |k| format!(", GradCache chunks of {k}"));
             format!(", {n}{cached}")
         });
+        if !t.validation.is_documents() {
+            negatives += ", the epoch chosen over every validation document";
+        }
         match t.freeze_encoder {
             false => {
                 let mut window = negatives;

@@ -201,6 +201,9 @@ impl MethodSpec for SproutRagConfig {
                     parts.push(format!("L_node x{}", t.node_loss));
                 }
                 parts.extend(t.negatives.describe(t.batch_size));
+                if !t.validation.is_documents() {
+                    parts.push("the epoch chosen over every validation document".into());
+                }
                 if self.vectors == SllmVectors::Encoder {
                     parts.push("leaves and queries: the encoder's vectors".into());
                 }
