@@ -117,7 +117,8 @@ impl Artefact {
             // 28: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 29: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 30: rows trained with `validation: Corpus` say so in their label; no artefact changed
-            Artefact::Raptor => 30,
+            // 31: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
+            Artefact::Raptor => 31,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -148,7 +149,8 @@ impl Artefact {
             // 31: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 32: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 33: rows trained with `validation: Corpus` say so in their label; no artefact changed
-            Artefact::Trees => 33,
+            // 34: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
+            Artefact::Trees => 34,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -179,7 +181,8 @@ impl Artefact {
             // 28: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 29: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 30: rows trained with `validation: Corpus` say so in their label; no artefact changed
-            Artefact::HeadWeights => 30,
+            // 31: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
+            Artefact::HeadWeights => 31,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -207,7 +210,8 @@ impl Artefact {
             // 29: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 30: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 31: rows trained with `validation: Corpus` say so in their label; no artefact changed
-            Artefact::Reranker => 31,
+            // 32: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
+            Artefact::Reranker => 32,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -238,7 +242,8 @@ impl Artefact {
             // 33: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 34: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 35: rows trained with `validation: Corpus` say so in their label; no artefact changed
-            Artefact::SproutRag => 35,
+            // 36: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
+            Artefact::SproutRag => 36,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -267,7 +272,8 @@ impl Artefact {
             // 32: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 33: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 34: rows trained with `validation: Corpus` say so in their label; no artefact changed
-            Artefact::Compressor => 34,
+            // 35: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
+            Artefact::Compressor => 35,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -297,7 +303,8 @@ impl Artefact {
             // 33: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 34: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 35: rows trained with `validation: Corpus` say so in their label; no artefact changed
-            Artefact::Dense => 35,
+            // 36: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
+            Artefact::Dense => 36,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -327,7 +334,8 @@ impl Artefact {
             // 33: `training.negatives: Mined` (one document a step, negatives mined from the other training documents) for the dense trainer and SproutRAG's joint step; existing settings unchanged
             // 34: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 35: rows trained with `validation: Corpus` say so in their label; no artefact changed
-            Artefact::Planner => 35,
+            // 36: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
+            Artefact::Planner => 36,
         }
     }
 

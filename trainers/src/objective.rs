@@ -17,7 +17,7 @@ use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
 
 use crate::config::{HeldOut, TrainConfig};
-use crate::data::{TrainDoc, TrainQuery};
+use crate::data::TrainDoc;
 use crate::encoder::index;
 use crate::negatives::CorpusBatch;
 
@@ -70,30 +70,28 @@ pub fn flat_on_held_out<B: Backend>(
     embed: impl Fn(&TrainDoc) -> (Tensor<B, 2>, Tensor<B, 2>),
 ) -> Metrics {
     let rows = |t: Tensor<B, 2>| t.into_data().convert::<f32>().to_vec::<f32>().expect("f32");
-    // Every document's units and queries as rows, the units with their spans.
-    let (mut spans, mut units, mut queries, mut dim) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    // The documents each query is ranked among: its own, or every held-out one.
+    let groups: Vec<&[TrainDoc]> = match scope {
+        HeldOut::Documents => docs.iter().filter(|d| !d.queries.is_empty()).map(std::slice::from_ref).collect(),
+        HeldOut::Corpus => vec![docs],
+    };
     let mut per_query = Vec::new();
-    let flush = |spans: &mut Vec<DocSpan>, units: &mut Vec<f32>, queries: &mut Vec<(&TrainQuery, Vec<f32>)>, dim: usize, out: &mut Vec<_>| {
-        for (q, qv) in queries.drain(..) {
+    for group in groups {
+        let (mut spans, mut units, mut queries, mut dim) = (Vec::new(), Vec::new(), Vec::new(), 0);
+        for doc in group {
+            let (u, eq) = embed(doc);
+            dim = u.dims()[1];
+            spans.extend(&doc.units);
+            units.extend(rows(u));
+            queries.extend(doc.queries.iter().zip(rows(eq).chunks(dim).map(<[f32]>::to_vec)));
+        }
+        for (q, qv) in queries {
             let scores = (0..spans.len()).map(|u| (u, arbor_eval::retrievers::beam::cosine(&qv, &units[u * dim..(u + 1) * dim])));
             let items: Vec<Item> = top_k(scores, 10).into_iter().map(|(u, s)| Item::unit(spans[u], s)).collect();
             let gold_units: Vec<DocSpan> = spans.iter().filter(|u| q.gold.iter().any(|g| g.overlaps(u))).copied().collect();
-            out.push(score_query(corpus, &q.gold, &gold_units, &items));
-        }
-        spans.clear();
-        units.clear();
-    };
-    for doc in docs.iter().filter(|d| !d.queries.is_empty() || scope == HeldOut::Corpus) {
-        let (u, eq) = embed(doc);
-        dim = u.dims()[1];
-        spans.extend(&doc.units);
-        units.extend(rows(u));
-        queries.extend(doc.queries.iter().zip(rows(eq).chunks(dim).map(<[f32]>::to_vec)));
-        if scope == HeldOut::Documents {
-            flush(&mut spans, &mut units, &mut queries, dim, &mut per_query);
+            per_query.push(score_query(corpus, &q.gold, &gold_units, &items));
         }
     }
-    flush(&mut spans, &mut units, &mut queries, dim, &mut per_query);
     Metrics::mean(&per_query)
 }
 
@@ -110,6 +108,7 @@ pub(crate) fn start<B: Backend>(config: &TrainConfig, train: &[TrainDoc]) -> any
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::TrainQuery;
     use arbor_models::DefaultBackend;
     use burn::tensor::TensorData;
 

@@ -38,7 +38,7 @@ use crate::config::TrainConfig;
 use crate::data::{EpochBatches, TrainDoc, step_batch};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
 use crate::grad_cache::{self, Side};
-use crate::negatives::{self, CorpusBatch, Mined, StepMined, step_mined};
+use crate::negatives::{self, CorpusBatch, Mined, Negatives, StepMined, step_mined};
 use crate::objective::{corpus_retrieval_loss, start};
 use crate::parallel;
 use crate::skeleton::{self, Group, SelectBy, Step, Task};
@@ -68,13 +68,10 @@ pub fn train<B: AutodiffBackend>(
         let how = parallel::Data { config, corpus, train, holdout, run_dir };
         return parallel::dense::fit(model, step_encoder, &how, 1, progress);
     }
-    let in_document = || EpochBatches::new(train, config.batch_size, config.schedule.seed);
-    let batches = match negatives::prepare(&config.negatives, corpus, train, config.schedule.seed, run_dir)? {
-        None => Batches::InDocument(in_document(), None),
-        Some((mined, how)) if config.negatives.corpus().is_some() => {
-            Batches::Corpus { queries: negatives::all_queries(train), mined, per_query: how.per_query }
-        }
-        Some((mined, how)) => Batches::InDocument(in_document(), Some((mined, how.per_query))),
+    let mined = negatives::prepare(&config.negatives, corpus, train, config.schedule.seed, run_dir)?.map(|(m, how)| (m, how.per_query));
+    let batches = match (mined, &config.negatives) {
+        (Some((mined, per_query)), Negatives::Corpus(_)) => Batches::Corpus { queries: negatives::all_queries(train), mined, per_query },
+        (mined, _) => Batches::InDocument(EpochBatches::new(train, config.batch_size, config.schedule.seed), mined),
     };
     let schedule = config.schedule_over(batches.per_epoch(config.batch_size));
     let mut task = PlainRetrieval { config, corpus, train, holdout, batches, encoder: step_encoder };
