@@ -19,7 +19,6 @@ use std::time::Instant;
 
 use anyhow::Context;
 use arbor_eval::Report;
-use arbor_eval::formats::files::atomic_write;
 use arbor_eval::scoring::report::Inputs;
 use arbor_experiments::cache::{Cache, key};
 use arbor_experiments::experiment::{Experiment, Selection};
@@ -27,6 +26,7 @@ use arbor_experiments::provenance::SOURCES;
 use arbor_experiments::run::{current_inputs, rows as report_rows, run_in};
 use arbor_experiments::trained::Training;
 use arbor_experiments::validation::VALIDATION;
+use arbor_files::atomic_write;
 use serde::{Deserialize, Serialize};
 
 use crate::sweep::{LoadedSweep, Select, SweepRun};

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use arbor_eval::MethodResult;
-use arbor_eval::scoring::report::ie_cells;
+use arbor_eval::scoring::columns;
 use arbor_experiments::methods::Method;
 use serde::{Deserialize, Serialize};
 
@@ -42,26 +42,15 @@ pub fn markdown(axes: &[String], rows: &[Row]) -> String {
     for a in axes {
         md.push_str(&format!(" {a} |"));
     }
-    md.push_str(
-        " method | IE@1 | IE@3 | IE@5 | IE mean | ref. IE generous | ref. IE strict | hit@5 | evidence R@5 | tokens/query | latency ms (p50) |\n|",
-    );
-    md.push_str(&"---|".repeat(axes.len() + 11));
+    md.push_str(&format!(" method |{}\n|", columns::headings(&columns::SWEEP)));
+    md.push_str(&"---|".repeat(axes.len() + 1 + columns::SWEEP.len()));
     md.push('\n');
     for r in rows {
-        let m = &r.result.metrics;
         md.push('|');
         for (_, v) in &r.settings {
             md.push_str(&format!(" {v} |"));
         }
-        md.push_str(&format!(
-            " {} | {} | {:.1} | {:.1} | {:.0} | {:.3} |\n",
-            r.result.name,
-            ie_cells(m),
-            m.hit[2],
-            m.evidence_recall[2],
-            r.result.tokens_per_query,
-            r.result.latency_ms.p50
-        ));
+        md.push_str(&format!(" {} |{}\n", r.result.name, columns::cells(&columns::SWEEP, &r.result)));
     }
     md
 }
@@ -69,75 +58,13 @@ pub fn markdown(axes: &[String], rows: &[Row]) -> String {
 /// Every figure of every row, one line each.
 pub fn csv(axes: &[String], rows: &[Row]) -> String {
     let mut out: Vec<String> = axes.iter().map(|a| quote(a)).collect();
-    out.extend(
-        [
-            "run",
-            "method",
-            "label",
-            "queries",
-            "ie@1",
-            "ie@3",
-            "ie@5",
-            "ie_mean",
-            "precision@1",
-            "precision@3",
-            "precision@5",
-            "recall@1",
-            "recall@3",
-            "recall@5",
-            "hit@1",
-            "hit@3",
-            "hit@5",
-            "evidence_recall@5",
-            "ref_generous_ie_mean",
-            "ref_generous_precision@5",
-            "ref_generous_recall@5",
-            "ref_strict_ie_mean",
-            "ref_strict_precision@5",
-            "ref_strict_recall@5",
-            "ndcg@10",
-            "tokens_per_query",
-            "latency_ms_mean",
-            "latency_ms_p50",
-            "latency_ms_p95",
-            "index_ms_per_doc",
-        ]
-        .map(String::from),
-    );
+    out.extend(["run", "method", "label", "queries"].map(String::from));
+    out.extend(columns::CSV.iter().map(|c| c.csv.to_owned()));
     let mut text = out.join(",") + "\n";
     for r in rows {
-        let (m, res) = (&r.result.metrics, &r.result);
         let mut line: Vec<String> = r.settings.iter().map(|(_, v)| quote(v)).collect();
-        line.extend([quote(&r.run), quote(&r.method_name()), quote(&res.name), m.queries.to_string()]);
-        let numbers = [
-            m.ie[0],
-            m.ie[1],
-            m.ie[2],
-            m.ie_mean,
-            m.precision[0],
-            m.precision[1],
-            m.precision[2],
-            m.recall[0],
-            m.recall[1],
-            m.recall[2],
-            m.hit[0],
-            m.hit[1],
-            m.hit[2],
-            m.evidence_recall[2],
-            m.generous.ie_mean,
-            m.generous.precision[2],
-            m.generous.recall[2],
-            m.strict.ie_mean,
-            m.strict.precision[2],
-            m.strict.recall[2],
-            m.ndcg10,
-            res.tokens_per_query,
-            res.latency_ms.mean,
-            res.latency_ms.p50,
-            res.latency_ms.p95,
-        ];
-        line.extend(numbers.iter().map(|v| format!("{v:.4}")));
-        line.push(res.index_ms_per_doc.map_or(String::new(), |v| format!("{v:.4}")));
+        line.extend([quote(&r.run), quote(&r.method_name()), quote(&r.result.name), r.result.metrics.queries.to_string()]);
+        line.extend(columns::CSV.iter().map(|c| c.field(&r.result)));
         text.push_str(&(line.join(",") + "\n"));
     }
     text

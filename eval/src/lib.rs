@@ -8,8 +8,8 @@
 //!   the collapsed tree over SproutRAG trees, RAPTOR, RSE, the heading hierarchy, SmartChunk's levels.
 //! - [`structures`]: what retrievers search: SproutRAG's tree, SmartChunk's levels, the chunkers (token
 //!   windows, semantic chunks), RAPTOR's Gaussian mixtures, the node targets of L_node.
-//! - [`formats`]: files on disk: atomic writes and checksums ([`formats::files`]), trees, RAPTOR trees and
-//!   vector matrices in versioned binary formats.
+//! - [`formats`]: trees, RAPTOR trees and vector matrices in versioned binary formats, written and read
+//!   back through arbor-files (atomic writes and checksums).
 //! - [`scoring`]: the metrics (character IE, the reference code's id readings, ...), the token budget, the
 //!   runner that scores one method on every query, paired statistics and the report.
 
@@ -19,7 +19,6 @@ pub mod retrievers;
 pub mod scoring;
 pub mod structures;
 
-pub use formats::files;
 pub use index::{Item, LeafIndex, NodeRef, QueryInput, Retriever, Scope};
 pub use scoring::metrics::{Metrics, QueryMetrics};
 pub use scoring::report::{MethodResult, Report};

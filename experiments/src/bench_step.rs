@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use arbor_eval::formats::files::atomic_write;
+use arbor_files::atomic_write;
 use arbor_models::DefaultBackend;
 use arbor_trainers::bench::rerank::{FixedRerankBatch, RerankHead, time_rerank_steps};
 use arbor_trainers::bench::{FixedBatch, Shape, StepTiming, step_flops, time_steps};

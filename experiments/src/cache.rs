@@ -27,7 +27,7 @@
 //!
 //! Every kind of artefact has a version of the code that makes it (crate::artefact), part of its folder's key:
 //! bumped when that code changes (tests/artefact_versions/ fails until it is), so artefacts made by older
-//! code are never read back. Every file carries a checksum checked on read (arbor_eval::formats::files): a damaged or
+//! code are never read back. Every file carries a checksum checked on read (arbor_files): a damaged or
 //! cut-short artefact is rebuilt with a warning, never read silently and never a hard stop.
 //!
 //! For every per-document artefact, `build-times/<kind>-<key>/<file>.ms` records how long it took to build
@@ -43,9 +43,9 @@ use std::time::Instant;
 use anyhow::Context;
 use arbor_datasets::{Corpus, UnitConfig};
 use arbor_eval::LeafIndex;
-use arbor_eval::formats::files::atomic_write;
 use arbor_eval::formats::vectors_io;
 use arbor_eval::index::Chunks;
+use arbor_files::atomic_write;
 use arbor_models::{DefaultBackend, SentenceEncoder};
 use serde::Serialize;
 use sha2::{Digest, Sha256};

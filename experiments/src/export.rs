@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use arbor_eval::formats::files::atomic_write;
+use arbor_files::atomic_write;
 use arbor_models::bert::{Bert, load_bert};
 use arbor_models::pooling::Pooling;
 use arbor_models::save::bert_safetensors;

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use arbor_datasets::{Corpus, Document, Evidence, Query, TokenStarts, UnitConfig};
-use arbor_eval::formats::files::atomic_write;
 use arbor_eval::scoring::report::{Inputs, Report, Role, UnitStats};
 use arbor_eval::scoring::retrievals;
 use arbor_eval::scoring::runner::{EvalQuery, EvalSettings, evaluate};
 use arbor_eval::{LeafIndex, QueryInput, Scope};
+use arbor_files::atomic_write;
 use arbor_models::{DefaultBackend, SentenceEncoder, default_device};
 
 use crate::cache::{Cache, Keys, corpus_digest};

@@ -10,7 +10,7 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 
 /// The workspace's crates (each folder holds a Cargo.toml and src/).
-pub const CRATES: [&str; 8] = ["datasets", "models", "losses", "eval", "trainers", "store", "experiments", "ablations"];
+pub const CRATES: [&str; 9] = ["files", "datasets", "models", "losses", "eval", "trainers", "store", "experiments", "ablations"];
 
 /// What a crate folder holds that is code: digested, and watched by build.rs.
 pub const CRATE_PARTS: [&str; 6] = ["src", "tests", "benches", "examples", "Cargo.toml", "build.rs"];

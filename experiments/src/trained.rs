@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use arbor_eval::formats::files::atomic_write;
+use arbor_files::atomic_write;
 use serde::{Deserialize, Serialize};
 
 /// One trained model a run used.

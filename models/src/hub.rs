@@ -6,7 +6,6 @@
 //! time arbor calls Python), unpacks that folder itself, checks the sha256 of `model.safetensors`, and
 //! moves the folder into place in one rename, so an interrupted fetch never leaves a half model behind.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -106,17 +105,7 @@ fn check_dir(dir: &Path) -> Result<(), ModelError> {
 }
 
 fn sha256_file(path: &Path) -> Result<String, ModelError> {
-    let mut file = std::fs::File::open(path).map_err(|e| ModelError::io(path, e))?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf).map_err(|e| ModelError::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex(&hasher.finalize()))
+    arbor_files::sha256_file(path).map_err(|e| ModelError::io(path, e))
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use arbor_eval::formats::files::{atomic_write, sha256_file};
+use arbor_files::{atomic_write, sha256_file};
 use burn::record::{BinFileRecorder, FullPrecisionSettings, Record, Recorder};
 use burn::tensor::backend::Backend;
 use serde::{Deserialize, Serialize};

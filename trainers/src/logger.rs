@@ -23,7 +23,7 @@ impl Logger {
                 .filter(|l| serde_json::from_str::<Value>(l).ok().and_then(|v| v["step"].as_u64()).is_some_and(|s| s as usize <= step))
                 .map(|l| format!("{l}\n"))
                 .collect();
-            arbor_eval::formats::files::atomic_write(&path, kept.as_bytes())?;
+            arbor_files::atomic_write(&path, kept.as_bytes())?;
         }
         let jsonl = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
         Ok(Logger { jsonl, tb: SummaryWriter::new(run_dir.join("tb")) })

@@ -427,7 +427,7 @@ pub fn record(run_dir: &Path, corpus: &Corpus, docs: &[TrainDoc], mined: &Mined,
     let lists: Vec<Vec<Vec<_>>> = mined.lists.iter().map(|per_doc| per_doc.iter().map(|l| l.iter().map(span).collect()).collect()).collect();
     let value = serde_json::json!({ "setting": how, "stats": mined.stats, "negatives": lists });
     std::fs::create_dir_all(run_dir)?;
-    arbor_eval::formats::files::atomic_write(&run_dir.join("negatives.json"), serde_json::to_string(&value)?.as_bytes())?;
+    arbor_files::atomic_write(&run_dir.join("negatives.json"), serde_json::to_string(&value)?.as_bytes())?;
     Ok(())
 }
 

@@ -215,7 +215,7 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
             let state = task.state();
             if !state.is_null() {
                 let name = format!("task-{done}.json");
-                arbor_eval::formats::files::atomic_write(&ckpt_dir.join(&name), serde_json::to_string(&state)?.as_bytes())?;
+                arbor_files::atomic_write(&ckpt_dir.join(&name), serde_json::to_string(&state)?.as_bytes())?;
                 files.push(name);
             }
             checkpoint::commit(&ckpt_dir, done, files, done == total || stop, best.clone())?;

@@ -27,7 +27,7 @@ mod sections;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use arbor_eval::formats::files::atomic_write;
+use arbor_files::atomic_write;
 use serde::Serialize;
 
 use crate::runner::{SweepOutcome, run_sweep};

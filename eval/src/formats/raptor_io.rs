@@ -8,15 +8,15 @@
 //! ```
 //!
 //! Written through a temporary file, fsynced and renamed, with a checksum trailer checked on read
-//! ([`crate::formats::files`]).
+//! ([`arbor_files`]).
 
 use std::path::Path;
 
 use arbor_datasets::Span;
 
-use crate::formats::files::{read_checked, write_checked};
 use crate::formats::tree_io::Reader;
 use crate::retrievers::raptor::{Node, RaptorTree};
+use arbor_files::{read_checked, write_checked};
 
 const MAGIC: &[u8; 8] = b"ARBORRAP";
 pub const VERSION: u32 = 1;

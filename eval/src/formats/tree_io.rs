@@ -8,14 +8,14 @@
 //! ```
 //!
 //! The file is written through a temporary file, fsynced and renamed, with a checksum trailer checked on
-//! read ([`crate::formats::files`]).
+//! read ([`arbor_files`]).
 
 use std::path::Path;
 
 use arbor_datasets::{DocSpan, Span};
 
-use crate::formats::files::{read_checked, write_checked};
 use crate::structures::tree::Tree;
+use arbor_files::{read_checked, write_checked};
 
 const MAGIC: &[u8; 8] = b"ARBORTRE";
 pub const VERSION: u32 = 1;
@@ -134,7 +134,7 @@ mod tests {
         assert_eq!(back, t);
         let bits = |t: &Tree| t.embeddings.iter().map(|e| e.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&back), bits(&t));
-        assert_eq!(crate::formats::files::with_checksum(&encode(&back)), std::fs::read(&path).unwrap());
+        assert_eq!(arbor_files::with_checksum(&encode(&back)), std::fs::read(&path).unwrap());
         std::fs::remove_dir_all(dir).unwrap();
     }
 

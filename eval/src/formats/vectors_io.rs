@@ -6,12 +6,12 @@
 //! ```
 //!
 //! Every row has the same width; written through a temporary file, fsynced and renamed, with a checksum
-//! trailer checked on read ([`crate::formats::files`]).
+//! trailer checked on read ([`arbor_files`]).
 
 use std::path::Path;
 
-use crate::formats::files::{read_checked, write_checked};
 use crate::formats::tree_io::Reader;
+use arbor_files::{read_checked, write_checked};
 
 const MAGIC: &[u8; 8] = b"ARBORVEC";
 pub const VERSION: u32 = 1;

@@ -10,10 +10,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::formats::files::atomic_write;
+use crate::scoring::columns;
 use crate::scoring::metrics::Metrics;
 use crate::scoring::stats::{Paired, holm, paired};
 use crate::structures::tree_shape::ShapeSummary;
+use arbor_files::atomic_write;
 
 /// What a row is, for the comparisons a report draws.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -254,30 +255,10 @@ impl Report {
         // Document hits tell methods apart only when a query may rank other documents than its own (a mean
         // of 100s may fall short of 100 by rounding).
         let doc_hits = self.methods.iter().any(|r| r.metrics.doc_hit[0] < 100.0 - 1e-6 && r.metrics.queries > 0 && r.metrics.doc_hit != [0.0; 2]);
-        let extra = if doc_hits { " doc hit@1 | doc hit@5 |" } else { "" };
-        md.push_str(&format!(
-            "| method | role | IE@1 | IE@3 | IE@5 | IE mean | ref. IE generous | ref. IE strict | P@5 | R@5 | hit@1 | hit@5 | nDCG@10 | evidence R@5 | IoU@5 |{extra} tokens/query | latency ms (p50) | index ms/doc |\n"
-        ));
-        md.push_str(&format!("|{}\n", "---|".repeat(18 + if doc_hits { 2 } else { 0 })));
+        let columns = columns::report(doc_hits);
+        md.push_str(&format!("| method | role |{}\n|{}\n", columns::headings(&columns), "---|".repeat(columns.len() + 2)));
         for r in &self.methods {
-            let m = &r.metrics;
-            let docs = if doc_hits { format!(" {:.1} | {:.1} |", m.doc_hit[0], m.doc_hit[1]) } else { String::new() };
-            md.push_str(&format!(
-                "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |{docs} {:.0} | {:.3} | {} |\n",
-                r.name,
-                role_cell(&r.role, &self.methods),
-                ie_cells(m),
-                m.precision[2],
-                m.recall[2],
-                m.hit[0],
-                m.hit[2],
-                m.ndcg10,
-                m.evidence_recall[2],
-                m.iou[2],
-                r.tokens_per_query,
-                r.latency_ms.p50,
-                r.index_ms_per_doc.map_or("n/a".into(), |ms| format!("{ms:.1}"))
-            ));
+            md.push_str(&format!("| {} | {} |{}\n", r.name, role_cell(&r.role, &self.methods), columns::cells(&columns, r)));
         }
         let n = self.methods.first().map_or(0, |r| r.metrics.queries);
         let u = &self.units;
@@ -390,11 +371,6 @@ fn role_cell(role: &Role, rows: &[MethodResult]) -> String {
 fn row_numbers(of: &[String], rows: &[MethodResult]) -> String {
     let at: Vec<String> = of.iter().filter_map(|o| rows.iter().position(|r| &r.name == o)).map(|i| format!("{}", i + 1)).collect();
     at.join(", ")
-}
-
-/// The IE cells every table shows, in order: IE@1, IE@3, IE@5, **IE mean**, ref. IE generous, ref. IE strict.
-pub fn ie_cells(m: &Metrics) -> String {
-    format!("{:.1} | {:.1} | {:.1} | **{:.1}** | {:.1} | {:.1}", m.ie[0], m.ie[1], m.ie[2], m.ie_mean, m.generous.ie_mean, m.strict.ie_mean)
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use anyhow::Context;
 use arbor_datasets::Corpus;
 use serde::{Deserialize, Serialize};
 
-use crate::formats::files::atomic_write;
 use crate::index::{Item, QueryInput, Retriever, Step};
+use arbor_files::atomic_write;
 
 pub const FILE: &str = "retrievals.jsonl";
 

@@ -9,9 +9,9 @@ pub mod page;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use arbor_eval::formats::files::atomic_write;
 use arbor_eval::scoring::report::Report;
 use arbor_eval::scoring::retrievals::{self, Retrieval};
+use arbor_files::atomic_write;
 use clap::Parser;
 
 use crate::experiment::Experiment;

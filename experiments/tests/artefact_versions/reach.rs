@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use super::lex::{Token, tokens, without_tests};
 
 /// The workspace's crates: the name code calls each by, and its folder.
-pub const CRATES: [(&str, &str); 8] = [
+pub const CRATES: [(&str, &str); 9] = [
+    ("arbor_files", "files"),
     ("arbor_datasets", "datasets"),
     ("arbor_models", "models"),
     ("arbor_losses", "losses"),

@@ -278,101 +278,121 @@ impl MethodSpec for SproutRagConfig {
 
     /// Builds (training first, for `Sllm`) the trees of `ctx.docs`, or reads back those in the cache.
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
-        let label = self.label();
-        let trees_dir = |model: Option<&Path>| {
-            let model_key = model.and_then(|m| m.file_name()).map(|n| n.to_string_lossy().into_owned());
-            ctx.cache.dir(Artefact::Trees, &key(&(&ctx.keys.encoder, self.index_settings(), model_key)))
-        };
-        let settings = serde_json::to_value(self.model_settings())?;
-        let record = |dir: PathBuf| TrainedModel { method: label.clone(), settings: settings.clone(), encoder: ctx.keys.encoder.clone(), dir, trained_on: Vec::new() };
-        let retriever = |trees| TreeRetriever { name: label.clone(), trees, leaves: &ctx.leaves.units, search: self.search };
         match (&self.attention, &self.training) {
             (AttentionSource::TokenBlocks { window_tokens, leaf_vectors }, training) => {
-                let e = ctx.encoder;
-                let shape = (e.config.num_hidden_layers, e.config.num_attention_heads);
-                let (aggregator, model_dir) = match training {
-                    None => (HeadAggregator::<DefaultBackend>::new(shape.0, shape.1, self.aggregation, e.device()), None),
-                    Some(training) => {
-                        let (aggregator, dir) = train::train_head_weights(ctx, &label, self, *window_tokens, training)?;
-                        (aggregator, Some(dir))
-                    }
-                };
-                let in_context = *leaf_vectors == LeafVectors::InContext;
-                let unit_vectors = match in_context {
-                    true => None,
-                    false => Some(ctx.unit_vectors()?),
-                };
-                let head_weights = to_vec(aggregator.head_weights());
-                let trees = index_docs(ctx, &trees_dir(model_dir.as_deref())?, "token attention trees", self.linkage, |units| {
-                    let texts: Vec<&str> = units.iter().map(|&u| ctx.leaves.units.text(ctx.corpus, u)).collect();
-                    let links = e.unit_similarity(&texts, *window_tokens, ctx.encoder_config.batch_size, &head_weights, in_context);
-                    let leaves: Vec<f32> = match unit_vectors {
-                        Some(unit_vectors) => units.iter().flat_map(|&u| unit_vectors[u].iter().copied()).collect(),
-                        None => links.vectors.expect("in_context asks the pass for the vectors").concat(),
-                    };
-                    Ok((leaves, e.dim(), M::Sparse(links.edges)))
-                })?;
-                Ok(Built {
-                    retriever: Box::new(retriever(trees)),
-                    queries: QueryVectors::Encoder,
-                    models: model_dir.map(record).into_iter().collect(),
-                    details: None,
-                })
+                self.build_token_attention(ctx, *window_tokens, *leaf_vectors, training.as_ref())
             }
-            (AttentionSource::Sllm, Some(training)) => {
-                let (model, model_dir) = train::train_model(ctx, &label, self, training)?;
-                // A fine-tuned encoder (inside the model) re-encodes units and queries; a frozen one's vectors are given.
-                // Pooled vectors through the fine-tuned encoder, by the encoder's one embedding path.
-                let kernel = model.encoder.as_ref().map(|bert| ctx.encoder.kernel_for(bert));
-                let frozen = match model.encoder {
-                    Some(_) => None,
-                    None => Some(ctx.unit_vectors()?),
-                };
-                // The fine-tuned encoder's unit vectors, cached under the trained model, computed only when a
-                // tree is missing.
-                let tuned = OnceCell::new();
-                let trees = index_docs(ctx, &trees_dir(Some(&model_dir))?, "SLLM trees", self.linkage, |units| {
-                    let unit_vectors: &[Vec<f32>] = match (frozen, &kernel) {
-                        (Some(frozen), _) => frozen,
-                        (None, Some(kernel)) => {
-                            if tuned.get().is_none() {
-                                let _ = tuned.set(ctx.tuned_unit_vectors(&model_dir, kernel)?);
-                            }
-                            tuned.get().expect("set above")
-                        }
-                        (None, None) => unreachable!("a model without a fine-tuned encoder uses the frozen vectors"),
-                    };
-                    let pooled = matrix(units.iter().map(|&u| &unit_vectors[u]));
-                    let out = model.document(pooled.clone(), false);
-                    let leaves = match self.vectors {
-                        SllmVectors::Model => out.embeddings,
-                        SllmVectors::Encoder => pooled,
-                    };
-                    let dim = leaves.dims()[1];
-                    Ok((to_vec(leaves), dim, M::Dense(to_vec(out.m))))
-                })?;
-                let pooled = match &kernel {
-                    Some(kernel) => {
-                        let texts: Vec<&str> = ctx.queries.iter().map(|q| q.input.text.as_str()).collect();
-                        matrix(ctx.encoder.embed_as(kernel, Role::Query, &texts, ctx.encoder_config.batch_size, &mut |_| {}).iter())
-                    }
-                    None => matrix(ctx.query_vectors()?.iter()),
-                };
-                let q = match self.vectors {
-                    SllmVectors::Model => model.queries(pooled),
-                    SllmVectors::Encoder => pooled,
-                };
-                let dim = q.dims()[1];
-                let vectors = to_vec(q).chunks(dim).map(<[f32]>::to_vec).collect();
-                Ok(Built {
-                    retriever: Box::new(retriever(trees)),
-                    queries: QueryVectors::Own(vectors),
-                    models: vec![record(model_dir)],
-                    details: None,
-                })
-            }
+            (AttentionSource::Sllm, Some(training)) => self.build_sllm(ctx, training),
             (AttentionSource::Sllm, None) => bail!("attention: Sllm needs training (the experiment check rejects this)"),
         }
+    }
+}
+
+/// The steps of [`SproutRagConfig`]'s `build`: for each attention source, the model (trained, or at its
+/// start), then the trees indexed over `ctx.docs`, then the retriever and the query vectors.
+impl SproutRagConfig {
+    /// Where the trees of this row's index settings (over `model`, a trained model's folder) are cached.
+    fn trees_dir(&self, ctx: &Context<'_>, model: Option<&Path>) -> anyhow::Result<PathBuf> {
+        let model_key = model.and_then(|m| m.file_name()).map(|n| n.to_string_lossy().into_owned());
+        ctx.cache.dir(Artefact::Trees, &key(&(&ctx.keys.encoder, self.index_settings(), model_key)))
+    }
+
+    /// The record of a model this row trained, in `dir`.
+    fn record(&self, ctx: &Context<'_>, dir: PathBuf) -> anyhow::Result<TrainedModel> {
+        let settings = serde_json::to_value(self.model_settings())?;
+        Ok(TrainedModel { method: self.label(), settings, encoder: ctx.keys.encoder.clone(), dir, trained_on: Vec::new() })
+    }
+
+    /// Token attention (Section 2.1: the encoder's heads aggregated, in windows): the head weights at their
+    /// uniform start or trained (`training`), then each document's tree from the attention between units.
+    fn build_token_attention<'a>(
+        &self,
+        ctx: &'a Context<'a>,
+        window_tokens: usize,
+        leaf_vectors: LeafVectors,
+        training: Option<&TrainConfig>,
+    ) -> anyhow::Result<Built<'a>> {
+        let e = ctx.encoder;
+        let (aggregator, model_dir) = match training {
+            None => (HeadAggregator::<DefaultBackend>::new(e.config.num_hidden_layers, e.config.num_attention_heads, self.aggregation, e.device()), None),
+            Some(training) => {
+                let (aggregator, dir) = train::train_head_weights(ctx, &self.label(), self, window_tokens, training)?;
+                (aggregator, Some(dir))
+            }
+        };
+        let in_context = leaf_vectors == LeafVectors::InContext;
+        let unit_vectors = if in_context { None } else { Some(ctx.unit_vectors()?) };
+        let head_weights = to_vec(aggregator.head_weights());
+        let trees = index_docs(ctx, &self.trees_dir(ctx, model_dir.as_deref())?, "token attention trees", self.linkage, |units| {
+            let texts: Vec<&str> = units.iter().map(|&u| ctx.leaves.units.text(ctx.corpus, u)).collect();
+            let links = e.unit_similarity(&texts, window_tokens, ctx.encoder_config.batch_size, &head_weights, in_context);
+            let leaves: Vec<f32> = match unit_vectors {
+                Some(unit_vectors) => units.iter().flat_map(|&u| unit_vectors[u].iter().copied()).collect(),
+                None => links.vectors.expect("in_context asks the pass for the vectors").concat(),
+            };
+            Ok((leaves, e.dim(), M::Sparse(links.edges)))
+        })?;
+        Ok(Built {
+            retriever: Box::new(TreeRetriever { name: self.label(), trees, leaves: &ctx.leaves.units, search: self.search }),
+            queries: QueryVectors::Encoder,
+            models: model_dir.map(|dir| self.record(ctx, dir)).transpose()?.into_iter().collect(),
+            details: None,
+        })
+    }
+
+    /// The SLLM (Section 3): the model trained jointly (its encoder fine-tuned or frozen), then each
+    /// document's tree from the model's M over its unit vectors, then the queries through the same model.
+    fn build_sllm<'a>(&self, ctx: &'a Context<'a>, training: &TrainConfig) -> anyhow::Result<Built<'a>> {
+        let (model, model_dir) = train::train_model(ctx, &self.label(), self, training)?;
+        // A fine-tuned encoder (inside the model) re-encodes units and queries, by the encoder's one
+        // embedding path; a frozen one's vectors are given.
+        let kernel = model.encoder.as_ref().map(|bert| ctx.encoder.kernel_for(bert));
+        let frozen = match model.encoder {
+            Some(_) => None,
+            None => Some(ctx.unit_vectors()?),
+        };
+        // The fine-tuned encoder's unit vectors, cached under the trained model, computed only when a
+        // tree is missing.
+        let tuned = OnceCell::new();
+        let trees = index_docs(ctx, &self.trees_dir(ctx, Some(&model_dir))?, "SLLM trees", self.linkage, |units| {
+            let unit_vectors: &[Vec<f32>] = match (frozen, &kernel) {
+                (Some(frozen), _) => frozen,
+                (None, Some(kernel)) => {
+                    if tuned.get().is_none() {
+                        let _ = tuned.set(ctx.tuned_unit_vectors(&model_dir, kernel)?);
+                    }
+                    tuned.get().expect("set above")
+                }
+                (None, None) => unreachable!("a model without a fine-tuned encoder uses the frozen vectors"),
+            };
+            let pooled = matrix(units.iter().map(|&u| &unit_vectors[u]));
+            let out = model.document(pooled.clone(), false);
+            let leaves = match self.vectors {
+                SllmVectors::Model => out.embeddings,
+                SllmVectors::Encoder => pooled,
+            };
+            let dim = leaves.dims()[1];
+            Ok((to_vec(leaves), dim, M::Dense(to_vec(out.m))))
+        })?;
+        let pooled = match &kernel {
+            Some(kernel) => {
+                let texts: Vec<&str> = ctx.queries.iter().map(|q| q.input.text.as_str()).collect();
+                matrix(ctx.encoder.embed_as(kernel, Role::Query, &texts, ctx.encoder_config.batch_size, &mut |_| {}).iter())
+            }
+            None => matrix(ctx.query_vectors()?.iter()),
+        };
+        let q = match self.vectors {
+            SllmVectors::Model => model.queries(pooled),
+            SllmVectors::Encoder => pooled,
+        };
+        let dim = q.dims()[1];
+        let vectors = to_vec(q).chunks(dim).map(<[f32]>::to_vec).collect();
+        Ok(Built {
+            retriever: Box::new(TreeRetriever { name: self.label(), trees, leaves: &ctx.leaves.units, search: self.search }),
+            queries: QueryVectors::Own(vectors),
+            models: vec![self.record(ctx, model_dir)?],
+            details: None,
+        })
     }
 }
 

@@ -1,4 +1,4 @@
-//! Files that are never torn and never read back damaged: every report, artefact and checkpoint goes
+//! arbor-files: files that are never torn and never read back damaged: every report, artefact and checkpoint goes
 //! through [`atomic_write`] (temporary file, fsync, rename, fsync of the folder), and every cached
 //! artefact through [`write_checked`] / [`read_checked`], which end the file with a SHA-256 of its body:
 //!
@@ -9,7 +9,7 @@
 //! A file whose digest does not match (a flipped byte), that is cut short, or that has no trailer (written
 //! by an arbor from before checksums) reads back as [`Damage`]: the caller rebuilds it and says so.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
@@ -86,10 +86,20 @@ pub fn check(mut bytes: Vec<u8>) -> Result<Vec<u8>, Damage> {
     Ok(bytes)
 }
 
-/// The SHA-256 of a file, in hex (checkpoint items are checked against it).
+/// The SHA-256 of a file, in hex, read a MiB at a time (checkpoint items and encoder weights are checked
+/// against it).
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let bytes = std::fs::read(path)?;
-    Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 #[cfg(test)]
