@@ -21,8 +21,9 @@
 //! A piece cut out of a long sentence (a table's rows, say) loses the lines that say what it is. With
 //! `context: Some(c)` every piece is read after a header of at most `c` tokens, while its span stays the
 //! piece alone: the last line of the paragraph before (the line that introduces a table), when the
-//! sentence opens its paragraph, and, for every piece after the first, the sentence's own first line (a
-//! table's title or column row). The pieces are then cut to `max_tokens` less their header's tokens, so
+//! sentence opens its paragraph and that line has words (not a page number), and, for every piece after the first, the sentence's lines before its
+//! first data row (a line ending in a figure that is not a year): a table's page header, title, unit line
+//! and column row as `pdftotext -raw` lays out a filing's statement, whole lines while they fit. The pieces are then cut to `max_tokens` less their header's tokens, so
 //! the encoder still reads header and piece whole (contextual headers, as dsRAG's AutoContext does for
 //! chunks, here from the document's own lines).
 
@@ -88,8 +89,8 @@ pub struct Unit {
 pub struct Segmented {
     pub paragraphs: Vec<Paragraph>,
     pub units: Vec<Unit>,
-    /// Sentences longer than `max_tokens`, each cut into several units.
-    pub cut_sentences: usize,
+    /// Sentences longer than `max_tokens`, each cut into several units (in document order).
+    pub cut: Vec<Span>,
 }
 
 /// Cuts a document into paragraphs and leaf units of at most `config.max_sentences` sentences and
@@ -99,7 +100,7 @@ pub fn segment(doc: &Document, config: &UnitConfig, tokens: &TokenStarts) -> Res
     let fits = |span: Span| config.max_tokens.is_none_or(|max| tokens.count(span) <= max);
     let paragraphs = paragraphs(doc);
     let mut units = Vec::new();
-    let mut cut_sentences = 0;
+    let mut cut = Vec::new();
     for (p, para) in paragraphs.iter().enumerate() {
         let mut group: Vec<Span> = Vec::new();
         let flush = |group: &mut Vec<Span>, units: &mut Vec<Unit>| {
@@ -111,11 +112,14 @@ pub fn segment(doc: &Document, config: &UnitConfig, tokens: &TokenStarts) -> Res
             if !fits(sentence) {
                 flush(&mut group, &mut units);
                 let max = config.max_tokens.expect("only a limit makes a sentence too long");
-                let before = (sentence.start == para.span.start && p > 0).then(|| last_line(&doc.text, paragraphs[p - 1].span));
+                // The line before introduces the table when it has words (not a page number, say).
+                let before = (sentence.start == para.span.start && p > 0)
+                    .then(|| last_line(&doc.text, paragraphs[p - 1].span))
+                    .filter(|l| doc.text[l.start..l.end].chars().any(char::is_alphabetic));
                 for (piece, header) in cut_with_headers(doc, sentence, before, config.context, max, tokens)? {
                     units.push(Unit { span: piece, paragraph: p, sentences: vec![piece], header });
                 }
-                cut_sentences += 1;
+                cut.push(sentence);
                 continue;
             }
             if group.len() == n || group.first().is_some_and(|first| !fits(first.cover(&sentence))) {
@@ -125,7 +129,7 @@ pub fn segment(doc: &Document, config: &UnitConfig, tokens: &TokenStarts) -> Res
         }
         flush(&mut group, &mut units);
     }
-    Ok(Segmented { paragraphs, units, cut_sentences })
+    Ok(Segmented { paragraphs, units, cut })
 }
 
 /// The pieces of an over-long sentence with their headers (see the module's doc): without `context`, the
@@ -146,9 +150,8 @@ fn cut_with_headers(
     let take = |span: Span, room: usize| trimmed(&doc.text, Span::new(span.start, tokens.prefix_end(span, room)));
     let before = before.map(|b| take(b, budget.div_ceil(2))).filter(|b| !b.is_empty());
     let room = budget - before.map_or(0, |b| tokens.count(b));
-    let first_line = take(first_line(&doc.text, sentence), room);
-    let head = |with_first: bool| -> Vec<Span> { before.into_iter().chain((with_first && !first_line.is_empty()).then_some(first_line)).collect() };
-    let (opening, rest) = (head(false), head(true));
+    let opening: Vec<Span> = before.into_iter().collect();
+    let rest: Vec<Span> = opening.iter().copied().chain(table_head(&doc.text, sentence, room, tokens)).collect();
     let count = |h: &[Span]| h.iter().map(|&s| tokens.count(s)).sum::<usize>();
     // The first piece is cut to what its header leaves, the rest re-cut to what theirs leaves.
     let mut pieces = cut(doc, sentence, max - count(&opening), tokens)?;
@@ -165,9 +168,51 @@ fn trimmed(text: &str, span: Span) -> Span {
     parts(text, span, |_| false).into_iter().next().unwrap_or(Span::new(span.start, span.start))
 }
 
-/// The first non-empty line of `text[span]`, whitespace trimmed.
-fn first_line(text: &str, span: Span) -> Span {
-    parts(text, span, |c| c == '\n').into_iter().next().unwrap_or(Span::new(span.start, span.start))
+/// The lines that say what a cut sentence is, within `room` tokens: its lines before the first data row
+/// (a table's page header, title, unit line and column row; a line ending in a figure that is not a year
+/// is a data row), whole while they fit, the first cut to `room` when it alone does not.
+fn table_head(text: &str, sentence: Span, room: usize, tokens: &TokenStarts) -> Vec<Span> {
+    let mut head = Vec::new();
+    let mut used = 0;
+    for line in parts(text, sentence, |c| c == '\n') {
+        if is_data_row(&text[line.start..line.end]) {
+            break;
+        }
+        let n = tokens.count(line);
+        if used + n > room {
+            if head.is_empty() {
+                head.extend(Some(trimmed(text, Span::new(line.start, tokens.prefix_end(line, room)))).filter(|p| !p.is_empty()));
+            }
+            break;
+        }
+        used += n;
+        head.push(line);
+    }
+    head
+}
+
+/// Whether a line is a table's data row: its last word a figure ("1,577", "$ 5,363", "(370)", "12.5%",
+/// "—"), neither a year nor a day after a month (a column row, "(Millions) 2018 2017 2016", and a period
+/// line, "Years ended December 31", are part of the head).
+fn is_data_row(line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let Some((&last, before)) = words.split_last() else { return false };
+    if matches!(last, "—" | "–" | "-") {
+        return !before.is_empty();
+    }
+    let figure = last.trim_start_matches(['$', '(']).trim_end_matches([')', '%', '*', ',']);
+    let numeric = figure.chars().any(|c| c.is_ascii_digit()) && figure.chars().all(|c| c.is_ascii_digit() || c == ',' || c == '.');
+    let year = figure == last && figure.len() == 4 && (figure.starts_with("19") || figure.starts_with("20"));
+    let day = figure.len() <= 2 && before.last().is_some_and(|w| is_month(w));
+    numeric && !year && !day
+}
+
+fn is_month(word: &str) -> bool {
+    const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    let w = word.trim_end_matches(['.', ',']).to_ascii_lowercase();
+    w.len() >= 3
+        && MONTHS.iter().any(|m| w.starts_with(m))
+        && "januaryfebruarymarchaprilmayjunejulyaugustseptemberoctobernovemberdecember".contains(&w)
 }
 
 /// The last non-empty line of `text[span]`, whitespace trimmed.
@@ -303,7 +348,7 @@ mod tests {
             texts(&d, limited.units.iter().map(|u| u.span)),
             vec!["Revenue rose this year.", "Item | 2017", "sales | 10", "a b c d", "e f", "Short one. Two."]
         );
-        assert_eq!(limited.cut_sentences, 1);
+        assert_eq!(texts(&d, limited.cut.iter().copied()), vec!["Item | 2017\nsales | 10\na b c d e f"]);
         assert_eq!(limited.units.iter().map(|u| u.paragraph).collect::<Vec<_>>(), vec![0, 0, 0, 0, 0, 1]);
         // Whole lines are kept together while they fit.
         let wider = seg(&d, UnitConfig { max_sentences: 2, max_tokens: Some(7), context: None });
@@ -314,7 +359,7 @@ mod tests {
         // No limit: the plain grouping.
         let plain = seg(&d, UnitConfig { max_sentences: 2, max_tokens: None, context: None });
         assert_eq!(plain.units.len(), 2);
-        assert_eq!(plain.cut_sentences, 0);
+        assert!(plain.cut.is_empty());
     }
 
     #[test]
@@ -335,6 +380,68 @@ mod tests {
         let plain = seg(&d, UnitConfig { max_sentences: 2, max_tokens: Some(12), context: None });
         assert!(plain.units.iter().all(|u| u.header.is_empty()));
         assert_eq!(texts(&d, plain.units.iter().map(|u| u.span))[1..], ["($ in millions) 2017 2016\nnotes 600 600\nbonds 84 84", "total 1279 1278"]);
+    }
+
+    #[test]
+    fn pieces_of_a_statement_as_pdftotext_lays_it_out_are_read_after_its_title_and_column_row() {
+        // One sentence (no full stop): page header, title, period line and column row, then data rows.
+        let text = "Table of Contents\n3M Company\nConsolidated Statement of Cash Flows\nYears ended December 31\n\
+                    (Millions) 2018 2017 2016\nNet income $ 5,363 $ 4,869\nDepreciation 1,488 1,544\nInventories (509) (387)\n\
+                    Purchases of PP&E (1,577) (1,373)\nOther — net 9 —";
+        let d = doc(text, vec![]);
+        let s = seg(&d, UnitConfig { max_sentences: 2, max_tokens: Some(36), context: Some(20) });
+        // The head, 18 words, fits the header budget (20, at most half of 36); the first piece holds it and
+        // four rows (35 words), the second, the last row, is read after it (18 + 5).
+        assert_eq!(s.units.len(), 2);
+        let headers: Vec<Vec<&str>> = s.units.iter().map(|u| texts(&d, u.header.iter().copied())).collect();
+        assert!(headers[0].is_empty());
+        assert_eq!(
+            headers[1],
+            ["Table of Contents", "3M Company", "Consolidated Statement of Cash Flows", "Years ended December 31", "(Millions) 2018 2017 2016"]
+        );
+        assert_eq!(texts(&d, [s.units[1].span]), ["Other — net 9 —"]);
+        // A smaller budget keeps whole lines from the top while they fit.
+        let small = seg(&d, UnitConfig { max_sentences: 2, max_tokens: Some(24), context: Some(10) });
+        let last = small.units.last().unwrap();
+        assert_eq!(texts(&d, last.header.iter().copied()), ["Table of Contents", "3M Company", "Consolidated Statement of Cash Flows"]);
+    }
+
+    #[test]
+    fn every_later_piece_of_a_real_statement_is_read_after_its_title_and_column_row() {
+        // Four pages of 3M's 2018 10-K through `pdftotext -raw` (experiments/fixtures/filing-pdftotext-mini).
+        let line = include_str!("../../experiments/fixtures/filing-pdftotext-mini/documents.jsonl");
+        let d: Document = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+        let s = seg(&d, UnitConfig { max_sentences: 2, max_tokens: Some(120), context: Some(64) });
+        let statements = [
+            ("Consolidated Statement of Incom e", "(Millions, except per share amounts) 2018 2017 2016"),
+            ("Consolidated Balance Shee t", "(Dollars in millions, except per share amount) 2018 2017"),
+            ("Consolidated Statement of Cash Flows", "(Millions) 2018 2017 2016"),
+        ];
+        for (title, columns) in statements {
+            let at = d.text.find(title).unwrap();
+            let page = d.sections.iter().map(|p| p.span()).find(|p| p.start <= at && at < p.end).unwrap();
+            // The statement is one sentence up to its closing line ("The accompanying Notes ... statement."),
+            // cut: its pieces after the first (which holds the title).
+            let end = at + d.text[at..].find("The accompanying Notes").unwrap();
+            let later: Vec<&Unit> = s.units.iter().filter(|u| page.contains(&u.span) && u.span.start > at && u.span.start < end).collect();
+            assert!(!later.is_empty(), "{title}: the page is cut");
+            for u in later {
+                let header = texts(&d, u.header.iter().copied());
+                assert!(header.contains(&title) && header.contains(&columns), "{title}: {header:?} {:?}", &d.text[u.span.start..u.span.end]);
+                assert!(!header.iter().any(|h| h.chars().all(|c| c.is_ascii_digit())), "no page number in {header:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn data_rows_end_in_a_figure_that_is_neither_a_year_nor_a_day() {
+        for row in ["Net income $ 5,363", "Inventories (509) (387)", "Other — net 9 —", "Margin 12.5%", "Balance at December 31, 2017 $ 11,622"] {
+            assert!(is_data_row(row), "{row}");
+        }
+        for head in ["(Millions) 2018 2017 2016", "Years ended December 31", "Three Months Ended June 30,", "Consolidated Balance Sheets", "—", ""]
+        {
+            assert!(!is_data_row(head), "{head}");
+        }
     }
 
     #[test]

@@ -129,7 +129,7 @@ impl LeafIndex {
 
     /// Sentences cut into several units because they exceeded the token limit, over `docs`.
     pub fn cut_sentences(&self, docs: &[usize]) -> usize {
-        docs.iter().map(|&d| self.segments[d].cut_sentences).sum()
+        docs.iter().map(|&d| self.segments[d].cut.len()).sum()
     }
 }
 

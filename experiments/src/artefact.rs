@@ -29,7 +29,7 @@ pub enum Artefact {
 }
 
 /// The encoder's code: every artefact computed through it lists these.
-const ENCODER: [&str; 3] = ["models/src/encoder.rs", "models/src/bert", "eval/src/formats/files.rs"];
+const ENCODER: [&str; 3] = ["models/src/encoder.rs", "models/src/bert", "files/src/lib.rs"];
 /// The trainer skeleton and the checkpoints every trained model goes through.
 const TRAINING: [&str; 7] = [
     "trainers/src/skeleton.rs",
@@ -90,7 +90,8 @@ impl Artefact {
             // 5: the linkage rule of SproutRAG's trees (eval's linkage: single by default, average, complete, adjacent); single linkage's trees unchanged
             // 6: the CPU kernel's attention keeps its probabilities for the hand-written backward pass (bert::tape); the vectors are unchanged
             // 7: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 7,
+            // 8: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 8,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -118,7 +119,8 @@ impl Artefact {
             // 29: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 30: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 31: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
-            Artefact::Raptor => 31,
+            // 32: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`
+            Artefact::Raptor => 32,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -150,7 +152,8 @@ impl Artefact {
             // 32: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 33: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 34: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
-            Artefact::Trees => 34,
+            // 35: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`
+            Artefact::Trees => 35,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -182,7 +185,8 @@ impl Artefact {
             // 29: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 30: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 31: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
-            Artefact::HeadWeights => 31,
+            // 32: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`
+            Artefact::HeadWeights => 32,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -211,7 +215,8 @@ impl Artefact {
             // 30: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 31: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 32: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
-            Artefact::Reranker => 32,
+            // 33: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`
+            Artefact::Reranker => 33,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -243,7 +248,8 @@ impl Artefact {
             // 34: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 35: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 36: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
-            Artefact::SproutRag => 36,
+            // 37: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`
+            Artefact::SproutRag => 37,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -273,7 +279,8 @@ impl Artefact {
             // 33: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 34: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 35: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
-            Artefact::Compressor => 35,
+            // 36: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`
+            Artefact::Compressor => 36,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -304,7 +311,8 @@ impl Artefact {
             // 34: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 35: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 36: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
-            Artefact::Dense => 36,
+            // 37: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`
+            Artefact::Dense => 37,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -335,7 +343,8 @@ impl Artefact {
             // 34: `training.validation: Corpus` (held-out queries read over every validation document's units); the default reading unchanged
             // 35: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 36: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
-            Artefact::Planner => 36,
+            // 37: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`
+            Artefact::Planner => 37,
         }
     }
 

@@ -12,7 +12,6 @@ use arbor_models::EncoderConfig;
 use serde::{Deserialize, Serialize};
 
 pub use crate::methods::Method;
-use crate::methods::Trains;
 use crate::methods::controls::ControlKind;
 pub use crate::methods::smartchunk::SmartChunkConfig;
 pub use crate::methods::sproutrag::{AttentionSource, SproutRagConfig};
@@ -140,6 +139,10 @@ pub struct RetrievalConfig {
     /// (arbor_eval::scoring::budget); `None` for none. The default, 2,000, is RAPTOR's collapsed-tree context: it
     /// leaves a 4k-token reader room for its prompt and answer.
     pub max_tokens: Option<usize>,
+    /// Hand on an item that holds part of a sentence cut into several units as the whole sentence
+    /// (arbor_eval::scoring::sentences: ranked by the pieces the encoder reads whole, handed on as what they
+    /// were cut from), for every method; `false`: items as ranked.
+    pub whole_sentences: bool,
 }
 
 /// The default token budget (see [`RetrievalConfig::max_tokens`]).
@@ -147,7 +150,7 @@ pub const DEFAULT_MAX_TOKENS: usize = 2000;
 
 impl Default for RetrievalConfig {
     fn default() -> Self {
-        RetrievalConfig { scope: Scope::QueryDocuments, top_k: 10, max_tokens: Some(DEFAULT_MAX_TOKENS) }
+        RetrievalConfig { scope: Scope::QueryDocuments, top_k: 10, max_tokens: Some(DEFAULT_MAX_TOKENS), whole_sentences: false }
     }
 }
 
@@ -192,19 +195,6 @@ impl Experiment {
         }
         for m in &self.methods {
             m.spec().check()?;
-        }
-        // A unit's header is read where the untrained encoder embeds units and BM25 indexes them; a training
-        // that tokenises the units' own text would disagree with them about what a unit is. The dense trainer
-        // and the reranker (with their controls) read the header (`MethodSpec::trains_on_inputs`); the others
-        // are refused.
-        let reads_own_text = |m: &&Method| matches!(m.spec().trains(), Trains::Queries(_) | Trains::Documents(_)) && !m.spec().trains_on_inputs();
-        if let (Some(_), Some(m)) = (self.units.context, self.methods.iter().find(reads_own_text)) {
-            bail!(
-                "units.context (a header read before each cut piece) is not read by this method's training, which encodes \
-                 each unit's own text; {:?} learns from the training split: leave units.context at None, or train Dense \
-                 or a reranker, whose trainings read the header",
-                m.spec().label()
-            );
         }
         if !self.data.train_with.is_empty() && self.retrieval.scope != Scope::QueryDocuments {
             bail!(
@@ -349,13 +339,18 @@ mod tests {
         let with = |from: &str, to: &str| Experiment::parse(&GOOD.replace(from, to), Path::new("x.ron")).unwrap_err().to_string();
         assert!(with("methods:", "retrieval: (top_k: 0), methods:").contains("retrieval.top_k"));
         assert!(with("methods:", "units: (context: Some(0)), methods:").contains("units.context"));
-        let trained = "methods: [SproutRag((attention: Sllm, training: Some((schedule: (epochs: 1)))))]";
-        let err = with("methods: [Flat, Bm25]", &format!("units: (context: Some(32)), {trained}"));
-        assert!(err.contains("units.context") && err.contains("SproutRAG"), "{err}");
-        // The dense trainer and the reranker (whose control is a dense trainer) train on what the encoder reads.
-        for reads_inputs in ["methods: [Dense((training: (schedule: (epochs: 1))))]", "methods: [Rerank((over: Flat))]"] {
-            let file = GOOD.replace("methods: [Flat, Bm25]", &format!("units: (context: Some(32)), {reads_inputs}"));
-            assert!(Experiment::parse(&file, Path::new("x.ron")).is_ok(), "{reads_inputs}");
+        // Every training reads a unit as its evaluation does (its input: header, then piece, wherever the
+        // encoder embeds units; the units' own text where token attention is read at both), so each trained
+        // method takes a header.
+        for trained in [
+            "methods: [Dense((training: (schedule: (epochs: 1))))]",
+            "methods: [Rerank((over: Flat))]",
+            "methods: [SproutRag((attention: Sllm, training: Some((schedule: (epochs: 1)))))]",
+            "methods: [SproutRag((training: Some((schedule: (epochs: 1)))))]",
+            "methods: [SmartChunk((plan: Planner(())))]",
+        ] {
+            let file = GOOD.replace("methods: [Flat, Bm25]", &format!("units: (context: Some(32)), {trained}"));
+            assert!(Experiment::parse(&file, Path::new("x.ron")).is_ok(), "{trained}");
         }
         assert!(Experiment::parse(&GOOD.replace("methods:", "units: (context: Some(32)), methods:"), Path::new("x.ron")).is_ok());
         for fraction in ["0.0", "1.0", "1.5"] {

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use arbor_datasets::{Corpus, Document, Evidence, Query, TokenStarts, UnitConfig};
+use arbor_datasets::{Corpus, Document, Evidence, Query, Span, TokenStarts, UnitConfig};
 use arbor_eval::scoring::report::{Inputs, Report, Role, UnitStats};
 use arbor_eval::scoring::retrievals;
 use arbor_eval::scoring::runner::{EvalQuery, EvalSettings, evaluate};
@@ -168,6 +168,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         report.setting.push_str(&format!(" Embeddings, trained models and trees are shared in {}.", cache.root.display()));
     }
     let settings = EvalSettings { top_k: exp.retrieval.top_k, max_tokens: exp.retrieval.max_tokens };
+    let whole: Option<Vec<Vec<Span>>> = exp.retrieval.whole_sentences.then(|| leaves.segments.iter().map(|s| s.cut.clone()).collect());
     let ctx = Context::new(&corpus, &leaves, &keys, &encoder, &exp.encoder, cache, training, &docs, &queries, exp.retrieval.scope);
     // Methods that share an index (SproutRAG search variants) report the time it took to build once.
     let mut index_ms: HashMap<String, Option<f64>> = HashMap::new();
@@ -214,7 +215,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         }
         let retriever = retriever.as_ref();
         let pb = bar(queries.len(), retriever.name());
-        let (mut result, handed) = evaluate(retriever, &corpus, &leaves.tokens, &queries, &settings, &mut || pb.inc(1));
+        let (mut result, handed) = evaluate(retriever, &corpus, &leaves.tokens, &queries, &settings, whole.as_deref(), &mut || pb.inc(1));
         retrieved.extend(handed);
         pb.finish_and_clear();
         result.index_ms_per_doc = ms;
@@ -337,7 +338,10 @@ fn ranked_docs(corpus: &Corpus, own_from: usize, queries: &[&Query], split: Opti
 }
 
 fn setting(exp: &Experiment, corpus: &Corpus, own_from: usize, docs: &[usize], queries: usize) -> String {
-    let budget = exp.retrieval.max_tokens.map_or("no token budget".to_owned(), |b| format!("a budget of {b} tokens handed on per query"));
+    let mut budget = exp.retrieval.max_tokens.map_or("no token budget".to_owned(), |b| format!("a budget of {b} tokens handed on per query"));
+    if exp.retrieval.whole_sentences {
+        budget.push_str(", an item holding part of a cut sentence handed on as the whole sentence");
+    }
     let lent = match own_from {
         0 => String::new(),
         n => {

@@ -1,5 +1,5 @@
 //! Scoring every method the same way: [`metrics`] (the metric contract on spans), [`budget`] (the token
-//! budget), [`columns`] (the metric columns every table prints), [`runner`] (one method over every query), [`stats`] (paired intervals and p-values),
+//! budget), [`sentences`] (cut sentences handed on whole), [`columns`] (the metric columns every table prints), [`runner`] (one method over every query), [`stats`] (paired intervals and p-values),
 //! [`report`] (report.md and report.json), [`retrievals`] (what each method handed on, per query) and
 //! [`across`] (the same rows of two runs, paired).
 
@@ -10,4 +10,5 @@ pub mod metrics;
 pub mod report;
 pub mod retrievals;
 pub mod runner;
+pub mod sentences;
 pub mod stats;

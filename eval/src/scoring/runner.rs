@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use arbor_datasets::span::merge;
-use arbor_datasets::{Corpus, DocSpan};
+use arbor_datasets::{Corpus, DocSpan, Span};
 use serde::{Deserialize, Serialize};
 
 use crate::index::{Chunks, Item, QueryInput, Retriever, Tokens};
@@ -11,6 +11,7 @@ use crate::scoring::budget::spend;
 use crate::scoring::metrics::{Metrics, QueryMetrics, score_query};
 use crate::scoring::report::{Latency, MethodResult};
 use crate::scoring::retrievals::{Handed, Retrieval};
+use crate::scoring::sentences::whole_sentences;
 
 /// A query as the evaluator needs it: what the retriever sees, and the gold spans.
 #[derive(Debug, Clone)]
@@ -32,7 +33,8 @@ pub struct EvalSettings {
     pub max_tokens: Option<usize>,
 }
 
-/// Evaluates `retriever` on every query; `tokens` counts what it hands on; `progress` is called once per
+/// Evaluates `retriever` on every query; `tokens` counts what it hands on; `whole`, when given, holds each
+/// document's cut sentences, handed on whole ([`crate::scoring::sentences`]); `progress` is called once per
 /// query. Returns the row and, per query, the items it handed on. A retriever that breaks the metric contract (fewer than min(k, leaves in scope) items, unless
 /// its items hold every leaf in scope, before the budget) is a bug in it, and stops the run.
 pub fn evaluate(
@@ -41,6 +43,7 @@ pub fn evaluate(
     tokens: &Tokens,
     queries: &[EvalQuery],
     settings: &EvalSettings,
+    whole: Option<&[Vec<Span>]>,
     progress: &mut dyn FnMut(),
 ) -> (MethodResult, Vec<Retrieval>) {
     let k = settings.top_k.max(10);
@@ -52,6 +55,19 @@ pub fn evaluate(
     for q in queries {
         let start = Instant::now();
         let mut items = retriever.retrieve(&q.input, k);
+        // Handed on whole, several pieces of one sentence are one item: ask for twice as many while fewer
+        // than k remain and the retriever gave all it was asked for.
+        let widened = whole.map(|cut| {
+            let mut want = k;
+            loop {
+                let w = whole_sentences(items.clone(), cut);
+                if w.len() >= k || items.len() < want {
+                    break w;
+                }
+                want *= 2;
+                items = retriever.retrieve(&q.input, want);
+            }
+        });
         let in_scope: Vec<usize> = leaves.candidates(&q.input).collect();
         assert!(
             items.len() >= k.min(in_scope.len()) || covers(&items, leaves, &in_scope),
@@ -61,6 +77,9 @@ pub fn evaluate(
             k.min(in_scope.len()),
             q.id
         );
+        if let Some(w) = widened {
+            items = w;
+        }
         if let Some(budget) = settings.max_tokens {
             items = spend(items, budget, retriever, &q.input, tokens, corpus);
         }

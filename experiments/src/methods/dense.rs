@@ -127,12 +127,6 @@ impl MethodSpec for DenseConfig {
         self.reranker.as_ref().map_or(Ok(()), |r| r.check().map_err(anyhow::Error::msg))
     }
 
-    fn trains_on_inputs(&self) -> bool {
-        // Its own training tokenises each unit's input (methods::training::train_docs); as the reranker's
-        // control it reads the reranker's examples, built from the inputs too.
-        true
-    }
-
     fn trains(&self) -> super::Trains {
         super::Trains::Queries(self.training.clone())
     }

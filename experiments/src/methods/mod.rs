@@ -159,11 +159,6 @@ pub trait MethodSpec {
     fn trains(&self) -> Trains {
         Trains::No
     }
-    /// Whether its training reads each unit as the encoder reads it at evaluation (`units.context`'s header,
-    /// then the piece): a trained method that does not is refused in an experiment with unit headers.
-    fn trains_on_inputs(&self) -> bool {
-        false
-    }
     /// Its matched dense control, built from its own resolved training: by default the dense retrieval
     /// fine-tuned on the same queries, batches, epochs, seed, rates and window rule
     /// ([`dense::DenseConfig::matching`]); a method whose training is of another shape builds its own (the

@@ -116,11 +116,11 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
     for (&d, qs) in by_doc {
         let range = index.units.by_doc[d].clone();
         let spans: Vec<DocSpan> = index.units.spans[range.clone()].to_vec();
-        let texts: Vec<&str> = range.clone().map(|u| index.units.text(corpus, u)).collect();
         // What the encoder reads at evaluation: the unit's header (`units.context`), then its text.
         let inputs: Vec<std::borrow::Cow<str>> = range.clone().map(|u| index.units.input(corpus, u)).collect();
+        let inputs: Vec<&str> = inputs.iter().map(|t| t.as_ref()).collect();
         let tokens = match needs.vae_tokens {
-            true => encoder.word_pieces(&texts).into_iter().map(|t| std::iter::once(start_token).chain(t).collect()).collect(),
+            true => encoder.word_pieces(&inputs).into_iter().map(|t| std::iter::once(start_token).chain(t).collect()).collect(),
             false => Vec::new(),
         };
         let mut queries = Vec::with_capacity(qs.len());
@@ -141,7 +141,7 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
         docs.push(TrainDoc {
             units: spans,
             pooled: unit_vectors[range].to_vec(),
-            ids: if needs.ids { encoder.tokenize(&inputs.iter().map(|t| t.as_ref()).collect::<Vec<_>>()) } else { Vec::new() },
+            ids: if needs.ids { encoder.tokenize(&inputs) } else { Vec::new() },
             pairs,
             tokens,
             queries,

@@ -258,6 +258,30 @@ fn long_sentences_are_cut_to_what_the_encoder_reads_and_an_impossible_limit_is_a
 }
 
 #[test]
+fn pieces_of_a_cut_statement_are_handed_on_whole_when_asked() {
+    std::env::set_current_dir(workspace()).unwrap();
+    let bm25 = |whole: bool| {
+        let text = format!(
+            r#"Experiment(name: "p", data: (format: Jsonl, path: "experiments/fixtures/filing-pdftotext-mini", split: Some("test")),
+                units: (context: Some(64)), retrieval: (whole_sentences: {whole}), methods: [Bm25])"#
+        );
+        Experiment::parse(&text, Path::new("p.ron")).unwrap()
+    };
+    let out = tempfile::tempdir().unwrap();
+    let (_, pieces) = run(&bm25(false), out.path(), false, None).unwrap();
+    let (_, whole) = run(&bm25(true), out.path(), false, None).unwrap();
+    // The statements are cut; handed on whole they are larger than their pieces, and the report says so.
+    assert!(pieces.units.cut_sentences > 0);
+    assert!(
+        whole.methods[0].tokens_per_query > pieces.methods[0].tokens_per_query,
+        "{} vs {}",
+        whole.methods[0].tokens_per_query,
+        pieces.methods[0].tokens_per_query
+    );
+    assert!(whole.setting.contains("handed on as the whole sentence") && !pieces.setting.contains("whole sentence"), "{}", whole.setting);
+}
+
+#[test]
 fn a_missing_corpus_is_reported_with_its_path() {
     let text = r#"Experiment(name: "x", data: (format: Jsonl, path: "/nonexistent/corpus"), methods: [Bm25])"#;
     let exp = Experiment::parse(text, Path::new("x.ron")).unwrap();

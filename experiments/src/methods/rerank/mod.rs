@@ -86,10 +86,6 @@ impl MethodSpec for RerankConfig {
 
     /// The bi-encoder trained on the reranker's own examples, batches, groups, schedule, trunk rate and
     /// trainable blocks (arbor_trainers::rerank_control).
-    fn trains_on_inputs(&self) -> bool {
-        true
-    }
-
     fn dense_control(&self) -> Option<DenseConfig> {
         Some(DenseConfig { training: self.control_training(), reranker: Some(self.training.clone()) })
     }

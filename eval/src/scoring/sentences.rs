@@ -1,0 +1,110 @@
+//! Small-to-big hand-on (`retrieval.whole_sentences`): items are ranked by the pieces of a cut sentence,
+//! each read whole by the encoder (with its `units.context` header), and handed on as the whole sentence,
+//! as a parent-document retriever hands on the parent of the child it matched. Applied after ranking
+//! and before the token budget, the same way for every method:
+//!
+//! ```text
+//! handed = []
+//! for item in ranked:
+//!     widened = each span of item, covered with every cut sentence it overlaps; merged
+//!     if widened adds text to handed: hand on widened (same score and node)
+//!     (else it is a piece of what an item above already handed on, and is dropped)
+//! ```
+//!
+//! A span that overlaps no cut sentence is left as it is, so without cut sentences nothing changes. The
+//! runner asks the retriever for twice as many items while fewer than k remain after widening (several
+//! pieces of one sentence become one item), so every method still hands on k items where it has them.
+
+use arbor_datasets::span::merge;
+use arbor_datasets::{DocSpan, Span};
+
+use crate::index::Item;
+
+/// `ranked` with every span widened to the whole of the cut sentences it overlaps (`cut[d]`: document
+/// `d`'s cut sentences in document order), items that add nothing to those above them dropped.
+pub fn whole_sentences(ranked: Vec<Item>, cut: &[Vec<Span>]) -> Vec<Item> {
+    let mut handed: Vec<DocSpan> = Vec::new();
+    let mut out = Vec::with_capacity(ranked.len());
+    for item in ranked {
+        let spans = merge(item.spans.iter().map(|&s| widen(s, cut.get(s.doc).map_or(&[], Vec::as_slice))).collect());
+        let new = spans.iter().any(|s| !handed.iter().any(|h| h.doc == s.doc && h.span.contains(&s.span)));
+        if new {
+            handed = merge(handed.into_iter().chain(spans.iter().copied()).collect());
+            out.push(Item { spans, ..item });
+        }
+    }
+    out
+}
+
+/// `s` covered with every sentence of `cut` (sorted, disjoint) that it overlaps.
+fn widen(s: DocSpan, cut: &[Span]) -> DocSpan {
+    let first = cut.partition_point(|c| c.end <= s.span.start);
+    let span = cut[first..].iter().take_while(|c| c.start < s.span.end).fold(s.span, |acc, c| acc.cover(c));
+    DocSpan { doc: s.doc, span }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn item(spans: &[(usize, usize, usize)], score: f32) -> Item {
+        Item { spans: spans.iter().map(|&(doc, a, b)| DocSpan { doc, span: Span::new(a, b) }).collect(), score, node: None }
+    }
+
+    fn spans(items: &[Item]) -> Vec<Vec<(usize, usize, usize)>> {
+        items.iter().map(|i| i.spans.iter().map(|s| (s.doc, s.span.start, s.span.end)).collect()).collect()
+    }
+
+    #[test]
+    fn a_piece_is_handed_on_as_its_sentence_once() {
+        // Document 0 cut sentences [10, 40) and [50, 90); document 1 none.
+        let cut = vec![vec![Span::new(10, 40), Span::new(50, 90)], vec![]];
+        let ranked = vec![
+            item(&[(0, 20, 30)], 0.9), // a piece of the first sentence: the whole sentence
+            item(&[(0, 0, 9)], 0.8),   // no cut sentence: as it is
+            item(&[(0, 10, 20)], 0.7), // another piece of the first sentence: adds nothing, dropped
+            item(&[(1, 5, 15)], 0.6),  // another document without cut sentences
+            item(&[(0, 35, 55)], 0.5), // spans the end of one and the start of the other: both
+            item(&[(0, 60, 70)], 0.4), // inside what is handed on already: dropped
+        ];
+        let out = whole_sentences(ranked, &cut);
+        assert_eq!(spans(&out), vec![vec![(0, 10, 40)], vec![(0, 0, 9)], vec![(1, 5, 15)], vec![(0, 10, 90)]]);
+        assert_eq!(out.iter().map(|i| i.score).collect::<Vec<_>>(), vec![0.9, 0.8, 0.6, 0.5]);
+    }
+
+    #[test]
+    fn without_cut_sentences_nothing_changes() {
+        let ranked = vec![item(&[(0, 0, 5)], 1.0), item(&[(0, 3, 8), (0, 20, 25)], 0.5)];
+        let out = whole_sentences(ranked, &[vec![]]);
+        assert_eq!(spans(&out), vec![vec![(0, 0, 5)], vec![(0, 3, 8), (0, 20, 25)]]);
+    }
+
+    proptest! {
+        #[test]
+        fn every_item_holds_what_it_held_and_no_cut_sentence_in_part(
+            bounds in proptest::collection::btree_set(0usize..200, 0..12),
+            raw in proptest::collection::vec((0usize..190, 1usize..30), 1..10),
+        ) {
+            let b: Vec<usize> = bounds.into_iter().collect();
+            let cut: Vec<Span> = b.chunks_exact(2).map(|p| Span::new(p[0], p[1])).collect();
+            let ranked: Vec<Item> = raw.iter().map(|&(a, len)| item(&[(0, a, a + len)], 0.0)).collect();
+            let out = whole_sentences(ranked.clone(), std::slice::from_ref(&cut));
+            // The first item is always handed on; every ranked span is inside what is handed on.
+            prop_assert!(!out.is_empty());
+            let union = merge(out.iter().flat_map(|o| o.spans.iter().copied()).collect());
+            for r in &ranked {
+                let s = r.spans[0].span;
+                prop_assert!(union.iter().any(|h| h.span.contains(&s)), "{:?} lost", s);
+            }
+            // A handed-on span holds each cut sentence it touches whole.
+            for h in out.iter().flat_map(|o| &o.spans) {
+                for c in &cut {
+                    let overlaps = c.start < h.span.end && h.span.start < c.end;
+                    prop_assert!(!overlaps || h.span.contains(c), "{:?} cuts {:?}", h.span, c);
+                }
+            }
+        }
+    }
+}
