@@ -71,6 +71,11 @@ impl DocSpan {
     pub fn overlaps(&self, other: &DocSpan) -> bool {
         self.doc == other.doc && self.span.overlaps(&other.span)
     }
+
+    /// Both spans in the same document, `other` wholly inside this one.
+    pub fn contains(&self, other: &DocSpan) -> bool {
+        self.doc == other.doc && self.span.contains(&other.span)
+    }
 }
 
 /// Sorts and merges overlapping or touching spans, per document: the result is a set of disjoint spans.

@@ -207,12 +207,12 @@ fn is_data_row(line: &str) -> bool {
     numeric && !year && !day
 }
 
+/// A month's name or its abbreviation of at least three letters ("Dec", "Sept.", "December").
 fn is_month(word: &str) -> bool {
-    const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    const MONTHS: [&str; 12] =
+        ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
     let w = word.trim_end_matches(['.', ',']).to_ascii_lowercase();
-    w.len() >= 3
-        && MONTHS.iter().any(|m| w.starts_with(m))
-        && "januaryfebruarymarchaprilmayjunejulyaugustseptemberoctobernovemberdecember".contains(&w)
+    w.len() >= 3 && MONTHS.iter().any(|m| m.starts_with(&w))
 }
 
 /// The last non-empty line of `text[span]`, whitespace trimmed.

@@ -147,7 +147,7 @@ proptest! {
                 let items = r.retrieve(&query, k);
                 let held: Vec<DocSpan> = merge(items.iter().flat_map(|i| i.spans.clone()).collect());
                 let in_scope: Vec<usize> = index.units.candidates(&query).collect();
-                let covers = in_scope.iter().all(|&c| held.iter().any(|h| h.doc == index.units.spans[c].doc && h.span.contains(&index.units.spans[c].span)));
+                let covers = in_scope.iter().all(|&c| held.iter().any(|h| h.contains(&index.units.spans[c])));
                 prop_assert!((items.len() >= k.min(units) || covers) && items.len() <= k, "{}: {} items, k {k}, {units} units", r.name(), items.len());
                 let handed = spend(items, budget, r.as_ref(), &query, &index.tokens, &corpus);
                 let spans: Vec<DocSpan> = handed.iter().flat_map(|i| i.spans.clone()).collect();

@@ -88,7 +88,7 @@ impl std::ops::Sub for BuildTime {
 pub fn key(parts: &impl Serialize) -> String {
     let mut hasher = Sha256::new();
     serde_json::to_writer(HashWriter(&mut hasher), parts).expect("settings serialise");
-    hasher.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+    crate::source_state::short_hex(&hasher.finalize())
 }
 
 /// A digest of a whole corpus as loaded (every document and query): what a run report names its data by.

@@ -9,7 +9,7 @@
 //! A file whose digest does not match (a flipped byte), that is cut short, or that has no trailer (written
 //! by an arbor from before checksums) reads back as [`Damage`]: the caller rebuilds it and says so.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
@@ -86,20 +86,16 @@ pub fn check(mut bytes: Vec<u8>) -> Result<Vec<u8>, Damage> {
     Ok(bytes)
 }
 
-/// The SHA-256 of a file, in hex, read a MiB at a time (checkpoint items and encoder weights are checked
-/// against it).
+/// The SHA-256 of a file, in hex, streamed (checkpoint items and encoder weights are checked against it).
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+    Ok(hex(&hasher.finalize()))
+}
+
+/// `bytes` in lower-case hex, two digits a byte.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
@@ -126,5 +122,15 @@ mod tests {
         }
         assert!(matches!(read_checked(&dir.path().join("missing")), Err(Damage::Unreadable(_))));
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file is left behind");
+    }
+
+    #[test]
+    fn a_file_digest_is_the_sha256_of_its_bytes_in_hex() {
+        // FIPS 180-2's "abc" example.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("abc");
+        std::fs::write(&path, b"abc").unwrap();
+        assert_eq!(sha256_file(&path).unwrap(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
     }
 }

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use arbor_files::hex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -106,10 +107,6 @@ fn check_dir(dir: &Path) -> Result<(), ModelError> {
 
 fn sha256_file(path: &Path) -> Result<String, ModelError> {
     arbor_files::sha256_file(path).map_err(|e| ModelError::io(path, e))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn verify_sha256(path: &Path, expected: &str) -> Result<(), ModelError> {

@@ -121,7 +121,7 @@ impl Retriever for AutoMerging<'_> {
         let held: Vec<DocSpan> = items.iter().flat_map(|i| i.spans.iter().copied()).collect();
         let rest = ranked.iter().filter(|(c, _)| {
             let leaf = self.chunks.spans[*c];
-            !held.iter().any(|h| h.doc == leaf.doc && h.span.contains(&leaf.span))
+            !held.iter().any(|h| h.contains(&leaf))
         });
         items.extend(rest.take(k.saturating_sub(items.len())).map(|&(c, s)| Item::unit(self.chunks.spans[c], s)));
         items

@@ -121,7 +121,7 @@ pub fn score_query(corpus: &Corpus, gold: &[DocSpan], gold_units: &[DocSpan], it
         m.ie[i] = p * r;
         m.iou[i] = ratio(common, retrieved_chars + gold_chars - common);
         m.hit[i] = f64::from(u8::from(top.iter().any(overlaps_gold)));
-        let contained = gold.iter().filter(|g| retrieved.iter().any(|r| r.doc == g.doc && r.span.contains(&g.span))).count();
+        let contained = gold.iter().filter(|g| retrieved.iter().any(|r| r.contains(g))).count();
         m.evidence_recall[i] = if gold.is_empty() { 0.0 } else { contained as f64 / gold.len() as f64 };
     }
     let mut distinct: Vec<&Item> = Vec::with_capacity(items.len());

@@ -121,6 +121,6 @@ fn covers(items: &[Item], leaves: &Chunks, in_scope: &[usize]) -> bool {
     let held = merge(items.iter().flat_map(|i| i.spans.iter().copied()).collect());
     in_scope.iter().all(|&c| {
         let leaf = leaves.spans[c];
-        held.iter().any(|h| h.doc == leaf.doc && h.span.contains(&leaf.span))
+        held.iter().any(|h| h.contains(&leaf))
     })
 }

@@ -179,7 +179,7 @@ fn digest(doc: &FileDocument) -> String {
     h.update((doc.title.len() as u64).to_le_bytes());
     h.update(doc.title.as_bytes());
     h.update(doc.text.as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    arbor_files::hex(&h.finalize())
 }
 
 /// Records the encoder, unit rule and trees in a new index; an index built with other ones is an error.
