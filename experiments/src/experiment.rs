@@ -139,10 +139,23 @@ pub struct RetrievalConfig {
     /// (arbor_eval::scoring::budget); `None` for none. The default, 2,000, is RAPTOR's collapsed-tree context: it
     /// leaves a 4k-token reader room for its prompt and answer.
     pub max_tokens: Option<usize>,
-    /// Hand on an item that holds part of a sentence cut into several units as the whole sentence
-    /// (arbor_eval::scoring::sentences: ranked by the pieces the encoder reads whole, handed on as what they
-    /// were cut from), for every method; `false`: items as ranked.
-    pub whole_sentences: bool,
+    /// What every method hands on for an item it ranked (arbor_eval::scoring::parents): the item itself
+    /// (`Items`, the default), or the parent it lies in, ranked by the children the encoder reads whole.
+    pub hand_on: HandOn,
+}
+
+/// What an item is handed on as (see [`RetrievalConfig::hand_on`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum HandOn {
+    /// The item as ranked.
+    #[default]
+    Items,
+    /// An item holding part of a sentence cut into several units (`units.max_tokens`) as the whole
+    /// sentence: a table cut into pieces is handed on as the table; other items as ranked.
+    WholeSentences,
+    /// Every item as the whole of the paragraphs it lies in (blank-line blocks, cut at sections: a page of
+    /// a PDF-extracted filing).
+    Paragraphs,
 }
 
 /// The default token budget (see [`RetrievalConfig::max_tokens`]).
@@ -150,7 +163,7 @@ pub const DEFAULT_MAX_TOKENS: usize = 2000;
 
 impl Default for RetrievalConfig {
     fn default() -> Self {
-        RetrievalConfig { scope: Scope::QueryDocuments, top_k: 10, max_tokens: Some(DEFAULT_MAX_TOKENS), whole_sentences: false }
+        RetrievalConfig { scope: Scope::QueryDocuments, top_k: 10, max_tokens: Some(DEFAULT_MAX_TOKENS), hand_on: HandOn::Items }
     }
 }
 
@@ -163,7 +176,7 @@ impl Experiment {
 
     pub fn parse(text: &str, path: &Path) -> anyhow::Result<Self> {
         let exp: Experiment = ron::from_str(text).map_err(|e| {
-            let hint = moved_to_schedule(&e.code.to_string());
+            let hint = moved_to_schedule(&e.code.to_string()) + renamed_hand_on(&e.code.to_string());
             anyhow::anyhow!("{}:{}:{}: {}{hint}", path.display(), e.span.start.line, e.span.start.col, e.code)
         })?;
         exp.check()?;
@@ -249,6 +262,15 @@ fn moved_to_schedule(error: &str) -> String {
             arbor_trainers::schedule::MOVED.join(", ")
         ),
         None => String::new(),
+    }
+}
+
+/// The hint for `retrieval.whole_sentences`, which became `hand_on: WholeSentences`.
+fn renamed_hand_on(error: &str) -> &'static str {
+    if error.contains("whole_sentences") {
+        " (`retrieval.whole_sentences: true` is now `retrieval: (hand_on: WholeSentences)`; `hand_on: Paragraphs` hands on whole paragraphs)"
+    } else {
+        ""
     }
 }
 
@@ -362,5 +384,9 @@ mod tests {
         // The old shape of the training settings says where they moved, at the line and column.
         let err = with("methods: [Flat, Bm25]", "methods: [SproutRag((attention: Sllm, training: Some((epochs: 2))))]");
         assert!(err.starts_with("x.ron:4:") && err.contains("schedule: (epochs: ..)"), "{err}");
+        // So does the old whole-sentence switch.
+        let err = with("methods: [Flat, Bm25]", "retrieval: (whole_sentences: true), methods: [Flat]");
+        assert!(err.contains("hand_on: WholeSentences"), "{err}");
+        assert!(Experiment::parse(&GOOD.replace("methods:", "retrieval: (hand_on: Paragraphs), methods:"), Path::new("x.ron")).is_ok());
     }
 }

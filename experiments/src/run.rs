@@ -15,7 +15,7 @@ use arbor_files::atomic_write;
 use arbor_models::{DefaultBackend, SentenceEncoder, default_device};
 
 use crate::cache::{Cache, Keys, corpus_digest};
-use crate::experiment::{Experiment, Method};
+use crate::experiment::{Experiment, HandOn, Method};
 use crate::methods::controls::matched;
 use crate::methods::{Built, Context, QueryVectors, Trains};
 use crate::progress::bar;
@@ -168,7 +168,11 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         report.setting.push_str(&format!(" Embeddings, trained models and trees are shared in {}.", cache.root.display()));
     }
     let settings = EvalSettings { top_k: exp.retrieval.top_k, max_tokens: exp.retrieval.max_tokens };
-    let whole: Option<Vec<Vec<Span>>> = exp.retrieval.whole_sentences.then(|| leaves.segments.iter().map(|s| s.cut.clone()).collect());
+    let parents: Option<Vec<Vec<Span>>> = match exp.retrieval.hand_on {
+        HandOn::Items => None,
+        HandOn::WholeSentences => Some(leaves.segments.iter().map(|s| s.cut.clone()).collect()),
+        HandOn::Paragraphs => Some(leaves.segments.iter().map(|s| s.paragraphs.iter().map(|p| p.span).collect()).collect()),
+    };
     let ctx = Context::new(&corpus, &leaves, &keys, &encoder, &exp.encoder, cache, training, &docs, &queries, exp.retrieval.scope);
     // Methods that share an index (SproutRAG search variants) report the time it took to build once.
     let mut index_ms: HashMap<String, Option<f64>> = HashMap::new();
@@ -215,7 +219,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         }
         let retriever = retriever.as_ref();
         let pb = bar(queries.len(), retriever.name());
-        let (mut result, handed) = evaluate(retriever, &corpus, &leaves.tokens, &queries, &settings, whole.as_deref(), &mut || pb.inc(1));
+        let (mut result, handed) = evaluate(retriever, &corpus, &leaves.tokens, &queries, &settings, parents.as_deref(), &mut || pb.inc(1));
         retrieved.extend(handed);
         pb.finish_and_clear();
         result.index_ms_per_doc = ms;
@@ -339,8 +343,10 @@ fn ranked_docs(corpus: &Corpus, own_from: usize, queries: &[&Query], split: Opti
 
 fn setting(exp: &Experiment, corpus: &Corpus, own_from: usize, docs: &[usize], queries: usize) -> String {
     let mut budget = exp.retrieval.max_tokens.map_or("no token budget".to_owned(), |b| format!("a budget of {b} tokens handed on per query"));
-    if exp.retrieval.whole_sentences {
-        budget.push_str(", an item holding part of a cut sentence handed on as the whole sentence");
+    match exp.retrieval.hand_on {
+        HandOn::Items => {}
+        HandOn::WholeSentences => budget.push_str(", an item holding part of a cut sentence handed on as the whole sentence"),
+        HandOn::Paragraphs => budget.push_str(", every item handed on as the whole of the paragraphs it lies in"),
     }
     let lent = match own_from {
         0 => String::new(),

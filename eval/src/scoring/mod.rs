@@ -1,5 +1,5 @@
 //! Scoring every method the same way: [`metrics`] (the metric contract on spans), [`budget`] (the token
-//! budget), [`sentences`] (cut sentences handed on whole), [`columns`] (the metric columns every table prints), [`runner`] (one method over every query), [`stats`] (paired intervals and p-values),
+//! budget), [`parents`] (items handed on as the cut sentence or paragraph they lie in), [`columns`] (the metric columns every table prints), [`runner`] (one method over every query), [`stats`] (paired intervals and p-values),
 //! [`report`] (report.md and report.json), [`retrievals`] (what each method handed on, per query) and
 //! [`across`] (the same rows of two runs, paired).
 
@@ -7,8 +7,8 @@ pub mod across;
 pub mod budget;
 pub mod columns;
 pub mod metrics;
+pub mod parents;
 pub mod report;
 pub mod retrievals;
 pub mod runner;
-pub mod sentences;
 pub mod stats;

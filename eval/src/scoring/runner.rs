@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::index::{Chunks, Item, QueryInput, Retriever, Tokens};
 use crate::scoring::budget::spend;
 use crate::scoring::metrics::{Metrics, QueryMetrics, score_query};
+use crate::scoring::parents::hand_on_parents;
 use crate::scoring::report::{Latency, MethodResult};
 use crate::scoring::retrievals::{Handed, Retrieval};
-use crate::scoring::sentences::whole_sentences;
 
 /// A query as the evaluator needs it: what the retriever sees, and the gold spans.
 #[derive(Debug, Clone)]
@@ -33,8 +33,8 @@ pub struct EvalSettings {
     pub max_tokens: Option<usize>,
 }
 
-/// Evaluates `retriever` on every query; `tokens` counts what it hands on; `whole`, when given, holds each
-/// document's cut sentences, handed on whole ([`crate::scoring::sentences`]); `progress` is called once per
+/// Evaluates `retriever` on every query; `tokens` counts what it hands on; `parents`, when given, holds each
+/// document's parents, in which every item is handed on whole ([`crate::scoring::parents`]); `progress` is called once per
 /// query. Returns the row and, per query, the items it handed on. A retriever that breaks the metric contract (fewer than min(k, leaves in scope) items, unless
 /// its items hold every leaf in scope, before the budget) is a bug in it, and stops the run.
 pub fn evaluate(
@@ -43,7 +43,7 @@ pub fn evaluate(
     tokens: &Tokens,
     queries: &[EvalQuery],
     settings: &EvalSettings,
-    whole: Option<&[Vec<Span>]>,
+    parents: Option<&[Vec<Span>]>,
     progress: &mut dyn FnMut(),
 ) -> (MethodResult, Vec<Retrieval>) {
     let k = settings.top_k.max(10);
@@ -55,12 +55,12 @@ pub fn evaluate(
     for q in queries {
         let start = Instant::now();
         let mut items = retriever.retrieve(&q.input, k);
-        // Handed on whole, several pieces of one sentence are one item: ask for twice as many while fewer
+        // Handed on as their parents, several children of one parent are one item: ask for twice as many while fewer
         // than k remain and the retriever gave all it was asked for.
-        let widened = whole.map(|cut| {
+        let widened = parents.map(|parents| {
             let mut want = k;
             loop {
-                let w = whole_sentences(items.clone(), cut);
+                let w = hand_on_parents(items.clone(), parents);
                 if w.len() >= k || items.len() < want {
                     break w;
                 }

@@ -260,16 +260,17 @@ fn long_sentences_are_cut_to_what_the_encoder_reads_and_an_impossible_limit_is_a
 #[test]
 fn pieces_of_a_cut_statement_are_handed_on_whole_when_asked() {
     std::env::set_current_dir(workspace()).unwrap();
-    let bm25 = |whole: bool| {
+    let fixture = "experiments/fixtures/filing-pdftotext-mini";
+    let bm25 = |hand_on: &str| {
         let text = format!(
-            r#"Experiment(name: "p", data: (format: Jsonl, path: "experiments/fixtures/filing-pdftotext-mini", split: Some("test")),
-                units: (context: Some(64)), retrieval: (whole_sentences: {whole}), methods: [Bm25])"#
+            r#"Experiment(name: "p", data: (format: Jsonl, path: "{fixture}", split: Some("test")),
+                units: (context: Some(64)), retrieval: (max_tokens: None, hand_on: {hand_on}), methods: [Bm25])"#
         );
         Experiment::parse(&text, Path::new("p.ron")).unwrap()
     };
     let out = tempfile::tempdir().unwrap();
-    let (_, pieces) = run(&bm25(false), out.path(), false, None).unwrap();
-    let (_, whole) = run(&bm25(true), out.path(), false, None).unwrap();
+    let (_, pieces) = run(&bm25("Items"), out.path(), false, None).unwrap();
+    let (_, whole) = run(&bm25("WholeSentences"), out.path(), false, None).unwrap();
     // The statements are cut; handed on whole they are larger than their pieces, and the report says so.
     assert!(pieces.units.cut_sentences > 0);
     assert!(
@@ -279,6 +280,25 @@ fn pieces_of_a_cut_statement_are_handed_on_whole_when_asked() {
         pieces.methods[0].tokens_per_query
     );
     assert!(whole.setting.contains("handed on as the whole sentence") && !pieces.setting.contains("whole sentence"), "{}", whole.setting);
+    // Handed on as paragraphs (no budget cuts the last), every span starts and ends where the document's
+    // paragraphs do.
+    let (dir, paragraphs) = run(&bm25("Paragraphs"), out.path(), false, None).unwrap();
+    assert!(paragraphs.setting.contains("the whole of the paragraphs"), "{}", paragraphs.setting);
+    let corpus = arbor_datasets::loaders::load_jsonl(Path::new(fixture)).unwrap();
+    let mut spans = 0;
+    for line in std::fs::read_to_string(dir.join("retrievals.jsonl")).unwrap().lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        for item in r["items"].as_array().unwrap() {
+            let doc = corpus.documents.iter().find(|d| d.id == item["doc"].as_str().unwrap()).unwrap();
+            let bounds: Vec<usize> = arbor_datasets::units::paragraphs(doc).iter().flat_map(|p| [p.span.start, p.span.end]).collect();
+            for s in item["spans"].as_array().unwrap() {
+                let (a, b) = (s[0].as_u64().unwrap() as usize, s[1].as_u64().unwrap() as usize);
+                assert!(bounds.contains(&a) && bounds.contains(&b), "[{a}, {b}) is not whole paragraphs of {}", doc.id);
+                spans += 1;
+            }
+        }
+    }
+    assert!(spans > 0);
 }
 
 #[test]

@@ -1,32 +1,34 @@
-//! Small-to-big hand-on (`retrieval.whole_sentences`): items are ranked by the pieces of a cut sentence,
-//! each read whole by the encoder (with its `units.context` header), and handed on as the whole sentence,
-//! as a parent-document retriever hands on the parent of the child it matched. Applied after ranking
-//! and before the token budget, the same way for every method:
+//! Small-to-big hand-on (`retrieval.hand_on`): items are ranked by what the encoder reads (units, or the
+//! pieces of a cut sentence with their `units.context` header) and handed on as the parent they lie in,
+//! as a parent-document retriever hands on the parent of the child it matched: the whole of a cut
+//! sentence (`WholeSentences`), or the whole paragraph (`Paragraphs`: a blank-line block, a page of a
+//! PDF-extracted filing). Applied after ranking and before the token budget, the same way for every method:
 //!
 //! ```text
 //! handed = []
 //! for item in ranked:
-//!     widened = each span of item, covered with every cut sentence it overlaps; merged
+//!     widened = each span of item, covered with every parent it overlaps; merged
 //!     if widened adds text to handed: hand on widened (same score and node)
-//!     (else it is a piece of what an item above already handed on, and is dropped)
+//!     (else it lies in what an item above already handed on, and is dropped)
 //! ```
 //!
-//! A span that overlaps no cut sentence is left as it is, so without cut sentences nothing changes. The
-//! runner asks the retriever for twice as many items while fewer than k remain after widening (several
-//! pieces of one sentence become one item), so every method still hands on k items where it has them.
+//! A span that overlaps no parent is left as it is, so without cut sentences `WholeSentences` changes
+//! nothing. The runner asks the retriever for twice as many items while fewer than k remain after
+//! widening (several children of one parent become one item), so every method still hands on k items
+//! where it has them.
 
 use arbor_datasets::span::merge;
 use arbor_datasets::{DocSpan, Span};
 
 use crate::index::Item;
 
-/// `ranked` with every span widened to the whole of the cut sentences it overlaps (`cut[d]`: document
-/// `d`'s cut sentences in document order), items that add nothing to those above them dropped.
-pub fn whole_sentences(ranked: Vec<Item>, cut: &[Vec<Span>]) -> Vec<Item> {
+/// `ranked` with every span widened to the whole of the parents it overlaps (`parents[d]`: document `d`'s
+/// parents, sorted and disjoint), items that add nothing to those above them dropped.
+pub fn hand_on_parents(ranked: Vec<Item>, parents: &[Vec<Span>]) -> Vec<Item> {
     let mut handed: Vec<DocSpan> = Vec::new();
     let mut out = Vec::with_capacity(ranked.len());
     for item in ranked {
-        let spans = merge(item.spans.iter().map(|&s| widen(s, cut.get(s.doc).map_or(&[], Vec::as_slice))).collect());
+        let spans = merge(item.spans.iter().map(|&s| widen(s, parents.get(s.doc).map_or(&[], Vec::as_slice))).collect());
         let new = spans.iter().any(|s| !handed.iter().any(|h| h.contains(s)));
         if new {
             handed = merge(handed.into_iter().chain(spans.iter().copied()).collect());
@@ -36,10 +38,10 @@ pub fn whole_sentences(ranked: Vec<Item>, cut: &[Vec<Span>]) -> Vec<Item> {
     out
 }
 
-/// `s` covered with every sentence of `cut` (sorted, disjoint) that it overlaps.
-fn widen(s: DocSpan, cut: &[Span]) -> DocSpan {
-    let first = cut.partition_point(|c| c.end <= s.span.start);
-    let span = cut[first..].iter().take_while(|c| c.start < s.span.end).fold(s.span, |acc, c| acc.cover(c));
+/// `s` covered with every span of `parents` (sorted, disjoint) that it overlaps.
+fn widen(s: DocSpan, parents: &[Span]) -> DocSpan {
+    let first = parents.partition_point(|c| c.end <= s.span.start);
+    let span = parents[first..].iter().take_while(|c| c.start < s.span.end).fold(s.span, |acc, c| acc.cover(c));
     DocSpan { doc: s.doc, span }
 }
 
@@ -69,7 +71,7 @@ mod tests {
             item(&[(0, 35, 55)], 0.5), // spans the end of one and the start of the other: both
             item(&[(0, 60, 70)], 0.4), // inside what is handed on already: dropped
         ];
-        let out = whole_sentences(ranked, &cut);
+        let out = hand_on_parents(ranked, &cut);
         assert_eq!(spans(&out), vec![vec![(0, 10, 40)], vec![(0, 0, 9)], vec![(1, 5, 15)], vec![(0, 10, 90)]]);
         assert_eq!(out.iter().map(|i| i.score).collect::<Vec<_>>(), vec![0.9, 0.8, 0.6, 0.5]);
     }
@@ -77,7 +79,7 @@ mod tests {
     #[test]
     fn without_cut_sentences_nothing_changes() {
         let ranked = vec![item(&[(0, 0, 5)], 1.0), item(&[(0, 3, 8), (0, 20, 25)], 0.5)];
-        let out = whole_sentences(ranked, &[vec![]]);
+        let out = hand_on_parents(ranked, &[vec![]]);
         assert_eq!(spans(&out), vec![vec![(0, 0, 5)], vec![(0, 3, 8), (0, 20, 25)]]);
     }
 
@@ -90,7 +92,7 @@ mod tests {
             let b: Vec<usize> = bounds.into_iter().collect();
             let cut: Vec<Span> = b.chunks_exact(2).map(|p| Span::new(p[0], p[1])).collect();
             let ranked: Vec<Item> = raw.iter().map(|&(a, len)| item(&[(0, a, a + len)], 0.0)).collect();
-            let out = whole_sentences(ranked.clone(), std::slice::from_ref(&cut));
+            let out = hand_on_parents(ranked.clone(), std::slice::from_ref(&cut));
             // The first item is always handed on; every ranked span is inside what is handed on.
             prop_assert!(!out.is_empty());
             let union = merge(out.iter().flat_map(|o| o.spans.iter().copied()).collect());
