@@ -36,13 +36,12 @@ qs = [json.loads(l)["text"].replace("\n", " ") for l in open(sys.argv[1]) if l.s
 open(sys.argv[2], "w").write("\n".join(qs) + "\n")
 PY
 kept() { python3 -c "import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute('SELECT value FROM meta WHERE key=?', (sys.argv[2],)).fetchone(); print(r[0] if r else '')" "$work/index.arbor" "$1"; }
-methods=("flat" "bm25" "hybrid" "hybrid --depth 100" "hierarchy")
+methods=("flat" "bm25" "hybrid" "Hybrid((depth: Some(100)))" "hierarchy")
 [ -n "$(kept trees)" ] && methods+=("sproutrag")
 [ -n "$(kept raptor)" ] && methods+=("raptor")
 for method in "${methods[@]}"; do
   echo "== arbor query --method $method (200 questions, corpus scope, k 10)"
-  # shellcheck disable=SC2086
-  timed "$arbor" query "$work/index.arbor" --queries "$work/questions.txt" -k 10 --method $method --timings >/dev/null
+  timed "$arbor" query "$work/index.arbor" --queries "$work/questions.txt" -k 10 --method "$method" --timings >/dev/null
 done
 if [ -z "${QUERIES_ONLY:-}" ]; then
   echo "== adding one document to the full index"

@@ -120,7 +120,7 @@ impl Artefact {
             // 30: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 31: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
             // 32: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
-            // 33: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); no behaviour of this kind changed
+            // 33: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             Artefact::Raptor => 33,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
@@ -154,7 +154,7 @@ impl Artefact {
             // 33: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 34: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
             // 35: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
-            // 36: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); no behaviour of this kind changed
+            // 36: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             Artefact::Trees => 36,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
@@ -188,7 +188,7 @@ impl Artefact {
             // 30: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 31: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
             // 32: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
-            // 33: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); no behaviour of this kind changed
+            // 33: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             Artefact::HeadWeights => 33,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
@@ -219,7 +219,7 @@ impl Artefact {
             // 31: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 32: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
             // 33: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
-            // 34: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); no behaviour of this kind changed
+            // 34: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             Artefact::Reranker => 34,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
@@ -253,7 +253,7 @@ impl Artefact {
             // 35: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 36: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
             // 37: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
-            // 38: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); no behaviour of this kind changed
+            // 38: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             Artefact::SproutRag => 38,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
@@ -285,7 +285,7 @@ impl Artefact {
             // 34: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 35: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
             // 36: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
-            // 37: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); no behaviour of this kind changed
+            // 37: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             Artefact::Compressor => 37,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
@@ -318,7 +318,7 @@ impl Artefact {
             // 35: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 36: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
             // 37: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
-            // 38: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); no behaviour of this kind changed
+            // 38: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             Artefact::Dense => 38,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
@@ -351,7 +351,7 @@ impl Artefact {
             // 35: rows trained with `validation: Corpus` say so in their label; no artefact changed
             // 36: review: the held-out reading groups documents (one, or all) instead of flushing rows; the dense trainer's batches chosen by the setting; no behaviour changed
             // 37: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
-            // 38: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); no behaviour of this kind changed
+            // 38: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             Artefact::Planner => 38,
         }
     }

@@ -4,8 +4,10 @@
 use std::borrow::Cow;
 
 use arbor_eval::retrievers::flat::FlatDense;
+use arbor_eval::retrievers::prefilter::Prefiltered;
 
-use super::{Built, Context, MethodSpec, QueryVectors};
+use super::{Built, Context, MethodSpec, QueryVectors, Served};
+use crate::stored::StoredIndex;
 
 /// `Flat` in an experiment file.
 pub struct Flat;
@@ -23,5 +25,12 @@ impl MethodSpec for Flat {
         let embeddings = ctx.unit_vectors()?;
         let retriever = FlatDense { name: self.label(), chunks: Cow::Borrowed(&ctx.leaves.units), embeddings: Cow::Borrowed(embeddings) };
         Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: None })
+    }
+
+    /// Exact flat search in two passes (8-bit codes, then the full vectors of the few that can be in the
+    /// top k): the runner's ranking at a quarter of the reading.
+    fn serve<'a>(&self, index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
+        let flat = FlatDense { name: self.label(), chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&index.vectors[..]) };
+        Ok(Served { retriever: Box::new(Prefiltered::new(flat)), embeds_queries: true })
     }
 }

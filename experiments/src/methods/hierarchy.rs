@@ -12,7 +12,8 @@ use arbor_eval::index::Chunks;
 use arbor_eval::retrievers::hierarchy::{AutoMerging, Hierarchy};
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodSpec, QueryVectors};
+use super::{Built, Context, MethodSpec, QueryVectors, Served};
+use crate::stored::StoredIndex;
 
 /// `Hierarchy((ratio: 0.5))` in an experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,6 +72,20 @@ impl MethodSpec for HierarchyConfig {
             ratio: self.ratio,
         };
         Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
+    }
+
+    /// Sections from each stored document's heading lines (an index keeps no given sections).
+    fn serve<'a>(&self, index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
+        let docs = &index.corpus.documents;
+        let trees = docs.iter().enumerate().map(|(d, doc)| Some(document_hierarchy(doc, &index.units, d).0)).collect();
+        let retriever = AutoMerging {
+            name: self.label(),
+            trees,
+            chunks: Cow::Borrowed(&index.units),
+            embeddings: Cow::Borrowed(&index.vectors[..]),
+            ratio: self.ratio,
+        };
+        Ok(Served { retriever: Box::new(retriever), embeds_queries: true })
     }
 }
 

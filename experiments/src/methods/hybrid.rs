@@ -9,8 +9,8 @@ use arbor_eval::retrievers::flat::FlatDense;
 use arbor_eval::retrievers::fusion::Fusion;
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodSpec, QueryVectors, Trains};
-use super::Method;
+use super::{Built, Context, Method, MethodSpec, QueryVectors, Served, Trains};
+use crate::stored::StoredIndex;
 
 /// `Hybrid((k_rrf: 60))`, or `Hybrid((dense: Some(SproutRag((...)))))`, in an experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,5 +78,18 @@ impl MethodSpec for HybridConfig {
             depth: self.depth.unwrap_or(usize::MAX),
         };
         Ok(Built { retriever: Box::new(fusion), ..dense })
+    }
+
+    fn serve<'a>(&self, index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
+        let dense = self.dense.as_deref().unwrap_or(&Method::Flat).spec().serve(index)?;
+        let bm25 = Method::Bm25.spec().serve(index)?;
+        let fusion = Fusion {
+            name: self.label(),
+            parts: vec![bm25.retriever, dense.retriever],
+            chunks: Cow::Borrowed(&index.units),
+            k_rrf: self.k_rrf,
+            depth: self.depth.unwrap_or(usize::MAX),
+        };
+        Ok(Served { retriever: Box::new(fusion), embeds_queries: dense.embeds_queries })
     }
 }

@@ -45,6 +45,7 @@ use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::{Artefact, BuildTime, Cache, Keys, key};
+use crate::stored::StoredIndex;
 use crate::trained::{TrainedModel, Training};
 
 /// Declares every method's module and the [`Method`] enum of experiment files, with the one match that
@@ -61,6 +62,9 @@ macro_rules! methods {
         }
 
         impl Method {
+            /// Every variant's name, as experiment files write it.
+            pub const NAMES: &[&str] = &[$(stringify!($variant)),*];
+
             /// The method's implementation.
             pub fn spec(&self) -> &dyn MethodSpec {
                 match self {
@@ -116,6 +120,31 @@ impl Method {
     /// What the method is without its numeric settings: a line of a sweep's plots.
     pub fn kind(&self) -> String {
         self.spec().kind()
+    }
+}
+
+impl std::str::FromStr for Method {
+    type Err = anyhow::Error;
+
+    /// A method as an experiment file writes it (`Flat`, `Hybrid((depth: Some(100)))`,
+    /// `SproutRag((search: Beam((beam_width: 3))))`), or a variant's name in any case for its defaults
+    /// (`hybrid` is `Hybrid(())`); a syntax error names the column. Its settings are checked.
+    fn from_str(text: &str) -> anyhow::Result<Method> {
+        let named = Method::NAMES.iter().find(|n| n.eq_ignore_ascii_case(text.trim()));
+        let method: Method = match named.and_then(|n| ron::from_str::<Method>(n).or_else(|_| ron::from_str(&format!("{n}(())"))).ok()) {
+            Some(m) => m,
+            None => ron::from_str(text).map_err(|e| {
+                anyhow::anyhow!(
+                    "method {text:?}, column {}: {} (write a method as an experiment file does, e.g. Flat or \
+                     'Hybrid((depth: Some(100)))', or one of {} for its defaults)",
+                    e.span.start.col,
+                    e.code,
+                    Method::NAMES.join(", ")
+                )
+            })?,
+        };
+        method.spec().check()?;
+        Ok(method)
     }
 }
 
@@ -181,6 +210,23 @@ pub trait MethodSpec {
     }
     /// Builds (or reads back) the method's index over `ctx.docs`, training first where it trains.
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>>;
+    /// Its retriever over a stored index (`arbor query`): the index's units, their vectors and the trees
+    /// it keeps, in corpus scope, as its experiment row would rank them. By default it has none (it
+    /// trains, or reads what an index does not keep).
+    fn serve<'a>(&self, _index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
+        anyhow::bail!(
+            "`arbor query` cannot serve {}: an index keeps units, their vectors and untrained trees only; run it in an experiment \
+             (`arbor query` serves Flat, Bm25, Hybrid, Hierarchy, and SproutRag and Raptor with their default trees)",
+            self.label()
+        )
+    }
+}
+
+/// A method served over a stored index ([`MethodSpec::serve`]).
+pub struct Served<'a> {
+    pub retriever: Box<dyn Retriever + 'a>,
+    /// Whether it reads the query's vector (the encoder's, or the index's trained model's).
+    pub embeds_queries: bool,
 }
 
 /// A method's index, ready to answer queries.
@@ -337,5 +383,31 @@ impl<'a> Context<'a> {
             cost = cost + self.unit_vectors.get().map_or(BuildTime::default(), |(_, units)| *units);
         }
         Ok((built, (cost.unrecorded == 0).then(|| cost.ms / self.docs.len().max(1) as f64)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arbor_eval::retrievers::tree_retrieval::TreeSearch;
+
+    use super::*;
+
+    #[test]
+    fn a_method_is_named_as_an_experiment_file_writes_it_or_by_its_name() {
+        let parse = |s: &str| s.parse::<Method>();
+        assert_eq!(parse("flat").unwrap(), Method::Flat);
+        assert_eq!(parse(" BM25 ").unwrap(), Method::Bm25);
+        assert_eq!(parse("hybrid").unwrap(), Method::Hybrid(hybrid::HybridConfig::default()));
+        assert_eq!(parse("sproutrag").unwrap(), Method::SproutRag(sproutrag::SproutRagConfig::default()));
+        let Method::Hybrid(h) = parse("Hybrid((depth: Some(100)))").unwrap() else { panic!("not Hybrid") };
+        assert_eq!(h.depth, Some(100));
+        let Method::SproutRag(s) = parse("SproutRag((search: Beam((beam_width: 3))))").unwrap() else { panic!("not SproutRag") };
+        assert!(matches!(s.search, TreeSearch::Beam(b) if b.beam_width == 3));
+        // Settings are checked; a syntax error names its column and the names a bare word may take.
+        assert!(format!("{:#}", parse("Hybrid((depth: Some(0)))").unwrap_err()).contains("depth at least 1"));
+        let err = format!("{:#}", parse("Hybrid((dept: 1))").unwrap_err());
+        assert!(err.contains("column") && err.contains("dept"), "{err}");
+        let err = format!("{:#}", parse("nope").unwrap_err());
+        assert!(err.contains("Flat, Bm25, Chunks"), "{err}");
     }
 }

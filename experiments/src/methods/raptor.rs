@@ -23,9 +23,10 @@ use serde::{Deserialize, Serialize};
 use arbor_datasets::{Span, TokenStarts};
 use arbor_models::{DefaultBackend, SentenceEncoder};
 
-use super::{Built, Context, MethodSpec, QueryVectors};
+use super::{Built, Context, MethodSpec, QueryVectors, Served};
 use crate::cache::{Artefact, key};
 use crate::progress::bar;
+use crate::stored::StoredIndex;
 use crate::summaries::{Summariser, SummariserConfig};
 
 /// `Raptor((search: Collapsed))` in an experiment file; the defaults are RAPTOR's.
@@ -182,6 +183,20 @@ impl MethodSpec for RaptorConfig {
         let details = describe(&trees, &summariser.describe(), self.summary_tokens);
         let retriever = RaptorRetriever { name: self.label(), trees, leaves: Cow::Owned(leaves), search: self.search() };
         Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
+    }
+
+    /// The trees an index keeps (`arbor index --raptor`) are the default row's: any search over them.
+    fn serve<'a>(&self, index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
+        let built_by = RaptorConfig { search: RaptorSearchConfig::Collapsed, ..self.clone() };
+        anyhow::ensure!(
+            built_by == RaptorConfig::default(),
+            "an index keeps the trees of `Raptor(())`; {} needs trees built otherwise: run it in an experiment (only `search` may differ)",
+            self.label()
+        );
+        let trees = index.raptor_trees()?;
+        let leaves = Chunks::from_docs(trees.iter().map(|t| t.as_ref().map_or_else(Vec::new, RaptorTree::leaf_spans)));
+        let retriever = RaptorRetriever { name: self.label(), trees, leaves: Cow::Owned(leaves), search: self.search() };
+        Ok(Served { retriever: Box::new(retriever), embeds_queries: true })
     }
 }
 

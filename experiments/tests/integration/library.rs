@@ -218,10 +218,17 @@ fn a_kill_mid_index_leaves_whole_documents_and_a_rerun_finishes() {
     assert_eq!(Store::open(&killed).unwrap().list().unwrap().len(), 12);
     assert!(err(&["query", killed.to_str().unwrap(), "x", "--method", "sproutrag"]).contains("keeps no trees"));
     assert!(err(&["query", killed.to_str().unwrap(), "x", "--method", "raptor"]).contains("keeps no RAPTOR trees"));
+    // A method an index cannot serve says so: a trained row, or trees other than the stored ones.
+    let killed_s = killed.to_str().unwrap();
+    assert!(err(&["query", killed_s, "x", "--method", "Dense((training: ()))"]).contains("cannot serve"));
+    assert!(err(&["query", killed_s, "x", "--method", "Rse(())"]).contains("cannot serve"));
+    let linked = err(&["query", killed_s, "x", "--method", "SproutRag((linkage: Average))"]);
+    assert!(linked.contains("needs trees built otherwise"), "{linked}");
+    assert!(err(&["query", killed_s, "x", "--method", "Hybrid((dept: 1))"]).contains("dept"));
     // Trees asked later are built for the stored documents, from their stored units and vectors.
     let said = ok(&["index", big.to_str().unwrap(), "--into", killed.to_str().unwrap(), "--trees", "--raptor"]);
     assert!(said.starts_with("0 added, 0 changed, 0 removed, 12 unchanged") && said.contains("24 trees added"), "{said}");
-    for method in ["sproutrag", "raptor"] {
+    for method in ["sproutrag", "raptor", "SproutRag((search: Beam((beam_width: 2))))", "Raptor((search: Traversal(top_k: 3)))"] {
         let found: Value = serde_json::from_str(&ok(&["query", killed.to_str().unwrap(), question, "--method", method, "--json"])).unwrap();
         assert_eq!(found["results"].as_array().unwrap().len(), 5, "{method}");
     }

@@ -33,9 +33,10 @@ use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use super::training::on_devices;
-use super::{Built, Context, MethodSpec, QueryVectors, Trains};
+use super::{Built, Context, MethodSpec, QueryVectors, Served, Trains};
 use crate::cache::{Artefact, key};
 use crate::progress::bar;
+use crate::stored::StoredIndex;
 use crate::trained::TrainedModel;
 
 /// How SproutRAG indexes and searches a document: `SproutRag((...))` in an experiment file.
@@ -285,6 +286,19 @@ impl MethodSpec for SproutRagConfig {
             (AttentionSource::Sllm, Some(training)) => self.build_sllm(ctx, training),
             (AttentionSource::Sllm, None) => bail!("attention: Sllm needs training (the experiment check rejects this)"),
         }
+    }
+
+    /// The trees an index keeps (`arbor index --trees`) are the untrained default row's: any search over
+    /// them (beam search of any width, collapsed, leaves in context).
+    fn serve<'a>(&self, index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
+        anyhow::ensure!(
+            self.index_settings() == SproutRagConfig::default().index_settings(),
+            "an index keeps the trees of `SproutRag(())` (token attention w=256, uniform head weights, single linkage); {} needs \
+             trees built otherwise: run it in an experiment (only `search` may differ)",
+            self.label()
+        );
+        let retriever = TreeRetriever { name: self.label(), trees: index.sproutrag_trees()?, leaves: &index.units, search: self.search };
+        Ok(Served { retriever: Box::new(retriever), embeds_queries: true })
     }
 }
 
