@@ -63,3 +63,10 @@ pub(super) const SMARTCHUNK_TABLE5: PaperTable = PaperTable {
 
 /// SproutRAG over RAPTOR on LegalBench-RAG in the paper: 40.9 / 35.8.
 pub(super) const LEGALBENCH_RATIO: f64 = 40.9 / 35.8;
+
+pub(super) const SPROUT_LINKAGE: PaperTable = PaperTable {
+    source: "SproutRAG, Section 2.3 (the tree: greedy merges of the most similar pair, i.e. single linkage) and Section 3 (beam search \
+             hands on nodes); the paper has no linkage ablation and prints no figure for it",
+    columns: &["linkage", "search", "IE"],
+    rows: &[&["single (most similar pair)", "beam search, nodes handed on", "(no figure given)"]],
+};

@@ -13,7 +13,7 @@ use arbor_eval::scoring::stats::{holm, paired};
 use arbor_experiments::methods::Method;
 use arbor_experiments::methods::sproutrag::SproutRagConfig;
 
-use super::papers::{LEGALBENCH_RATIO, RAPTOR_TABLE8, SMARTCHUNK_TABLE2, SPROUT_AGGREGATION, SPROUT_BEAM, SPROUT_TABLE1};
+use super::papers::{LEGALBENCH_RATIO, RAPTOR_TABLE8, SMARTCHUNK_TABLE2, SPROUT_AGGREGATION, SPROUT_BEAM, SPROUT_LINKAGE, SPROUT_TABLE1};
 use super::{PaperTable, Section};
 use crate::runner::SweepOutcome;
 use crate::table::Row;
@@ -224,6 +224,73 @@ pub(super) fn legalbench(sweep: &SweepOutcome) -> Section {
     }
 }
 
+pub(super) fn linkage(sweep: &SweepOutcome) -> Section {
+    // The untrained tree's linkage and search chosen on validation, scored once on test; the claim that
+    // searching the tree beats ranking the units flat is read there, in the report's own paired tests
+    // against every untrained baseline (Holm over the report's comparisons). The shapes say what each
+    // rule built.
+    let report = sweep.selected.as_ref().map(|s| &s.report);
+    let tree = report.and_then(|r| r.methods.iter().find(|m| m.name.starts_with("SproutRAG")));
+    let (holds, verdict) = match (report, tree) {
+        (Some(report), Some(tree)) => {
+            let against: Vec<&Comparison> = report.comparisons.iter().filter(|c| c.row == tree.name && c.why == Against::Untrained).collect();
+            let words: Vec<String> = against.iter().map(|c| line(c)).collect();
+            match against.is_empty() {
+                true => (None, format!("no verdict (the report compares `{}` with no baseline).", tree.name)),
+                false => (
+                    Some(against.iter().all(|c| c.verdict() == "holds")),
+                    format!(
+                        "`{}` (IE {:.1}) against {} (Holm over the report's {} comparisons).",
+                        tree.name,
+                        tree.metrics.ie_mean,
+                        words.join("; "),
+                        report.comparisons.len()
+                    ),
+                ),
+            }
+        }
+        _ => (None, "the selected point's report or its SproutRAG row is missing.".into()),
+    };
+    let mut ours = String::from(
+        "| linkage | search | split | IE mean | leaf depth (mean / max) | balance | contiguous nodes |\n|---|---|---|---|---|---|---|\n",
+    );
+    for r in sweep.rows.iter().filter(|r| sproutrag(r).is_some()) {
+        let setting = |axis: &str| r.settings.iter().find(|(a, _)| a == axis).map_or("-", |(_, v)| v.as_str());
+        let shape = r
+            .result
+            .tree_shape
+            .as_ref()
+            .map_or("- | - | -".into(), |s| format!("{:.1} / {} | {:.2} | {:.0} %", s.mean_depth, s.max_depth, s.balance, 100.0 * s.contiguous));
+        ours.push_str(&format!(
+            "| {} | {} | {} | {:.1} | {shape} |\n",
+            setting("linkage"),
+            setting("search"),
+            setting("split"),
+            r.result.metrics.ie_mean
+        ));
+    }
+    if let Some(s) = &sweep.selected {
+        ours.push_str(&format!(
+            "\nSelected on validation: `{}`; its report on test compares every row:\n\n{}",
+            s.slug,
+            s.report.comparisons_markdown()
+        ));
+    }
+    Section {
+        title: "The tree's linkage rule".into(),
+        data: "legalbench-rag-mini, contractnli and privacy_qa, each query ranked within its contract (linkage-corpus.ron ranks every \
+               contract; linkage-trained.ron and linkage-covidqa.ron give the trained tree and covid-qa)"
+            .into(),
+        paper: SPROUT_LINKAGE,
+        ours,
+        rows: sweep.rows.clone(),
+        claim: "Searching the untrained attention tree (its linkage and search chosen on validation) beats ranking the same units flat.".into(),
+        holds,
+        verdict,
+        plots: vec![],
+    }
+}
+
 /// The rows of each method, by the value of the first axis.
 fn by_method(rows: &[Row]) -> BTreeMap<String, Vec<&Row>> {
     let mut out: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
@@ -370,5 +437,49 @@ pub(super) fn chunking(sweep: &SweepOutcome) -> Section {
         holds,
         verdict,
         plots: vec![],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::runner::run_sweep;
+    use crate::sweep::LoadedSweep;
+
+    #[test]
+    fn the_linkage_section_reads_the_point_chosen_on_validation_against_every_baseline() {
+        std::env::set_current_dir(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("base.ron"),
+            r#"Experiment(name: "l", data: (format: Jsonl, path: "experiments/fixtures/squad-mini", split: Some("test"), max_queries: Some(40)),
+                 methods: [Flat, Bm25, SproutRag(())])"#,
+        )
+        .unwrap();
+        let file = tmp.path().join("linkage.ron");
+        std::fs::write(
+            &file,
+            r#"Sweep(name: "linkage", base: "base.ron", axes: [
+                 Values(path: "methods[2].linkage", values: ["Single", "Adjacent"]),
+                 Points(name: "search", points: [
+                     (label: "beam, leaves", set: {"methods[2].search": {"Beam": (beam_width: 5, max_leaves: Some(1))}}),
+                     (label: "beam, nodes", set: {"methods[2].search": {"Beam": (beam_width: 5)}}),
+                 ]),
+               ], select: Some((metric: IeMean, method: 2)))"#,
+        )
+        .unwrap();
+        let outcome = run_sweep(&LoadedSweep::load(&file).unwrap(), &tmp.path().join("out")).unwrap();
+        let section = linkage(&outcome);
+        // Four points on validation and the chosen one on test, each with its trees' shape.
+        assert_eq!(section.ours.lines().filter(|l| l.contains("| validation |")).count(), 4, "{}", section.ours);
+        assert_eq!(section.ours.lines().filter(|l| l.contains("| test |")).count(), 1, "{}", section.ours);
+        assert!(section.ours.lines().filter(|l| l.starts_with("| Adjacent")).all(|l| l.contains("100 %")), "adjacent nodes are spans");
+        assert!(section.ours.contains("Selected on validation"));
+        // The verdict: the tree's row against Flat and BM25 on test, in its report's tests.
+        assert!(section.holds.is_some(), "{}", section.verdict);
+        assert!(section.verdict.contains("`Flat (dense units)`") && section.verdict.contains("`BM25`"), "{}", section.verdict);
+        assert!(section.verdict.contains("Holm over the report's 3 comparisons"), "{}", section.verdict);
     }
 }
