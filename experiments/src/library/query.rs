@@ -1,7 +1,7 @@
 //! `arbor query INDEX "question"`: the stored units ranked in corpus scope (or within `--doc` documents)
 //! by any method an index can serve, named as an experiment file names it (`--method Flat`, `--method
 //! 'Hybrid((depth: Some(100)))'`, `--method 'SproutRag((search: Beam((beam_width: 3))))'`, or a bare name
-//! for its defaults): each method serves itself ([`MethodSpec::serve`]) with the retrievers, settings and
+//! for its defaults): each method serves itself ([`crate::methods::MethodSpec::serve`]) with the retrievers, settings and
 //! token budget rule of its experiment row, so a ranking here is the runner's for the same documents,
 //! method and k. SproutRAG's and RAPTOR's trees come from an index built with `--trees` / `--raptor`.
 //! Each result names its document, its offsets in Unicode code points and in UTF-8 bytes, its score and
