@@ -103,6 +103,11 @@ impl RaptorConfig {
         RaptorTree::build(spans, vectors, &counts, &self.params(), &mut summarise, &mut embed)
     }
 
+    /// The settings the tree depends on (everything but the search): both searches share one tree.
+    fn tree_settings(&self) -> RaptorConfig {
+        RaptorConfig { search: RaptorSearchConfig::Collapsed, ..self.clone() }
+    }
+
     /// How the search is named and run.
     pub fn search(&self) -> RaptorSearch {
         match self.search {
@@ -158,8 +163,7 @@ impl MethodSpec for RaptorConfig {
         let vectors = ctx.chunk_vectors(&("raptor leaves", self.leaf_tokens), &leaves, &|c| leaves.text(ctx.corpus, c).to_owned())?;
         let summariser = self.summariser.open(ctx.corpus, ctx.leaves, ctx.unit_vectors()?, &ctx.cache.root)?;
         // The tree does not depend on how it is searched: both searches share one cached tree per document.
-        let built_by = RaptorConfig { search: RaptorSearchConfig::Collapsed, ..self.clone() };
-        let dir = ctx.cache.dir(Artefact::Raptor, &key(&(&ctx.keys.encoder, &built_by, self.summariser.key()?)))?;
+        let dir = ctx.cache.dir(Artefact::Raptor, &key(&(&ctx.keys.encoder, &self.tree_settings(), self.summariser.key()?)))?;
         let mut trees: Vec<Option<RaptorTree>> = vec![None; docs.len()];
         let pb = bar(ctx.docs.len(), "RAPTOR trees");
         for &d in ctx.docs {
@@ -187,9 +191,8 @@ impl MethodSpec for RaptorConfig {
 
     /// The trees an index keeps (`arbor index --raptor`) are the default row's: any search over them.
     fn serve<'a>(&self, index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
-        let built_by = RaptorConfig { search: RaptorSearchConfig::Collapsed, ..self.clone() };
         anyhow::ensure!(
-            built_by == RaptorConfig::default(),
+            self.tree_settings() == RaptorConfig::default().tree_settings(),
             "an index keeps the trees of `Raptor(())`; {} needs trees built otherwise: run it in an experiment (only `search` may differ)",
             self.label()
         );
