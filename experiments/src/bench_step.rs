@@ -140,7 +140,7 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
     let cache = Cache::new(args.cache.clone().unwrap_or_else(|| args.batches.with_extension("cache")));
     let ctx = Context::new(&corpus, &leaves, &keys, &encoder, &exp.encoder, &cache, &Training::Allowed, &[], &[], exp.retrieval.scope);
     let by_doc = training_queries(&corpus, &training);
-    let docs = train_docs(&ctx, &by_doc, &training.split, Needs { ids: true, vae_tokens: false, merge_pairs: None })?;
+    let docs = train_docs(&ctx, &by_doc, &training.split, Needs { ids: true, vae_tokens: false, merge_pairs: None, headers: None })?;
     let names: Vec<&str> = by_doc.keys().map(|&d| corpus.documents[d].id.as_str()).collect();
     let (median, long) = median_and_longest(&docs, training.batch_size)
         .with_context(|| format!("no document of training split {:?} has a training query", training.split))?;

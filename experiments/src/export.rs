@@ -15,7 +15,9 @@
 //! nothing behind; an existing `DIR` is never overwritten.
 //!
 //! Exported: the encoder of a `Dense` row trained with `freeze_encoder: false` (the reranker's control
-//! included) and of a `SproutRag` row with `attention: Sllm` trained with `freeze_encoder: false`. Refused,
+//! included), of a `Distill` row (the student), of a `SummaryChunks` row fine-tuned with `freeze_encoder:
+//! false` (its units are then to be embedded after their document's summary, as arbor does), and of a
+//! `SproutRag` row with `attention: Sllm` trained with `freeze_encoder: false`. Refused,
 //! with the reason: rows whose encoder stayed frozen (a linear map, head weights, a frozen SLLM's
 //! encoder is the pretrained one), and the reranker, whose score adds gamma x the first-stage cosine to
 //! its head's output, which no sentence-transformers cross-encoder computes.
@@ -33,7 +35,9 @@ use serde_json::json;
 
 use crate::experiment::Experiment;
 use crate::methods::dense::DenseConfig;
+use crate::methods::distill::DistillConfig;
 use crate::methods::sproutrag::{AttentionSource, SproutRagConfig};
+use crate::methods::summary_chunks::SummaryChunksConfig;
 use crate::trained::{EarlierRun, TrainedModel};
 
 #[derive(clap::Args, Debug)]
@@ -103,6 +107,14 @@ fn tuned_encoder(entry: &TrainedModel, base: &Path, encoder: &SentenceEncoder<De
         let pretrained = load_bert::<Autodiff<DefaultBackend>>(&encoder.config, &base.join("model.safetensors"), &Default::default())?;
         let dims = (encoder.dim(), encoder.config.vocab_size);
         arbor_trainers::sproutrag::finished(&sprout.model, sprout.aggregation, dims, Some(pretrained), &entry.dir)?.with_context(unfinished)?.encoder
+    } else if serde_json::from_value::<DistillConfig>(entry.settings.clone()).is_ok() {
+        arbor_trainers::dense::finished(encoder.dim(), Some(encoder.bert.clone()), &entry.dir)?.with_context(unfinished)?.encoder
+    } else if let Ok(sac) = serde_json::from_value::<SummaryChunksConfig>(entry.settings.clone()) {
+        anyhow::ensure!(
+            sac.training.as_ref().is_some_and(|t| !t.freeze_encoder),
+            "row {row:?} left the encoder frozen: there is no fine-tuned encoder to export"
+        );
+        arbor_trainers::dense::finished(encoder.dim(), Some(encoder.bert.clone()), &entry.dir)?.with_context(unfinished)?.encoder
     } else if entry.settings.get("over").is_some() {
         anyhow::bail!(
             "row {row:?} is the reranker: its score adds gamma x the first-stage cosine to the head's output over the pair's \

@@ -8,6 +8,8 @@
 //! - [`attention_structure`]: L_attn, pulls aggregated attention toward gold merge pairs (Section 4.2).
 //! - [`listwise_softmax`]: L_rank, the cross-encoder reranker's softmax over a query's positive and
 //!   negatives (the reranking stage of SproutRAG, Section 3).
+//! - [`margin_mse`]: MarginMSE, a bi-encoder distilled from the cross-encoder's margins between a query's
+//!   positive and its negatives (Hofstätter et al., 2020, eq. 1).
 //! - [`node_contrastive`]: L_node, a tree node against its ancestors and the siblings on its path (arbor's
 //!   node-level training, arbor's addition).
 //! - [`vae_loss`]: the SentenceVAE's token cross-entropy and KL terms.
@@ -22,6 +24,7 @@ mod compression;
 mod grpo;
 mod info_nce;
 mod listwise;
+mod margin_mse;
 mod node;
 mod reward;
 mod vae;
@@ -31,6 +34,7 @@ pub use compression::compression_mse;
 pub use grpo::{Grpo, group_advantages, grpo_loss};
 pub use info_nce::{info_nce, info_nce_over};
 pub use listwise::listwise_softmax;
+pub use margin_mse::margin_mse;
 pub use node::node_contrastive;
 pub use reward::{PlanOutcome, Reward, RewardWeights, planner_reward};
 pub use vae::vae_loss;

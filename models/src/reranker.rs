@@ -129,9 +129,15 @@ impl<B: Backend> Scorer<B> {
 
     /// s(q, u) of `query` with each of `texts`, in order; `priors` are their first-stage cosines.
     pub fn score(&self, encoder: &SentenceEncoder<B>, query: &str, texts: &[&str], priors: &[f32], batch_size: usize) -> Vec<f32> {
-        let special = encoder.special_ids();
         let query = &encoder.word_pieces(&[query])[0];
-        let pairs: Vec<TokenIds> = encoder.word_pieces(texts).iter().map(|t| pair_ids(query, t, special, self.max_query, self.max_len)).collect();
+        let texts = encoder.word_pieces(texts);
+        self.score_pieces(encoder, query, &texts.iter().map(Vec::as_slice).collect::<Vec<_>>(), priors, batch_size)
+    }
+
+    /// [`Scorer::score`] of word pieces (the query's and each text's, without special tokens).
+    pub fn score_pieces(&self, encoder: &SentenceEncoder<B>, query: &[u32], texts: &[&[u32]], priors: &[f32], batch_size: usize) -> Vec<f32> {
+        let special = encoder.special_ids();
+        let pairs: Vec<TokenIds> = texts.iter().map(|t| pair_ids(query, t, special, self.max_query, self.max_len)).collect();
         let pooled = encoder.embed_ids_with(&self.kernel, &pairs, batch_size, &mut |_| {});
         pooled.iter().zip(priors).map(|(v, p)| v.iter().zip(&self.w).map(|(x, w)| x * w).sum::<f32>() + self.b + self.gamma * p).collect()
     }

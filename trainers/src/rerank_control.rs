@@ -12,10 +12,17 @@
 //!
 //! The epoch kept is the one with the lowest held-out L_rank on the reranker's fixed held-out groups. What
 //! the reranker adds over it is the cross-encoder: reading query and text together, and its score head.
+//!
+//! Distillation (`Objective::MarginMse`) trains the same bi-encoder on the same steps, groups, schedule,
+//! rate and blocks, with the trained cross-encoder's scores of every pair (`Candidate::teacher`) as the
+//! target in place of the positive's label: MarginMSE (arbor_losses::margin_mse, Hofstätter et al., 2020)
+//! between the student's margins s(q, p) - s(q, n) and the teacher's. The plain control above is then its
+//! matched control: the fine-tune on the same triples without the teacher. The epoch is chosen as the
+//! control's is, by held-out L_rank.
 
 use std::path::Path;
 
-use arbor_losses::listwise_softmax;
+use arbor_losses::{listwise_softmax, margin_mse};
 use arbor_models::bert::Bert;
 use arbor_models::dense::DenseModel;
 use burn::module::AutodiffModule;
@@ -51,8 +58,26 @@ fn scores<B: Backend>(encoder: &StepEncoder, bert: &Bert<B>, format: PairFormat,
     (texts * queries).sum_dim(2).reshape([g, size]) / tau
 }
 
+/// What the bi-encoder learns from a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Objective {
+    /// L_rank over the group's scores, the positive the target: the reranker's control.
+    Listwise,
+    /// MarginMSE to the teacher's scores of the group's pairs (every candidate must carry one).
+    MarginMse,
+}
+
+/// The teacher's scores of groups, `[groups, size]`.
+fn teacher_scores<B: Backend>(groups: &[QueryGroup], device: &B::Device) -> anyhow::Result<Tensor<B, 2>> {
+    let size = groups[0].1.len();
+    let scores: Option<Vec<f32>> = groups.iter().flat_map(|(_, texts)| texts.iter().map(|t| t.teacher)).collect();
+    let scores = scores.ok_or_else(|| anyhow::anyhow!("distillation: a training pair has no teacher score"))?;
+    Ok(Tensor::<B, 1>::from_floats(scores.as_slice(), device).reshape([groups.len(), size]))
+}
+
 struct ControlTask<'a> {
     config: &'a RerankerTraining,
+    objective: Objective,
     format: PairFormat,
     tau: f64,
     encoder: StepEncoder,
@@ -72,7 +97,11 @@ impl<B: AutodiffBackend> Task<B> for ControlTask<'_> {
         let bert = model.encoder.as_ref().expect("the control fine-tunes the encoder");
         let scores = scores(&self.encoder, bert, self.format, self.tau, &groups);
         let hit = hit_at_1(scores.clone().detach());
-        Ok(Step { terms: vec![("loss/rank", listwise_softmax(scores))], scalars: vec![("train/hit1", hit)], context: format!("queries {batch:?}") })
+        let term = match self.objective {
+            Objective::Listwise => ("loss/rank", listwise_softmax(scores)),
+            Objective::MarginMse => ("loss/margin_mse", margin_mse(scores.clone(), teacher_scores(&groups, &scores.device())?)),
+        };
+        Ok(Step { terms: vec![term], scalars: vec![("train/hit1", hit)], context: format!("queries {batch:?}") })
     }
 
     fn evaluate(&self, model: &DenseModel<B::InnerBackend>) -> Vec<(&'static str, f64)> {
@@ -91,11 +120,13 @@ pub fn frozen_layers(config: &RerankerTraining, layers: usize) -> usize {
     layers.saturating_sub(config.trainable_layers)
 }
 
-/// Trains the control from the pretrained encoder `tune` in `run_dir` (resuming a checkpoint there), on
-/// the reranker's examples with the reranker's settings `config` and the temperature `tau`.
+/// Trains the control (or, with `Objective::MarginMse`, the distilled student) from the pretrained encoder
+/// `tune` in `run_dir` (resuming a checkpoint there), on the reranker's examples with the reranker's
+/// settings `config` and the temperature `tau`.
 #[allow(clippy::too_many_arguments)]
 pub fn train<B: AutodiffBackend>(
     config: &RerankerTraining,
+    objective: Objective,
     tau: f64,
     tune: FineTune<B>,
     format: PairFormat,
@@ -112,7 +143,11 @@ pub fn train<B: AutodiffBackend>(
     let dim = tune.bert.embeddings.layer_norm.gamma.dims()[0];
     let model = DenseModel::new(dim, Some(tune.bert), &device);
     let group = skeleton::Group { name: "encoder", lr: config.lr_encoder, params: |g, m: &DenseModel<B>| GradientsParams::from_module(g, m) };
-    let mut task = ControlTask { config, format, tau, encoder, train, holdout };
+    if objective == Objective::MarginMse {
+        let scored = train.iter().flat_map(|e| e.positives.iter().chain(&e.negatives)).all(|c| c.teacher.is_some());
+        anyhow::ensure!(scored, "distillation: every training pair needs the teacher's score");
+    }
+    let mut task = ControlTask { config, objective, format, tau, encoder, train, holdout };
     Ok(skeleton::train(&mut task, model, &[group], &config.schedule, run_dir, progress)?.valid())
 }
 
@@ -130,7 +165,7 @@ mod tests {
     /// its pool.
     fn examples(ids: &[Vec<u32>]) -> Vec<RerankExample> {
         let strip = |u: &Vec<u32>| u[1..u.len() - 1].to_vec();
-        let candidate = |u: usize| Candidate { ids: strip(&ids[u]), prior: 0.1 * u as f32 };
+        let candidate = |u: usize| Candidate { ids: strip(&ids[u]), prior: 0.1 * u as f32, teacher: None };
         (0..ids.len())
             .map(|i| RerankExample {
                 query: strip(&ids[i])[..2].to_vec(),
@@ -149,7 +184,7 @@ mod tests {
         let train = examples(&ids);
         let format = PairFormat { special: (ids[0][0], *ids[0].last().unwrap()), max_query: 64, max_len: 256, layer_norm_eps: tune.layer_norm_eps };
         let encoder = StepEncoder::new(&tune, Some(frozen_layers(&config, tune.bert.layers.len()))).unwrap();
-        let mut control = ControlTask { config: &config, format, tau: 0.05, encoder, train: &train, holdout: &[] };
+        let mut control = ControlTask { config: &config, objective: Objective::Listwise, format, tau: 0.05, encoder, train: &train, holdout: &[] };
         let device = Default::default();
         let dense = DenseModel::new(tune.bert.embeddings.layer_norm.gamma.dims()[0], Some(tune.bert.clone()), &device);
         let hidden = tune.bert.embeddings.layer_norm.gamma.dims()[0];
@@ -169,6 +204,50 @@ mod tests {
         let layers = bert.layers.len();
         assert!(bert.layers[layers - 1].query.weight.grad(&grads).is_some() && bert.layers[layers - 2].query.weight.grad(&grads).is_some());
         assert!(bert.layers[layers - 3].query.weight.grad(&grads).is_none() && bert.embeddings.word_embeddings.weight.grad(&grads).is_none());
+    }
+
+    /// Distillation takes the control's steps and groups, and its loss is MarginMSE to the teacher's scores:
+    /// zero when the teacher scores every pair as the student does, shifted per query (the margins agree), and
+    /// 1 when every negative's teacher score is one higher (each margin off by one).
+    #[test]
+    fn distillation_matches_the_teachers_margins_on_the_controls_groups() {
+        let crate::fixtures::Lease { tune, ids, .. } = crate::fixtures::lease();
+        let config = RerankerTraining { batch_size: 2, negatives: 2, hard_negatives: 4, ..RerankerTraining::default() };
+        let format = PairFormat { special: (ids[0][0], *ids[0].last().unwrap()), max_query: 64, max_len: 256, layer_norm_eps: tune.layer_norm_eps };
+        let tau = 0.05;
+        let teach = |bump: f32| -> Vec<RerankExample> {
+            let mut train = examples(&ids);
+            let encoder = StepEncoder::new(&tune, None).unwrap();
+            for (e, ex) in train.iter_mut().enumerate() {
+                let all: Vec<&Candidate> = ex.positives.iter().chain(&ex.negatives).collect();
+                let s = scores(&encoder, &tune.bert, format, tau, &[(&ex.query, all)]).into_data().to_vec::<f32>().unwrap();
+                let shift = 3.0 + e as f32;
+                for (c, v) in ex.positives.iter_mut().chain(ex.negatives.iter_mut()).zip(&s) {
+                    c.teacher = Some(v + shift);
+                }
+                ex.negatives.iter_mut().for_each(|c| c.teacher = c.teacher.map(|t| t + bump));
+            }
+            train
+        };
+        let device = Default::default();
+        let dense = DenseModel::<A>::new(tune.bert.embeddings.layer_norm.gamma.dims()[0], Some(tune.bert.clone()), &device);
+        let step = |train: &[RerankExample], objective| {
+            let encoder = StepEncoder::new(&tune, None).unwrap();
+            let mut task = ControlTask { config: &config, objective, format, tau, encoder, train, holdout: &[] };
+            Task::<A>::step(&mut task, &dense, 1).unwrap()
+        };
+        let (agree, off) = (teach(0.0), teach(1.0));
+        let (plain, distilled) = (step(&agree, Objective::Listwise), step(&agree, Objective::MarginMse));
+        assert_eq!(plain.context, distilled.context, "the same queries");
+        assert_eq!(distilled.terms[0].0, "loss/margin_mse");
+        let loss = |s: &Step<A>| f64::from(s.terms[0].1.clone().into_scalar());
+        assert!(loss(&distilled) < 1e-6, "margins agree: {}", loss(&distilled));
+        assert!((loss(&step(&off, Objective::MarginMse)) - 1.0).abs() < 1e-3, "{}", loss(&step(&off, Objective::MarginMse)));
+        // Pairs without a teacher's score are refused.
+        let unscored = examples(&ids);
+        let encoder = StepEncoder::new(&tune, None).unwrap();
+        let mut task = ControlTask { config: &config, objective: Objective::MarginMse, format, tau, encoder, train: &unscored, holdout: &[] };
+        assert!(Task::<A>::step(&mut task, &dense, 0).is_err());
     }
 
     /// At the pretrained weights the scores are the encoder's cosines over tau, query against each text.

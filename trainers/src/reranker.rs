@@ -45,6 +45,10 @@ pub struct RerankExample {
 pub struct Candidate {
     pub ids: TokenIds,
     pub prior: f32,
+    /// The trained cross-encoder's score of the pair, where a student is distilled from it
+    /// ([`crate::rerank_control`], MarginMSE); `None` elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teacher: Option<f32>,
 }
 
 /// The reranker's training settings (experiment file: `Rerank((training: ...))`).
@@ -291,7 +295,7 @@ mod tests {
     use super::*;
 
     fn example(positives: usize, negatives: usize) -> RerankExample {
-        let c = |id| Candidate { ids: vec![id], prior: 0.0 };
+        let c = |id| Candidate { ids: vec![id], prior: 0.0, teacher: None };
         RerankExample { query: vec![1], positives: vec![c(2); positives], negatives: vec![c(3); negatives] }
     }
 

@@ -78,8 +78,9 @@ impl Chunking {
         }
     }
 
-    /// Cuts the context's documents (others get no chunks) and embeds the chunks, `prefix(doc)` (AutoContext)
-    /// written before each chunk's text when it is embedded; `what` names the prefix in the cache key.
+    /// Cuts the context's documents (others get no chunks) and embeds the chunks, `prefix(doc)` (AutoContext,
+    /// SAC) written before what the encoder reads of each chunk (its header's lines, when the units have
+    /// one, then its text); `what` names the prefix in the cache key.
     pub fn embedded<'a>(
         &self,
         ctx: &'a Context<'a>,
@@ -93,7 +94,7 @@ impl Chunking {
             Some((_, p)) => (0..ctx.corpus.documents.len()).map(|d| if ctx.docs.contains(&d) { p(d) } else { String::new() }).collect(),
             None => vec![String::new(); ctx.corpus.documents.len()],
         };
-        let text = |c: usize| format!("{}{}", prefixes[chunks.spans[c].doc], chunks.text(ctx.corpus, c));
+        let text = |c: usize| format!("{}{}", prefixes[chunks.spans[c].doc], chunks.input(ctx.corpus, c));
         let vectors = ctx.chunk_vectors(&(self, prefix.map(|(what, _)| what)), &chunks, &text)?;
         Ok((chunks, Cow::Owned(vectors)))
     }

@@ -20,7 +20,7 @@ use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use super::training::{Needs, data_key, on_devices, pretrained, queries_by_doc, train_docs, training_queries};
+use super::training::{HEADED_UNITS, Needs, data_key, headed_input, on_devices, pretrained, queries_by_doc, train_docs, training_queries};
 use super::{Built, Context, MethodSpec, QueryVectors};
 use crate::cache::{Artefact, key};
 use crate::progress::with_bar;
@@ -132,50 +132,95 @@ impl MethodSpec for DenseConfig {
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
-        let label = self.label();
-        let (model, dir) = train(ctx, &label, self)?;
-        let record =
-            TrainedModel { method: label.clone(), settings: serde_json::to_value(self)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), trained_on: Vec::new() };
-        let (units, queries) = match &model.encoder {
-            Some(bert) => {
-                let kernel = ctx.encoder.kernel_for(bert);
-                let texts: Vec<&str> = ctx.queries.iter().map(|q| q.input.text.as_str()).collect();
-                let queries = ctx.encoder.embed_as(&kernel, Role::Query, &texts, ctx.encoder_config.batch_size, &mut |_| {});
-                (ctx.tuned_unit_vectors(&dir, &kernel)?, queries)
-            }
-            None => (through(&model, ctx.unit_vectors()?), through(&model, ctx.query_vectors()?)),
-        };
-        let retriever = FlatDense { name: label, chunks: Cow::Borrowed(&ctx.leaves.units), embeddings: Cow::Owned(units) };
-        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Own(queries), models: vec![record], details: None })
+        build_trained(ctx, self.label(), self, self, None)
     }
 }
 
+/// Dense retrieval over the leaf units through the encoder fine-tuned (or the map trained) as `config`
+/// says, recorded under `label` and `settings` (what `evaluate --from` matches): the control's build, and
+/// with `headers` (each document's header, by document, written before every unit in training and at
+/// evaluation) SAC's trained build ([`super::summary_chunks`]).
+pub(crate) fn build_trained<'a>(
+    ctx: &'a Context<'a>,
+    label: String,
+    settings: &impl Serialize,
+    config: &DenseConfig,
+    headers: Option<&[String]>,
+) -> anyhow::Result<Built<'a>> {
+    let (model, dir) = train(ctx, &label, settings, config, headers)?;
+    let record = TrainedModel { method: label.clone(), settings: serde_json::to_value(settings)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), trained_on: Vec::new() };
+    flat_through(ctx, label, &model, &dir, headers, record)
+}
+
+/// Dense retrieval over the leaf units through `model` (trained in `dir`, recorded as `record`): its
+/// fine-tuned encoder's vectors of the units (after `headers`) and of the queries, or the frozen encoder's
+/// through its map.
+pub(crate) fn flat_through<'a>(
+    ctx: &'a Context<'a>,
+    label: String,
+    model: &DenseModel<DefaultBackend>,
+    dir: &std::path::Path,
+    headers: Option<&[String]>,
+    record: TrainedModel,
+) -> anyhow::Result<Built<'a>> {
+    let (units, queries) = match &model.encoder {
+        Some(bert) => {
+            let kernel = ctx.encoder.kernel_for(bert);
+            let texts: Vec<&str> = ctx.queries.iter().map(|q| q.input.text.as_str()).collect();
+            let queries = ctx.encoder.embed_as(&kernel, Role::Query, &texts, ctx.encoder_config.batch_size, &mut |_| {});
+            (ctx.tuned_unit_vectors(dir, &kernel, headers)?, queries)
+        }
+        None => {
+            let frozen = match headers {
+                None => Cow::Borrowed(ctx.unit_vectors()?),
+                Some(h) => Cow::Owned(ctx.chunk_vectors(&HEADED_UNITS, &ctx.leaves.units, &|u| headed_input(ctx, h, u))?),
+            };
+            (through(model, &frozen), through(model, ctx.query_vectors()?))
+        }
+    };
+    let retriever = FlatDense { name: label, chunks: Cow::Borrowed(&ctx.leaves.units), embeddings: Cow::Owned(units) };
+    Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Own(queries), models: vec![record], details: None })
+}
+
 /// The trained control: read back (from the cache, or the earlier run under `evaluate --from`), else
-/// trained in `train-<key>` (key: the encoder, the settings, the training and validation queries).
-fn train(ctx: &Context, label: &str, config: &DenseConfig) -> anyhow::Result<(DenseModel<DefaultBackend>, std::path::PathBuf)> {
+/// trained in `train-<key>` (key: the encoder, the settings, the training and validation queries, and the
+/// headers those documents were read with).
+fn train(
+    ctx: &Context,
+    label: &str,
+    settings: &impl Serialize,
+    config: &DenseConfig,
+    headers: Option<&[String]>,
+) -> anyhow::Result<(DenseModel<DefaultBackend>, std::path::PathBuf)> {
     if let Some(reranker) = &config.reranker {
         return train_as_reranker(ctx, label, config, reranker);
     }
     let training = &config.training;
     let by_doc = training_queries(ctx.corpus, training);
     let held = queries_by_doc(ctx.corpus, VALIDATION);
-    let Located { dir, may_train } = ctx.training.locate(label, config, &ctx.keys.encoder, || {
-        ctx.cache.dir(Artefact::Dense, &key(&(&ctx.keys.encoder, training, data_key(ctx, &by_doc), data_key(ctx, &held))))
+    let Located { dir, may_train } = ctx.training.locate(label, settings, &ctx.keys.encoder, || {
+        let read = (&ctx.keys.encoder, training, data_key(ctx, &by_doc), data_key(ctx, &held));
+        let content = match headers {
+            None => key(&read),
+            Some(h) => key(&(read, "document headers", by_doc.keys().chain(held.keys()).map(|&d| &h[d]).collect::<Vec<_>>())),
+        };
+        ctx.cache.dir(Artefact::Dense, &content)
     })?;
     let dim = ctx.encoder.dim();
     // A fine-tuned control reads its encoder weights over the pretrained one's shape.
     let shape = (!training.freeze_encoder).then(|| ctx.encoder.bert.clone());
     if let Some(model) = arbor_trainers::dense::finished(dim, shape, &dir)? {
-        eprintln!("using the dense control trained in {}", dir.display());
+        eprintln!("using the dense model trained in {}", dir.display());
         return Ok((model, dir));
     }
     anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", dir.display());
     anyhow::ensure!(!by_doc.is_empty(), "no query with evidence in training split {:?}", training.split);
-    let needs = Needs { ids: !training.freeze_encoder, vae_tokens: false, merge_pairs: None };
+    let needs = Needs { ids: !training.freeze_encoder, vae_tokens: false, merge_pairs: None, headers };
     let docs = train_docs(ctx, &by_doc, &training.split, needs)?;
     let holdout = train_docs(ctx, &held, VALIDATION, needs)?;
     let bert = if training.freeze_encoder { None } else { Some(pretrained(ctx)?) };
-    let model = with_bar("training the dense control", |progress| {
+    let what = if headers.is_some() { "training the encoder over the document headers" } else { "training the dense control" };
+    let model = with_bar(what, |progress| {
         arbor_trainers::dense::train::<Autodiff<DefaultBackend>>(training, dim, bert, ctx.corpus, &docs, &holdout, &dir, progress)
     })?;
     Ok((model, dir))
@@ -202,7 +247,7 @@ fn train_as_reranker(
     let Some((train, holdout)) = made.filter(|_| may_train) else { anyhow::bail!("{} holds no finished training for method {label:?}", dir.display()) };
     let tune = pretrained(ctx)?;
     let model = with_bar("training the reranker's control", |progress| {
-        arbor_trainers::rerank_control::train::<Autodiff<DefaultBackend>>(reranker, config.training.tau, tune, format, &train, &holdout, &dir, progress)
+        arbor_trainers::rerank_control::train::<Autodiff<DefaultBackend>>(reranker, arbor_trainers::rerank_control::Objective::Listwise, config.training.tau, tune, format, &train, &holdout, &dir, progress)
     })?;
     Ok((model, dir))
 }

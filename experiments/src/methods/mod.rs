@@ -20,6 +20,7 @@
 //! | SmartChunk (multi-level chunks, compressor, plan) | [`smartchunk`] | SmartChunk, Section 4 |
 //! | Any of these + a cross-encoder reranker | [`rerank`] | SproutRAG, Section 3 (reranking stage) |
 //! | Dense fine-tuned by InfoNCE alone (matched control) | [`dense`] | the fair-comparison rules of arbor |
+//! | Dense distilled from the reranker (MarginMSE) | [`distill`] | Hofstätter et al., arXiv:2010.02666 |
 //! | Exemplar expansion (matched control) | [`exemplars`] | Rocchio 1971; nearest-neighbour query expansion |
 //!
 //! Methods that summarise use [`crate::summaries`]; trained methods get their matched controls from
@@ -109,6 +110,8 @@ methods! {
     /// The nearest training questions' gold text added to the query, for BM25 or dense: a control that
     /// uses the training queries without training.
     Exemplars(exemplars::ExemplarsConfig),
+    /// Dense retrieval with the encoder distilled from the trained reranker by MarginMSE.
+    Distill(distill::DistillConfig),
 }
 
 impl Method {
@@ -343,11 +346,16 @@ impl<'a> Context<'a> {
     /// encoder as fine-tuned in the trained model `model` (a `train-<key>` folder, whose content key names
     /// them), cached in `units-<encoder and model>/` as the frozen encoder's are: a run's rows over one
     /// fine-tuned encoder (the SLLM's and its control's) encode the corpus once, later runs not at all.
-    pub fn tuned_unit_vectors(&self, model: &Path, kernel: &Kernel<DefaultBackend>) -> anyhow::Result<Vec<Vec<f32>>> {
+    /// With `headers`, each unit is read after its document's header (SAC's summary: [`training::headed_input`]).
+    pub fn tuned_unit_vectors(&self, model: &Path, kernel: &Kernel<DefaultBackend>, headers: Option<&[String]>) -> anyhow::Result<Vec<Vec<f32>>> {
         let trained = model.file_name().map(|n| n.to_string_lossy().into_owned());
         let dir = self.cache.dir(Artefact::Units, &key(&(&self.keys.encoder, "fine-tuned in", trained)))?;
         let embed = |t: &[&str], p: &mut dyn FnMut(usize)| self.encoder.embed_with(kernel, t, self.encoder_config.batch_size, p);
-        self.cache.chunk_embeddings(&dir, &embed, &self.leaves.units, self.keys, self.docs, &|c| self.leaves.units.input(self.corpus, c).into_owned())
+        let text = |c: usize| match headers {
+            None => self.leaves.units.input(self.corpus, c).into_owned(),
+            Some(headers) => training::headed_input(self, headers, c),
+        };
+        self.cache.chunk_embeddings(&dir, &embed, &self.leaves.units, self.keys, self.docs, &text)
     }
 
     /// Every document's sentences (those of its leaf units, over-long ones already cut to the encoder's

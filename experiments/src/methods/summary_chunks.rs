@@ -5,16 +5,29 @@
 //! and what is handed on is the chunk alone. The paper writes the summaries with an LLM; none can be
 //! obtained here, so the default summary is extractive (`crate::summaries`), as in RSE's AutoContext, and
 //! an `Endpoint` summariser may be configured where one is served.
+//!
+//! With `training: Some(..)` the encoder is fine-tuned on the training queries as the dense control is
+//! ([`super::dense`], InfoNCE with the same batches, negatives and schedule), every unit read after its
+//! document's header in training, on validation and at evaluation alike ([`super::training::headed_input`]):
+//! the paper's chunks under the field's fine-tuning. Its matched control is that same fine-tune without
+//! the headers, so the comparison measures what the summaries add once the encoder is trained.
+
+use std::collections::BTreeSet;
 
 use arbor_datasets::Span;
 use arbor_eval::retrievers::flat::FlatDense;
+use arbor_trainers::config::TrainConfig;
 use serde::{Deserialize, Serialize};
 
 use super::chunks::Chunking;
-use super::{Built, Context, MethodSpec, QueryVectors};
+use super::dense::{DenseConfig, build_trained};
+use super::training::{queries_by_doc, training_queries};
+use super::{Built, Context, MethodSpec, QueryVectors, Trains};
 use crate::summaries::SummariserConfig;
+use crate::validation::VALIDATION;
 
-/// `SummaryChunks((chunks: Units, summary_tokens: 64))` in an experiment file.
+/// `SummaryChunks((chunks: Units, summary_tokens: 64))` in an experiment file; with `training: Some((..))`
+/// (the dense control's settings) the encoder is fine-tuned over the headed units.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SummaryChunksConfig {
@@ -23,20 +36,34 @@ pub struct SummaryChunksConfig {
     /// The document summary's length in tokens (it shares the encoder's input with the chunk).
     pub summary_tokens: usize,
     pub summariser: SummariserConfig,
+    /// Fine-tune the encoder on the training queries over the headed units (`chunks: Units` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training: Option<TrainConfig>,
 }
 
 impl Default for SummaryChunksConfig {
     fn default() -> Self {
-        SummaryChunksConfig { chunks: Chunking::Units, summary_tokens: 64, summariser: SummariserConfig::Extractive }
+        SummaryChunksConfig { chunks: Chunking::Units, summary_tokens: 64, summariser: SummariserConfig::Extractive, training: None }
     }
 }
 
 /// Each context document's header, `<title or id>: <summary of summary_tokens>\n\n` (empty for the
 /// others), and the summariser in words: what AutoContext and SAC write before a chunk.
 pub fn document_headers(ctx: &Context, summariser: &SummariserConfig, summary_tokens: usize) -> anyhow::Result<(Vec<String>, String)> {
-    let summariser = summariser.open(ctx.corpus, ctx.leaves, ctx.unit_vectors()?, &ctx.cache.root)?;
+    headers_of(ctx, summariser, summary_tokens, ctx.docs, ctx.unit_vectors()?)
+}
+
+/// [`document_headers`] of `docs`, summarised over `unit_vectors` (the frozen encoder's, those documents' filled).
+fn headers_of(
+    ctx: &Context,
+    summariser: &SummariserConfig,
+    summary_tokens: usize,
+    docs: &[usize],
+    unit_vectors: &[Vec<f32>],
+) -> anyhow::Result<(Vec<String>, String)> {
+    let summariser = summariser.open(ctx.corpus, ctx.leaves, unit_vectors, &ctx.cache.root)?;
     let mut headers = vec![String::new(); ctx.corpus.documents.len()];
-    for &d in ctx.docs {
+    for &d in docs {
         let doc = &ctx.corpus.documents[d];
         let summary = summariser.summarise(d, &[Span::new(0, doc.text.len())], summary_tokens)?;
         let title = if doc.title.is_empty() { &doc.id } else { &doc.title };
@@ -45,22 +72,66 @@ pub fn document_headers(ctx: &Context, summariser: &SummariserConfig, summary_to
     Ok((headers, summariser.describe()))
 }
 
+impl SummaryChunksConfig {
+    /// The fine-tune SAC's encoder takes: its matched control's, so that the two differ by the headers alone.
+    fn dense(&self) -> Option<DenseConfig> {
+        self.training.as_ref().map(DenseConfig::matching)
+    }
+
+    /// The headers of every document the trained method reads: the evaluated ones, and its training and
+    /// validation documents.
+    fn training_headers(&self, ctx: &Context, training: &TrainConfig) -> anyhow::Result<(Vec<String>, String)> {
+        let read: BTreeSet<usize> = ctx.docs.iter().copied().chain(training_queries(ctx.corpus, training).into_keys()).chain(queries_by_doc(ctx.corpus, VALIDATION).into_keys()).collect();
+        let docs: Vec<usize> = read.into_iter().collect();
+        let vectors = ctx.cache.unit_embeddings(ctx.encoder, ctx.corpus, ctx.leaves, ctx.keys, &docs, ctx.encoder_config.batch_size)?;
+        headers_of(ctx, &self.summariser, self.summary_tokens, &docs, &vectors)
+    }
+}
+
 impl MethodSpec for SummaryChunksConfig {
     fn label(&self) -> String {
-        format!("SAC: {} with a {}-token document summary", self.chunks.describe(), self.summary_tokens)
+        let plain = format!("SAC: {} with a {}-token document summary", self.chunks.describe(), self.summary_tokens);
+        match self.dense() {
+            None => plain,
+            Some(dense) => {
+                let trained = dense.label();
+                format!("{plain}, {}", trained.strip_prefix("Dense, ").unwrap_or(&trained))
+            }
+        }
     }
 
     fn kind(&self) -> String {
-        "Summary-augmented chunks".into()
+        match self.training {
+            None => "Summary-augmented chunks".into(),
+            Some(_) => "Summary-augmented chunks, fine-tuned".into(),
+        }
     }
 
     fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(self.summary_tokens > 0, "SummaryChunks: summary_tokens must be at least 1");
         self.summariser.check()?;
+        if let Some(dense) = self.dense() {
+            anyhow::ensure!(
+                self.chunks == Chunking::Units,
+                "SummaryChunks with training fine-tunes over the leaf units: set chunks: Units (it has {})",
+                self.chunks.describe()
+            );
+            dense.check()?;
+        }
         self.chunks.check()
     }
 
+    fn trains(&self) -> Trains {
+        self.training.clone().map_or(Trains::No, Trains::Queries)
+    }
+
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
+        if let (Some(training), Some(dense)) = (&self.training, self.dense()) {
+            let (headers, described) = self.training_headers(ctx, training)?;
+            let mut built = build_trained(ctx, self.label(), self, &dense, Some(&headers))?;
+            built.details = Some(format!("document summaries of {} tokens before every unit in training and evaluation, {described}", self.summary_tokens));
+            return Ok(built);
+        }
         let (headers, described) = document_headers(ctx, &self.summariser, self.summary_tokens)?;
         let header = |d: usize| headers[d].clone();
         let (chunks, embeddings) = self.chunks.embedded(ctx, Some(("sac", &header)))?;

@@ -4,8 +4,8 @@
 //! document of their first gold span; each document comes with its units, the frozen encoder's pooled
 //! vectors (or token ids, when the encoder is fine-tuned), the gold merge pairs and the VAE's tokens as
 //! the trainer needs them. A unit's token ids are what the encoder reads of it at evaluation (its
-//! `units.context` header, then its text), its frozen vector the evaluation's; the VAE's tokens are its own
-//! text. The held-out documents are the validation split's (crate::validation).
+//! `units.context` header, then its text, after its document's header where the method writes one: SAC's
+//! summary), its frozen vector the evaluation's; the VAE's tokens are its own text. The held-out documents are the validation split's (crate::validation).
 
 use arbor_models::pooling::Role;
 use std::collections::BTreeMap;
@@ -87,13 +87,27 @@ pub fn evidence_by_doc(corpus: &Corpus, split: &str) -> BTreeMap<usize, Vec<Span
 
 /// What a trainer needs of each document beyond its units and queries.
 #[derive(Debug, Clone, Copy)]
-pub struct Needs {
+pub struct Needs<'h> {
     /// Token ids of units and queries (the encoder is fine-tuned); else the frozen encoder's pooled vectors.
     pub ids: bool,
     /// The SentenceVAE's word pieces of each unit.
     pub vae_tokens: bool,
     /// The gold merge pairs of L_attn (`None`: none).
     pub merge_pairs: Option<MergePairs>,
+    /// A header written before every unit of a document, by document (SAC's document summary:
+    /// [`super::summary_chunks`]), read by the encoder in training as at evaluation; `None`: none.
+    pub headers: Option<&'h [String]>,
+}
+
+/// The cache key of the leaf units' vectors read after their document's header ([`headed_input`]): the
+/// key `Chunking::Units` with SAC's prefix gives them, so that the untrained and the trained method share them.
+pub const HEADED_UNITS: (&super::chunks::Chunking, Option<&str>) = (&super::chunks::Chunking::Units, Some("sac"));
+
+/// What the encoder reads of leaf unit `u` after its document's header: the header, then the unit's input
+/// (its own `units.context` header and its text).
+pub fn headed_input(ctx: &Context, headers: &[String], u: usize) -> String {
+    let units = &ctx.leaves.units;
+    format!("{}{}", headers[units.spans[u].doc], units.input(ctx.corpus, u))
 }
 
 /// The training documents of `by_doc` (queries of `split`), each with its queries' positive units; queries
@@ -105,7 +119,10 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
     }
     let doc_ids: Vec<usize> = by_doc.keys().copied().collect();
     let batch = ctx.encoder_config.batch_size;
-    let unit_vectors = ctx.cache.unit_embeddings(encoder, corpus, index, keys, &doc_ids, batch)?;
+    let unit_vectors = match needs.headers {
+        None => ctx.cache.unit_embeddings(encoder, corpus, index, keys, &doc_ids, batch)?,
+        Some(headers) => ctx.chunk_vectors_of(&HEADED_UNITS, &index.units, &doc_ids, &|u| headed_input(ctx, headers, u))?,
+    };
     let query_list: Vec<&Query> = by_doc.values().flatten().copied().collect();
     let query_texts: Vec<&str> = query_list.iter().map(|q| q.text.as_str()).collect();
     let query_vectors = ctx.cache.text_embeddings(encoder, Role::Query, batch, &query_texts, &format!("{split} queries"))?;
@@ -116,8 +133,12 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
     for (&d, qs) in by_doc {
         let range = index.units.by_doc[d].clone();
         let spans: Vec<DocSpan> = index.units.spans[range.clone()].to_vec();
-        // What the encoder reads at evaluation: the unit's header (`units.context`), then its text.
-        let inputs: Vec<std::borrow::Cow<str>> = range.clone().map(|u| index.units.input(corpus, u)).collect();
+        // What the encoder reads at evaluation: the document's header (SAC's), the unit's header
+        // (`units.context`), then its text.
+        let inputs: Vec<std::borrow::Cow<str>> = match needs.headers {
+            None => range.clone().map(|u| index.units.input(corpus, u)).collect(),
+            Some(headers) => range.clone().map(|u| headed_input(ctx, headers, u).into()).collect(),
+        };
         let inputs: Vec<&str> = inputs.iter().map(|t| t.as_ref()).collect();
         let tokens = match needs.vae_tokens {
             true => encoder.word_pieces(&inputs).into_iter().map(|t| std::iter::once(start_token).chain(t).collect()).collect(),

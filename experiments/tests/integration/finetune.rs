@@ -306,3 +306,46 @@ fn short_articles(dir: &Path, cut: usize) -> std::path::PathBuf {
     std::fs::write(out.join("queries.jsonl"), queries.join("\n")).unwrap();
     out
 }
+
+/// SAC fine-tuned (`SummaryChunks((training: Some(..)))`) reads every unit after its document's summary in
+/// training and at evaluation: trained at a learning rate of 0 its encoder is the pretrained one, so it
+/// ranks every query as untrained SAC does (the evaluation reads the same headed text through the tuned
+/// encoder's kernel), while its training read other inputs than its matched control's (the dense fine-tune
+/// without headers, added as its control): another training folder, other validation figures.
+#[test]
+fn sac_fine_tuned_reads_its_headers_in_training_and_evaluation() {
+    std::env::set_current_dir(crate::common::workspace()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = short_articles(tmp.path(), 1200);
+    let text = format!(
+        r#"Experiment(name: "sac", data: (format: Jsonl, path: {:?}, split: Some("test")), units: (max_sentences: 1),
+            methods: [SummaryChunks((summary_tokens: 16)),
+                SummaryChunks((summary_tokens: 16, training: Some((batch_size: 4, freeze_encoder: false, lr_encoder: 0.0,
+                    schedule: (epochs: 1, checkpoint_every: 100)))))],
+            controls: [Dense])"#,
+        corpus.display().to_string()
+    );
+    let (dir, report) = run(&Experiment::parse(&text, Path::new("sac.ron")).unwrap(), &tmp.path().join("runs"), false, None).unwrap();
+    let names: Vec<&str> = report.methods.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(names[1].starts_with("SAC: leaf units with a 16-token document summary, encoder fine-tuned at 0"), "{}", names[1]);
+    assert!(names[2].starts_with("Dense, encoder fine-tuned at 0"), "the matched control: {}", names[2]);
+    let ranked = rankings(&dir);
+    let (plain, tuned, control) = (&ranked[names[0]], &ranked[names[1]], &ranked[names[2]]);
+    assert!(!plain.is_empty());
+    for (query, want) in plain {
+        crate::common::same_ranking(&tuned[query], want).unwrap_or_else(|e| panic!("query {query}: {e}"));
+    }
+    let moved = plain.iter().filter(|(q, want)| crate::common::same_ranking(&control[*q], want).is_err()).count();
+    assert!(moved > 0, "the control ranks as SAC: it read the headers too");
+    let logs: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("train-"))
+        .map(|p| std::fs::read_to_string(p.join("log.jsonl")).unwrap())
+        .collect();
+    assert_eq!(logs.len(), 2, "SAC's training and its control's");
+    let held_out = |log: &str| -> String { log.lines().filter(|l| l.contains("eval/")).collect::<Vec<_>>().join("\n") };
+    assert!(!held_out(&logs[0]).is_empty(), "{}", logs[0]);
+    assert_ne!(held_out(&logs[0]), held_out(&logs[1]), "the same held-out figures: SAC's training read no headers");
+}

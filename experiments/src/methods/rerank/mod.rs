@@ -55,10 +55,14 @@ fn candidates() -> usize {
 }
 
 impl RerankConfig {
-    /// The reranker's training as the controls read it: its split, sample, schedule and trunk rate, the
-    /// encoder fine-tuned.
     fn control_training(&self) -> TrainConfig {
-        let t = &self.training;
+        control_training(&self.training)
+    }
+}
+
+/// The reranker's training as the controls read it: its split, sample, schedule and trunk rate, the
+/// encoder fine-tuned.
+pub(crate) fn control_training(t: &RerankerTraining) -> TrainConfig {
         TrainConfig {
             split: t.split.clone(),
             schedule: t.schedule.clone(),
@@ -67,7 +71,6 @@ impl RerankConfig {
             train_queries: t.train_queries,
             ..TrainConfig::default()
         }
-    }
 }
 
 impl MethodSpec for RerankConfig {
@@ -129,7 +132,7 @@ impl MethodSpec for RerankConfig {
 }
 
 /// The reranker: a finished training in the cache (or the earlier run's), else trained now.
-fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::Result<(Scorer<DefaultBackend>, TrainedModel)> {
+pub(crate) fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) -> anyhow::Result<(Scorer<DefaultBackend>, TrainedModel)> {
     let encoder = ctx.encoder;
     let format = pair_format(encoder, training);
     // The training examples are the cache key's content; under `evaluate --from` they are not made.

@@ -84,7 +84,7 @@ impl FirstStage<'_> {
             // Each unit as the encoder reads it at evaluation: its header (`units.context`), then the piece.
             let inputs: Vec<_> = us.iter().map(|&u| units.input(corpus, u)).collect();
             let pieces = encoder.word_pieces(&inputs.iter().map(|t| t.as_ref()).collect::<Vec<&str>>());
-            pieces.into_iter().zip(us).map(|(ids, &u)| Candidate { ids, prior: dot(query_vector, &self.unit_vectors[u]) }).collect()
+            pieces.into_iter().zip(us).map(|(ids, &u)| Candidate { ids, prior: dot(query_vector, &self.unit_vectors[u]), teacher: None }).collect()
         };
         RerankExample {
             query: encoder.word_pieces(&[q.text.as_str()]).remove(0),

@@ -373,7 +373,7 @@ impl SproutRagConfig {
                 (Some(frozen), _) => frozen,
                 (None, Some(kernel)) => {
                     if tuned.get().is_none() {
-                        let _ = tuned.set(ctx.tuned_unit_vectors(&model_dir, kernel)?);
+                        let _ = tuned.set(ctx.tuned_unit_vectors(&model_dir, kernel, None)?);
                     }
                     tuned.get().expect("set above")
                 }

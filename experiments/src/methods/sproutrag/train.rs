@@ -110,7 +110,7 @@ pub(super) fn train_model(
     }
     anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", train_dir.display());
     anyhow::ensure!(!by_doc.is_empty(), "no query with evidence in training split {:?}", training.split);
-    let needs = Needs { ids: !training.freeze_encoder, vae_tokens: config.model.vae.is_some(), merge_pairs: Some(training.merge_pairs) };
+    let needs = Needs { ids: !training.freeze_encoder, vae_tokens: config.model.vae.is_some(), merge_pairs: Some(training.merge_pairs), headers: None };
     let docs = train_docs(ctx, &by_doc, &training.split, needs)?;
     let holdout = train_docs(ctx, &held, VALIDATION, needs)?;
     let model = with_bar("training", |progress| {

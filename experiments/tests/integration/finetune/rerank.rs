@@ -1,6 +1,6 @@
 //! The reranking stage on the committed fixture: a cross-encoder trained on a few training questions
-//! reranks flat's candidates, and `evaluate --from` the run folder reloads it from its checkpoint and
-//! scores every query exactly as the freshly trained model did.
+//! reranks flat's candidates, a bi-encoder is distilled from it, and `evaluate --from` the run folder
+//! reloads both from their checkpoints and scores every query exactly as the freshly trained models did.
 
 use std::path::Path;
 
@@ -13,12 +13,14 @@ const EXPERIMENT: &str = r#"Experiment(
     methods: [
         Flat,
         Rerank((over: Flat, candidates: 8, training: (schedule: (epochs: 1, checkpoint_every: 4), train_queries: Some(24), negatives: 3, hard_negatives: 6, trainable_layers: 1))),
+        Distill((teacher: (schedule: (epochs: 1, checkpoint_every: 4), train_queries: Some(24), negatives: 3, hard_negatives: 6, trainable_layers: 1))),
     ],
     controls: [],
 )"#;
 
-/// One training serves both checks (a reranker's training is the slowest step of this file): the reranker
-/// and its matched control trained once, then the run folder reloaded.
+/// One training serves every check (a reranker's training is the slowest step of this file): the reranker,
+/// the student distilled from it and their matched control (one, the same for both) trained once, then the
+/// run folder reloaded.
 #[test]
 fn a_trained_reranker_reloads_from_its_run_folder_and_its_control_takes_its_steps() {
     std::env::set_current_dir(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))).unwrap();
@@ -29,24 +31,34 @@ fn a_trained_reranker_reloads_from_its_run_folder_and_its_control_takes_its_step
     assert_ne!(flat, reranked, "the reranker reorders flat's candidates");
     assert!(reranked.hit[2] > 50.0, "hit@5 {}", reranked.hit[2]);
     let models: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(dir.join("models.json")).unwrap()).unwrap();
-    assert_eq!(models.len(), 2);
+    let model = |row: &str| models.iter().find(|m| m["method"].as_str().unwrap().starts_with(row)).unwrap_or_else(|| panic!("{row}: {models:?}"));
+    let teacher = model("Flat (dense units) + reranker");
+    let dirs: std::collections::HashSet<&str> = models.iter().map(|m| m["dir"].as_str().unwrap()).collect();
+    assert_eq!(dirs.len(), 3, "one reranker (the Rerank row and the teacher recorded once), the student, the control: {models:?}");
     let log = |m: &serde_json::Value| std::fs::read_to_string(Path::new(m["dir"].as_str().unwrap()).join("log.jsonl")).unwrap();
-    let reranker_log = log(&models[0]);
+    let reranker_log = log(teacher);
     assert!(reranker_log.contains("eval/hit1") && reranker_log.contains("train/gamma") && reranker_log.contains("lr/encoder"), "{reranker_log}");
     // The reranker's matched control trains on the reranker's own groups: as many steps over the same
-    // sample, its log the reranker's held-out figures; its row says what it is.
-    assert_eq!(trained.methods.len(), 3);
-    let control = &trained.methods[2];
+    // sample, its log the reranker's held-out figures; its row says what it is. It controls the student too.
+    assert_eq!(trained.methods.len(), 4);
+    let (student, control) = (&trained.methods[2], &trained.methods[3]);
     assert!(control.name.contains("on the reranker's groups") && control.name.contains("top 1 blocks"), "{}", control.name);
+    assert!(student.name.contains("distilled") && student.name.contains("MarginMSE"), "{}", student.name);
     let steps = |m: &serde_json::Value| -> u64 {
         let state = Path::new(m["dir"].as_str().unwrap()).join("checkpoints/state.json");
         serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(state).unwrap()).unwrap()["step"].as_u64().unwrap()
     };
-    assert_eq!(steps(&models[0]), steps(&models[1]), "the same steps: 24 queries in batches of 4, one epoch");
-    let control_log = log(&models[1]);
+    let (student_model, control_model) = (model("Dense, encoder distilled"), model("Dense, encoder fine-tuned"));
+    assert_eq!(steps(teacher), steps(control_model), "the same steps: 24 queries in batches of 4, one epoch");
+    assert_eq!(steps(student_model), steps(control_model));
+    let control_log = log(control_model);
     assert!(control_log.contains("eval/loss") && control_log.contains("loss/rank") && control_log.contains("lr/encoder"), "{control_log}");
+    let student_log = log(student_model);
+    assert!(student_log.contains("eval/loss") && student_log.contains("loss/margin_mse") && !student_log.contains("loss/rank"), "{student_log}");
+    assert_ne!(student.metrics, control.metrics, "the teacher's scores change what the student learns");
     // A fresh cache: nothing but the earlier run's checkpoints can give the models back.
     let (_, again) = evaluate_only(&exp, out.path(), Some(&dir), Some(&out.path().join("fresh-cache"))).unwrap();
     assert_eq!(&again.methods[1].metrics, reranked);
-    assert_eq!(again.methods[2].metrics, control.metrics);
+    assert_eq!(again.methods[2].metrics, student.metrics);
+    assert_eq!(again.methods[3].metrics, control.metrics);
 }
