@@ -38,3 +38,15 @@ pub use margin_mse::margin_mse;
 pub use node::node_contrastive;
 pub use reward::{PlanOutcome, Reward, RewardWeights, planner_reward};
 pub use vae::vae_loss;
+
+/// What the losses' tests share.
+#[cfg(test)]
+mod testing {
+    use burn::tensor::backend::Backend;
+    use burn::tensor::{Tensor, TensorData};
+
+    /// A `[rows, len / rows]` tensor of `v`, row by row.
+    pub fn t<B: Backend>(v: &[f32], rows: usize) -> Tensor<B, 2> {
+        Tensor::from_data(TensorData::new(v.to_vec(), [rows, v.len() / rows]), &Default::default())
+    }
+}

@@ -27,13 +27,9 @@ pub fn margin_mse<B: Backend>(student: Tensor<B, 2>, teacher: Tensor<B, 2>) -> T
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::t;
     use arbor_models::DefaultBackend as B;
     use burn::backend::Autodiff;
-    use burn::tensor::TensorData;
-
-    fn t<B2: Backend>(v: &[f32], rows: usize) -> Tensor<B2, 2> {
-        Tensor::from_data(TensorData::new(v.to_vec(), [rows, v.len() / rows]), &Default::default())
-    }
 
     #[test]
     fn hand_checked_values() {

@@ -37,13 +37,10 @@ pub fn node_contrastive<B: Backend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::t;
     use arbor_models::DefaultBackend as B;
     use burn::backend::Autodiff;
     use burn::tensor::TensorData;
-
-    fn t<B2: Backend>(v: &[f32], rows: usize) -> Tensor<B2, 2> {
-        Tensor::from_data(TensorData::new(v.to_vec(), [rows, v.len() / rows]), &Default::default())
-    }
 
     fn mask<B2: Backend>(v: &[bool], rows: usize) -> Tensor<B2, 2, Bool> {
         Tensor::from_data(TensorData::new(v.to_vec(), [rows, v.len() / rows]), &Default::default())
