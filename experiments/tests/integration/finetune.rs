@@ -348,4 +348,8 @@ fn sac_fine_tuned_reads_its_headers_in_training_and_evaluation() {
     let held_out = |log: &str| -> String { log.lines().filter(|l| l.contains("eval/")).collect::<Vec<_>>().join("\n") };
     assert!(!held_out(&logs[0]).is_empty(), "{}", logs[0]);
     assert_ne!(held_out(&logs[0]), held_out(&logs[1]), "the same held-out figures: SAC's training read no headers");
+    // Its encoder leaves arbor as the Dense row's does; untrained SAC has none to give.
+    let to = tmp.path().join("sac-encoder");
+    crate::common::ok(&["export", dir.to_str().unwrap(), "--row", names[1], "--to", to.to_str().unwrap()]);
+    assert!(to.join("model.safetensors").is_file() && to.join("arbor-export.json").is_file());
 }

@@ -56,6 +56,10 @@ fn a_trained_reranker_reloads_from_its_run_folder_and_its_control_takes_its_step
     let student_log = log(student_model);
     assert!(student_log.contains("eval/loss") && student_log.contains("loss/margin_mse") && !student_log.contains("loss/rank"), "{student_log}");
     assert_ne!(student.metrics, control.metrics, "the teacher's scores change what the student learns");
+    // The student leaves arbor as a sentence-transformers folder.
+    let to = out.path().join("student");
+    crate::common::ok(&["export", dir.to_str().unwrap(), "--row", &student.name, "--to", to.to_str().unwrap()]);
+    assert!(to.join("model.safetensors").is_file() && to.join("modules.json").is_file());
     // A fresh cache: nothing but the earlier run's checkpoints can give the models back.
     let (_, again) = evaluate_only(&exp, out.path(), Some(&dir), Some(&out.path().join("fresh-cache"))).unwrap();
     assert_eq!(&again.methods[1].metrics, reranked);
