@@ -91,12 +91,16 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
 fn tuned_encoder(entry: &TrainedModel, base: &Path, encoder: &SentenceEncoder<DefaultBackend>) -> anyhow::Result<Bert<DefaultBackend>> {
     let row = &entry.method;
     let unfinished = || format!("{} holds no finished training for row {row:?}", entry.dir.display());
+    // The encoder of a row the dense trainer (or the reranker's control's trainer) fine-tuned.
+    let dense_encoder = || -> anyhow::Result<_> {
+        Ok(arbor_trainers::dense::finished(encoder.dim(), Some(encoder.bert.clone()), &entry.dir)?.with_context(unfinished)?.encoder)
+    };
     let tuned = if let Ok(dense) = serde_json::from_value::<DenseConfig>(entry.settings.clone()) {
         anyhow::ensure!(
             !dense.training.freeze_encoder || dense.reranker.is_some(),
             "row {row:?} trained a linear map over the frozen encoder, not the encoder: there is no fine-tuned encoder to export"
         );
-        arbor_trainers::dense::finished(encoder.dim(), Some(encoder.bert.clone()), &entry.dir)?.with_context(unfinished)?.encoder
+        dense_encoder()?
     } else if let Ok(sprout) = serde_json::from_value::<SproutRagConfig>(entry.settings.clone()) {
         let fine_tuned = sprout.training.as_ref().is_some_and(|t| !t.freeze_encoder);
         anyhow::ensure!(
@@ -108,13 +112,13 @@ fn tuned_encoder(entry: &TrainedModel, base: &Path, encoder: &SentenceEncoder<De
         let dims = (encoder.dim(), encoder.config.vocab_size);
         arbor_trainers::sproutrag::finished(&sprout.model, sprout.aggregation, dims, Some(pretrained), &entry.dir)?.with_context(unfinished)?.encoder
     } else if serde_json::from_value::<DistillConfig>(entry.settings.clone()).is_ok() {
-        arbor_trainers::dense::finished(encoder.dim(), Some(encoder.bert.clone()), &entry.dir)?.with_context(unfinished)?.encoder
+        dense_encoder()?
     } else if let Ok(sac) = serde_json::from_value::<SummaryChunksConfig>(entry.settings.clone()) {
         anyhow::ensure!(
             sac.training.as_ref().is_some_and(|t| !t.freeze_encoder),
             "row {row:?} left the encoder frozen: there is no fine-tuned encoder to export"
         );
-        arbor_trainers::dense::finished(encoder.dim(), Some(encoder.bert.clone()), &entry.dir)?.with_context(unfinished)?.encoder
+        dense_encoder()?
     } else if entry.settings.get("over").is_some() {
         anyhow::bail!(
             "row {row:?} is the reranker: its score adds gamma x the first-stage cosine to the head's output over the pair's \

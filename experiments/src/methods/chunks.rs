@@ -94,7 +94,7 @@ impl Chunking {
             Some((_, p)) => (0..ctx.corpus.documents.len()).map(|d| if ctx.docs.contains(&d) { p(d) } else { String::new() }).collect(),
             None => vec![String::new(); ctx.corpus.documents.len()],
         };
-        let text = |c: usize| format!("{}{}", prefixes[chunks.spans[c].doc], chunks.input(ctx.corpus, c));
+        let text = |c: usize| prefixed_input(ctx.corpus, &chunks, &prefixes, c);
         let vectors = ctx.chunk_vectors(&(self, prefix.map(|(what, _)| what)), &chunks, &text)?;
         Ok((chunks, Cow::Owned(vectors)))
     }
@@ -128,6 +128,12 @@ impl Chunking {
             }
         }))
     }
+}
+
+/// What the encoder reads of chunk `c` after its document's prefix (AutoContext's or SAC's header, by
+/// document): the prefix, then the chunk's input (its `units.context` header's lines and its text).
+pub fn prefixed_input(corpus: &arbor_datasets::Corpus, chunks: &Chunks, prefixes: &[String], c: usize) -> String {
+    format!("{}{}", prefixes[chunks.spans[c].doc], chunks.input(corpus, c))
 }
 
 fn truncated(truncate: bool) -> &'static str {

@@ -20,7 +20,8 @@ use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use super::training::{HEADED_UNITS, Needs, data_key, headed_input, on_devices, pretrained, queries_by_doc, train_docs, training_queries};
+use super::chunks::prefixed_input;
+use super::training::{HEADED_UNITS, Needs, data_key, on_devices, pretrained, queries_by_doc, train_docs, training_queries};
 use super::{Built, Context, MethodSpec, QueryVectors};
 use crate::cache::{Artefact, key};
 use crate::progress::with_bar;
@@ -173,7 +174,7 @@ pub(crate) fn flat_through<'a>(
         None => {
             let frozen = match headers {
                 None => Cow::Borrowed(ctx.unit_vectors()?),
-                Some(h) => Cow::Owned(ctx.chunk_vectors(&HEADED_UNITS, &ctx.leaves.units, &|u| headed_input(ctx, h, u))?),
+                Some(h) => Cow::Owned(ctx.chunk_vectors(&HEADED_UNITS, &ctx.leaves.units, &|u| prefixed_input(ctx.corpus, &ctx.leaves.units, h, u))?),
             };
             (through(model, &frozen), through(model, ctx.query_vectors()?))
         }

@@ -346,14 +346,14 @@ impl<'a> Context<'a> {
     /// encoder as fine-tuned in the trained model `model` (a `train-<key>` folder, whose content key names
     /// them), cached in `units-<encoder and model>/` as the frozen encoder's are: a run's rows over one
     /// fine-tuned encoder (the SLLM's and its control's) encode the corpus once, later runs not at all.
-    /// With `headers`, each unit is read after its document's header (SAC's summary: [`training::headed_input`]).
+    /// With `headers`, each unit is read after its document's header (SAC's summary: [`chunks::prefixed_input`]).
     pub fn tuned_unit_vectors(&self, model: &Path, kernel: &Kernel<DefaultBackend>, headers: Option<&[String]>) -> anyhow::Result<Vec<Vec<f32>>> {
         let trained = model.file_name().map(|n| n.to_string_lossy().into_owned());
         let dir = self.cache.dir(Artefact::Units, &key(&(&self.keys.encoder, "fine-tuned in", trained)))?;
         let embed = |t: &[&str], p: &mut dyn FnMut(usize)| self.encoder.embed_with(kernel, t, self.encoder_config.batch_size, p);
         let text = |c: usize| match headers {
             None => self.leaves.units.input(self.corpus, c).into_owned(),
-            Some(headers) => training::headed_input(self, headers, c),
+            Some(headers) => chunks::prefixed_input(self.corpus, &self.leaves.units, headers, c),
         };
         self.cache.chunk_embeddings(&dir, &embed, &self.leaves.units, self.keys, self.docs, &text)
     }

@@ -8,7 +8,7 @@
 //!
 //! With `training: Some(..)` the encoder is fine-tuned on the training queries as the dense control is
 //! ([`super::dense`], InfoNCE with the same batches, negatives and schedule), every unit read after its
-//! document's header in training, on validation and at evaluation alike ([`super::training::headed_input`]):
+//! document's header in training, on validation and at evaluation alike ([`super::chunks::prefixed_input`]):
 //! the paper's chunks under the field's fine-tuning. Its matched control is that same fine-tune without
 //! the headers, so the comparison measures what the summaries add once the encoder is trained.
 
@@ -73,11 +73,6 @@ fn headers_of(
 }
 
 impl SummaryChunksConfig {
-    /// The fine-tune SAC's encoder takes: its matched control's, so that the two differ by the headers alone.
-    fn dense(&self) -> Option<DenseConfig> {
-        self.training.as_ref().map(DenseConfig::matching)
-    }
-
     /// The headers of every document the trained method reads: the evaluated ones, and its training and
     /// validation documents.
     fn training_headers(&self, ctx: &Context, training: &TrainConfig) -> anyhow::Result<(Vec<String>, String)> {
@@ -91,10 +86,12 @@ impl SummaryChunksConfig {
 impl MethodSpec for SummaryChunksConfig {
     fn label(&self) -> String {
         let plain = format!("SAC: {} with a {}-token document summary", self.chunks.describe(), self.summary_tokens);
-        match self.dense() {
+        // Its encoder trains as its matched control's does (`DenseConfig::matching`), so that the two differ
+        // by the headers alone.
+        match &self.training {
             None => plain,
-            Some(dense) => {
-                let trained = dense.label();
+            Some(training) => {
+                let trained = DenseConfig::matching(training).label();
                 format!("{plain}, {}", trained.strip_prefix("Dense, ").unwrap_or(&trained))
             }
         }
@@ -110,14 +107,14 @@ impl MethodSpec for SummaryChunksConfig {
     fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(self.summary_tokens > 0, "SummaryChunks: summary_tokens must be at least 1");
         self.summariser.check()?;
-        if let (Some(training), Some(dense)) = (&self.training, self.dense()) {
+        if let Some(training) = &self.training {
             training.check().map_err(anyhow::Error::msg)?;
             anyhow::ensure!(
                 self.chunks == Chunking::Units,
                 "SummaryChunks with training fine-tunes over the leaf units: set chunks: Units (it has {})",
                 self.chunks.describe()
             );
-            dense.check()?;
+            DenseConfig::matching(training).check()?;
         }
         self.chunks.check()
     }
@@ -127,9 +124,9 @@ impl MethodSpec for SummaryChunksConfig {
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
-        if let (Some(training), Some(dense)) = (&self.training, self.dense()) {
+        if let Some(training) = &self.training {
             let (headers, described) = self.training_headers(ctx, training)?;
-            let mut built = build_trained(ctx, self.label(), self, &dense, Some(&headers))?;
+            let mut built = build_trained(ctx, self.label(), self, &DenseConfig::matching(training), Some(&headers))?;
             built.details = Some(format!("document summaries of {} tokens before every unit in training and evaluation, {described}", self.summary_tokens));
             return Ok(built);
         }

@@ -20,6 +20,7 @@ use arbor_trainers::encoder::FineTune;
 use burn::backend::Autodiff;
 
 use super::Context;
+use super::chunks::prefixed_input;
 use crate::cache::key;
 
 /// A row's name says so when its training runs on burn-train's Learner over `schedule.devices`
@@ -99,16 +100,10 @@ pub struct Needs<'h> {
     pub headers: Option<&'h [String]>,
 }
 
-/// The cache key of the leaf units' vectors read after their document's header ([`headed_input`]): the
-/// key `Chunking::Units` with SAC's prefix gives them, so that the untrained and the trained method share them.
+/// The cache key of the leaf units' vectors read after their document's header
+/// ([`super::chunks::prefixed_input`]): the key `Chunking::Units` with SAC's prefix gives them, so that the
+/// untrained and the trained method share them.
 pub const HEADED_UNITS: (&super::chunks::Chunking, Option<&str>) = (&super::chunks::Chunking::Units, Some("sac"));
-
-/// What the encoder reads of leaf unit `u` after its document's header: the header, then the unit's input
-/// (its own `units.context` header and its text).
-pub fn headed_input(ctx: &Context, headers: &[String], u: usize) -> String {
-    let units = &ctx.leaves.units;
-    format!("{}{}", headers[units.spans[u].doc], units.input(ctx.corpus, u))
-}
 
 /// The training documents of `by_doc` (queries of `split`), each with its queries' positive units; queries
 /// whose gold lies in no unit of their document are left out, and counted on a note line.
@@ -121,7 +116,7 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
     let batch = ctx.encoder_config.batch_size;
     let unit_vectors = match needs.headers {
         None => ctx.cache.unit_embeddings(encoder, corpus, index, keys, &doc_ids, batch)?,
-        Some(headers) => ctx.chunk_vectors_of(&HEADED_UNITS, &index.units, &doc_ids, &|u| headed_input(ctx, headers, u))?,
+        Some(headers) => ctx.chunk_vectors_of(&HEADED_UNITS, &index.units, &doc_ids, &|u| prefixed_input(corpus, &index.units, headers, u))?,
     };
     let query_list: Vec<&Query> = by_doc.values().flatten().copied().collect();
     let query_texts: Vec<&str> = query_list.iter().map(|q| q.text.as_str()).collect();
@@ -137,7 +132,7 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
         // (`units.context`), then its text.
         let inputs: Vec<std::borrow::Cow<str>> = match needs.headers {
             None => range.clone().map(|u| index.units.input(corpus, u)).collect(),
-            Some(headers) => range.clone().map(|u| headed_input(ctx, headers, u).into()).collect(),
+            Some(headers) => range.clone().map(|u| prefixed_input(corpus, &index.units, headers, u).into()).collect(),
         };
         let inputs: Vec<&str> = inputs.iter().map(|t| t.as_ref()).collect();
         let tokens = match needs.vae_tokens {
