@@ -122,7 +122,8 @@ impl Artefact {
             // 32: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
             // 33: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 34: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
-            Artefact::Raptor => 34,
+            // 35: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes
+            Artefact::Raptor => 35,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -157,7 +158,8 @@ impl Artefact {
             // 35: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
             // 36: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 37: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
-            Artefact::Trees => 37,
+            // 38: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes
+            Artefact::Trees => 38,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -192,7 +194,8 @@ impl Artefact {
             // 32: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
             // 33: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 34: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
-            Artefact::HeadWeights => 34,
+            // 35: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes
+            Artefact::HeadWeights => 35,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -224,7 +227,8 @@ impl Artefact {
             // 33: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
             // 34: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 35: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
-            Artefact::Reranker => 35,
+            // 36: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes
+            Artefact::Reranker => 36,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -259,7 +263,8 @@ impl Artefact {
             // 37: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
             // 38: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 39: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
-            Artefact::SproutRag => 39,
+            // 40: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes
+            Artefact::SproutRag => 40,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -292,7 +297,8 @@ impl Artefact {
             // 36: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
             // 37: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 38: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
-            Artefact::Compressor => 38,
+            // 39: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes
+            Artefact::Compressor => 39,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -326,7 +332,8 @@ impl Artefact {
             // 37: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
             // 38: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 39: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
-            Artefact::Dense => 39,
+            // 40: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes
+            Artefact::Dense => 40,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -360,7 +367,8 @@ impl Artefact {
             // 37: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
             // 38: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 39: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
-            Artefact::Planner => 39,
+            // 40: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes
+            Artefact::Planner => 40,
         }
     }
 

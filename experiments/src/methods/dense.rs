@@ -20,8 +20,8 @@ use burn::backend::Autodiff;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use super::chunks::prefixed_input;
-use super::training::{HEADED_UNITS, Needs, data_key, on_devices, pretrained, queries_by_doc, train_docs, training_queries};
+use super::document_summary::DocumentSummary;
+use super::training::{Needs, data_key, headed_key, on_devices, pretrained, queries_by_doc, train_docs, training_queries};
 use super::{Built, Context, MethodSpec, QueryVectors};
 use crate::cache::{Artefact, key};
 use crate::progress::with_bar;
@@ -41,6 +41,11 @@ pub struct DenseConfig {
     /// trainable blocks), a bi-encoder in the cross-encoder's place: the reranker's matched control.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reranker: Option<RerankerTraining>,
+    /// Every unit read after its document's summary in training, on validation and at evaluation (SAC's
+    /// inputs): the matched control of a method over those inputs (SproutRAG with `summary`), and the
+    /// same fine-tune as a trained SAC with these settings (they share the training).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<DocumentSummary>,
 }
 
 impl DenseConfig {
@@ -70,6 +75,7 @@ impl DenseConfig {
                 ..TrainConfig::default()
             },
             reranker: None,
+            summary: None,
         }
     }
 }
@@ -90,6 +96,9 @@ impl MethodSpec for DenseConfig {
         });
         if !t.validation.is_documents() {
             negatives += ", the epoch chosen over every validation document";
+        }
+        if let Some(summary) = &self.summary {
+            negatives += &format!(", {}", summary.describe());
         }
         match t.freeze_encoder {
             false => {
@@ -125,6 +134,10 @@ impl MethodSpec for DenseConfig {
 
     fn check(&self) -> anyhow::Result<()> {
         self.training.check().map_err(anyhow::Error::msg)?;
+        if let Some(summary) = &self.summary {
+            summary.check().map_err(|e| anyhow::anyhow!("Dense summary: {e}"))?;
+            anyhow::ensure!(self.reranker.is_none(), "Dense: summary and reranker cannot be combined (the reranker's examples carry no document summary)");
+        }
         self.reranker.as_ref().map_or(Ok(()), |r| r.check().map_err(anyhow::Error::msg))
     }
 
@@ -133,7 +146,10 @@ impl MethodSpec for DenseConfig {
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
-        build_trained(ctx, self.label(), self, self, None)
+        match &self.summary {
+            None => build_trained(ctx, self.label(), self, self, None),
+            Some(summary) => build_over_summaries(ctx, self.label(), self, self, summary),
+        }
     }
 }
 
@@ -151,6 +167,21 @@ pub(crate) fn build_trained<'a>(
     let (model, dir) = train(ctx, &label, settings, config, headers)?;
     let record = TrainedModel { method: label.clone(), settings: serde_json::to_value(settings)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), trained_on: Vec::new() };
     flat_through(ctx, label, &model, &dir, headers, record)
+}
+
+/// [`build_trained`] with every unit read after its document's `summary` (the headers of the evaluated,
+/// training and validation documents): a dense row with `summary`, and a trained SAC.
+pub(crate) fn build_over_summaries<'a>(
+    ctx: &'a Context<'a>,
+    label: String,
+    settings: &impl Serialize,
+    config: &DenseConfig,
+    summary: &DocumentSummary,
+) -> anyhow::Result<Built<'a>> {
+    let (headers, described) = summary.training_headers(ctx, &config.training)?;
+    let mut built = build_trained(ctx, label, settings, config, Some(&headers))?;
+    built.details = Some(format!("document summaries of {} tokens before every unit in training and evaluation, {described}", summary.summary_tokens));
+    Ok(built)
 }
 
 /// Dense retrieval over the leaf units through `model` (trained in `dir`, recorded as `record`): its
@@ -172,11 +203,7 @@ pub(crate) fn flat_through<'a>(
             (ctx.tuned_unit_vectors(dir, &kernel, headers)?, queries)
         }
         None => {
-            let frozen = match headers {
-                None => Cow::Borrowed(ctx.unit_vectors()?),
-                Some(h) => Cow::Owned(ctx.chunk_vectors(&HEADED_UNITS, &ctx.leaves.units, &|u| prefixed_input(ctx.corpus, &ctx.leaves.units, h, u))?),
-            };
-            (through(model, &frozen), through(model, ctx.query_vectors()?))
+            (through(model, &ctx.leaf_vectors(headers)?), through(model, ctx.query_vectors()?))
         }
     };
     let retriever = FlatDense { name: label, chunks: Cow::Borrowed(&ctx.leaves.units), embeddings: Cow::Owned(units) };
@@ -201,11 +228,7 @@ fn train(
     let held = queries_by_doc(ctx.corpus, VALIDATION);
     let Located { dir, may_train } = ctx.training.locate(label, settings, &ctx.keys.encoder, || {
         let read = (&ctx.keys.encoder, training, data_key(ctx, &by_doc), data_key(ctx, &held));
-        let content = match headers {
-            None => key(&read),
-            Some(h) => key(&(read, "document headers", by_doc.keys().chain(held.keys()).map(|&d| &h[d]).collect::<Vec<_>>())),
-        };
-        ctx.cache.dir(Artefact::Dense, &content)
+        ctx.cache.dir(Artefact::Dense, &headed_key(&read, headers, &by_doc, &held))
     })?;
     let dim = ctx.encoder.dim();
     // A fine-tuned control reads its encoder weights over the pretrained one's shape.

@@ -69,7 +69,7 @@ impl MethodSpec for DistillConfig {
 
     /// The bi-encoder trained on the same groups by L_rank, without the teacher: the reranker's control.
     fn dense_control(&self) -> Option<DenseConfig> {
-        Some(DenseConfig { training: control_training(&self.teacher), reranker: Some(self.teacher.clone()) })
+        Some(DenseConfig { training: control_training(&self.teacher), reranker: Some(self.teacher.clone()), summary: None })
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {

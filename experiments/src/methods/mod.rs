@@ -30,6 +30,7 @@
 //! home. Adding a method is a new module and one line there.
 
 pub mod controls;
+pub mod document_summary;
 pub mod training;
 
 use arbor_models::pooling::Role;
@@ -340,6 +341,18 @@ impl<'a> Context<'a> {
     ) -> anyhow::Result<Vec<Vec<f32>>> {
         let dir = self.cache.dir(Artefact::Chunks, &key(&(&self.keys.encoder, what)))?;
         self.cache.chunk_embeddings(&dir, &|t, p| self.encoder.embed(t, self.encoder_config.batch_size, p), chunks, self.keys, docs, text)
+    }
+
+    /// The frozen encoder's vector of every shared leaf unit of the context's documents, read after its
+    /// document's header where `headers` gives one (SAC's inputs: cached under
+    /// [`training::HEADED_UNITS`], which untrained SAC's units share), else [`Context::unit_vectors`].
+    pub fn leaf_vectors(&self, headers: Option<&[String]>) -> anyhow::Result<std::borrow::Cow<'_, [Vec<f32>]>> {
+        Ok(match headers {
+            None => std::borrow::Cow::Borrowed(self.unit_vectors()?),
+            Some(h) => std::borrow::Cow::Owned(
+                self.chunk_vectors(&training::HEADED_UNITS, &self.leaves.units, &|u| chunks::prefixed_input(self.corpus, &self.leaves.units, h, u))?,
+            ),
+        })
     }
 
     /// The pooled vector of every shared leaf unit of the context's documents through `kernel`, the

@@ -6,7 +6,7 @@ use arbor_eval::retrievers::rse::{Rse, RsePreset};
 use serde::{Deserialize, Serialize};
 
 use super::chunks::Chunking;
-use super::summary_chunks::document_headers;
+use super::document_summary::DocumentSummary;
 use super::{Built, Context, MethodSpec, QueryVectors};
 use crate::summaries::SummariserConfig;
 
@@ -56,7 +56,7 @@ impl MethodSpec for RseConfig {
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
         let (headers, described) = match self.auto_context {
             true => {
-                let (headers, summariser) = document_headers(ctx, &self.summariser, self.context_tokens)?;
+                let (headers, summariser) = DocumentSummary { summary_tokens: self.context_tokens, summariser: self.summariser.clone() }.headers(ctx)?;
                 (headers, format!("AutoContext headers: title + {} tokens of summary, {summariser}", self.context_tokens))
             }
             false => (vec![String::new(); ctx.corpus.documents.len()], String::from("no AutoContext")),

@@ -12,19 +12,16 @@
 //! the paper's chunks under the field's fine-tuning. Its matched control is that same fine-tune without
 //! the headers, so the comparison measures what the summaries add once the encoder is trained.
 
-use std::collections::BTreeSet;
 
-use arbor_datasets::Span;
 use arbor_eval::retrievers::flat::FlatDense;
 use arbor_trainers::config::TrainConfig;
 use serde::{Deserialize, Serialize};
 
 use super::chunks::Chunking;
-use super::dense::{DenseConfig, build_trained};
-use super::training::{queries_by_doc, training_queries};
+use super::document_summary::DocumentSummary;
+use super::dense::{DenseConfig, build_over_summaries};
 use super::{Built, Context, MethodSpec, QueryVectors, Trains};
 use crate::summaries::SummariserConfig;
-use crate::validation::VALIDATION;
 
 /// `SummaryChunks((chunks: Units, summary_tokens: 64))` in an experiment file; with `training: Some((..))`
 /// (the dense control's settings) the encoder is fine-tuned over the headed units.
@@ -47,39 +44,10 @@ impl Default for SummaryChunksConfig {
     }
 }
 
-/// Each context document's header, `<title or id>: <summary of summary_tokens>\n\n` (empty for the
-/// others), and the summariser in words: what AutoContext and SAC write before a chunk.
-pub fn document_headers(ctx: &Context, summariser: &SummariserConfig, summary_tokens: usize) -> anyhow::Result<(Vec<String>, String)> {
-    headers_of(ctx, summariser, summary_tokens, ctx.docs, ctx.unit_vectors()?)
-}
-
-/// [`document_headers`] of `docs`, summarised over `unit_vectors` (the frozen encoder's, those documents' filled).
-fn headers_of(
-    ctx: &Context,
-    summariser: &SummariserConfig,
-    summary_tokens: usize,
-    docs: &[usize],
-    unit_vectors: &[Vec<f32>],
-) -> anyhow::Result<(Vec<String>, String)> {
-    let summariser = summariser.open(ctx.corpus, ctx.leaves, unit_vectors, &ctx.cache.root)?;
-    let mut headers = vec![String::new(); ctx.corpus.documents.len()];
-    for &d in docs {
-        let doc = &ctx.corpus.documents[d];
-        let summary = summariser.summarise(d, &[Span::new(0, doc.text.len())], summary_tokens)?;
-        let title = if doc.title.is_empty() { &doc.id } else { &doc.title };
-        headers[d] = format!("{title}: {}\n\n", summary.text);
-    }
-    Ok((headers, summariser.describe()))
-}
-
 impl SummaryChunksConfig {
-    /// The headers of every document the trained method reads: the evaluated ones, and its training and
-    /// validation documents.
-    fn training_headers(&self, ctx: &Context, training: &TrainConfig) -> anyhow::Result<(Vec<String>, String)> {
-        let read: BTreeSet<usize> = ctx.docs.iter().copied().chain(training_queries(ctx.corpus, training).into_keys()).chain(queries_by_doc(ctx.corpus, VALIDATION).into_keys()).collect();
-        let docs: Vec<usize> = read.into_iter().collect();
-        let vectors = ctx.cache.unit_embeddings(ctx.encoder, ctx.corpus, ctx.leaves, ctx.keys, &docs, ctx.encoder_config.batch_size)?;
-        headers_of(ctx, &self.summariser, self.summary_tokens, &docs, &vectors)
+    /// Its summary settings.
+    fn summary(&self) -> DocumentSummary {
+        DocumentSummary { summary_tokens: self.summary_tokens, summariser: self.summariser.clone() }
     }
 }
 
@@ -105,8 +73,7 @@ impl MethodSpec for SummaryChunksConfig {
     }
 
     fn check(&self) -> anyhow::Result<()> {
-        anyhow::ensure!(self.summary_tokens > 0, "SummaryChunks: summary_tokens must be at least 1");
-        self.summariser.check()?;
+        self.summary().check().map_err(|e| anyhow::anyhow!("SummaryChunks: {e}"))?;
         if let Some(training) = &self.training {
             training.check().map_err(anyhow::Error::msg)?;
             anyhow::ensure!(
@@ -125,12 +92,9 @@ impl MethodSpec for SummaryChunksConfig {
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
         if let Some(training) = &self.training {
-            let (headers, described) = self.training_headers(ctx, training)?;
-            let mut built = build_trained(ctx, self.label(), self, &DenseConfig::matching(training), Some(&headers))?;
-            built.details = Some(format!("document summaries of {} tokens before every unit in training and evaluation, {described}", self.summary_tokens));
-            return Ok(built);
+            return build_over_summaries(ctx, self.label(), self, &DenseConfig::matching(training), &self.summary());
         }
-        let (headers, described) = document_headers(ctx, &self.summariser, self.summary_tokens)?;
+        let (headers, described) = self.summary().headers(ctx)?;
         let header = |d: usize| headers[d].clone();
         let (chunks, embeddings) = self.chunks.embedded(ctx, Some(("sac", &header)))?;
         let details = format!("document summaries of {} tokens before every chunk, {described}", self.summary_tokens);

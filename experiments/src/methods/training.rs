@@ -75,6 +75,20 @@ pub fn data_key(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>) -> String 
     key(&data)
 }
 
+/// The content key of a training that reads `read` over the documents of `by_doc` and `held`: with
+/// `headers`, those documents' headers too, so that another summary trains another model.
+pub fn headed_key(
+    read: &impl serde::Serialize,
+    headers: Option<&[String]>,
+    by_doc: &BTreeMap<usize, Vec<&Query>>,
+    held: &BTreeMap<usize, Vec<&Query>>,
+) -> String {
+    match headers {
+        None => key(read),
+        Some(h) => key(&(read, "document headers", by_doc.keys().chain(held.keys()).map(|&d| &h[d]).collect::<Vec<_>>())),
+    }
+}
+
 /// The gold snippets of the queries of `split`, by document: what `MergePairs::Evidence` pairs units by.
 pub fn evidence_by_doc(corpus: &Corpus, split: &str) -> BTreeMap<usize, Vec<Span>> {
     let mut out: BTreeMap<usize, Vec<Span>> = BTreeMap::new();

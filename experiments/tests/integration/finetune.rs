@@ -353,3 +353,60 @@ fn sac_fine_tuned_reads_its_headers_in_training_and_evaluation() {
     crate::common::ok(&["export", dir.to_str().unwrap(), "--row", names[1], "--to", to.to_str().unwrap()]);
     assert!(to.join("model.safetensors").is_file() && to.join("arbor-export.json").is_file());
 }
+
+/// SproutRAG over SAC's inputs (`summary: Some(..)`) reads every leaf after its document's summary, and so
+/// does its matched control: an untrained token-attention tree searched over its leaves alone, and a
+/// trained SLLM row that reads the encoder's vectors (fine-tuned at a learning rate of 0, so the pretrained
+/// encoder's) both rank every query as untrained SAC does, as does the added control (the dense fine-tune
+/// over the summaries, at the same rate); the same SLLM row without the summary ranks otherwise, and its
+/// training read other inputs (other held-out figures).
+#[test]
+fn sproutrag_over_summaries_reads_them_as_its_control_does() {
+    std::env::set_current_dir(crate::common::workspace()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = short_articles(tmp.path(), 1200);
+    let sllm = |summary: &str| {
+        format!(
+            "SproutRag((attention: Sllm, search: LeavesOnly, vectors: Encoder, {summary}
+                model: (sllm: (layers: 1, heads: 2, d_model: 64, d_ff: 128), vae: None),
+                training: Some((batch_size: 4, freeze_encoder: false, lr_encoder: 0.0, schedule: (epochs: 1, checkpoint_every: 100)))))"
+        )
+    };
+    let text = format!(
+        r#"Experiment(name: "sprout-sac", data: (format: Jsonl, path: {:?}, split: Some("test")), units: (max_sentences: 1),
+            methods: [SummaryChunks((summary_tokens: 16)), SproutRag((search: LeavesOnly, summary: Some((summary_tokens: 16)))), {}, {}],
+            controls: [Dense])"#,
+        corpus.display().to_string(),
+        sllm("summary: Some((summary_tokens: 16)),"),
+        sllm("")
+    );
+    let (dir, report) = run(&Experiment::parse(&text, Path::new("sprout-sac.ron")).unwrap(), &tmp.path().join("runs"), false, None).unwrap();
+    let names: Vec<&str> = report.methods.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names.len(), 6, "four rows and two controls: {names:?}");
+    let summary = "units read after a 16-token document summary";
+    for (row, headed) in [(1, true), (2, true), (3, false), (4, true), (5, false)] {
+        assert_eq!(names[row].contains(summary), headed, "{}", names[row]);
+    }
+    assert!(names[4].starts_with("Dense, encoder fine-tuned at 0") && names[5].starts_with("Dense, encoder fine-tuned at 0"), "{names:?}");
+    let ranked = rankings(&dir);
+    let sac = &ranked[names[0]];
+    assert!(!sac.is_empty());
+    for row in [1, 2, 4] {
+        for (query, want) in sac {
+            crate::common::same_ranking(&ranked[names[row]][query], want).unwrap_or_else(|e| panic!("{}, query {query}: {e}", names[row]));
+        }
+    }
+    for row in [3, 5] {
+        let moved = sac.iter().filter(|(q, want)| crate::common::same_ranking(&ranked[names[row]][*q], want).is_err()).count();
+        assert!(moved > 0, "{} ranks as SAC without the summaries", names[row]);
+    }
+    let models: Vec<arbor_experiments::trained::TrainedModel> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("models.json")).unwrap()).unwrap();
+    let log = |row: usize| -> String {
+        let model = models.iter().find(|m| m.method == names[row]).unwrap_or_else(|| panic!("no model of {}", names[row]));
+        let log = std::fs::read_to_string(model.dir.join("log.jsonl")).unwrap();
+        log.lines().filter(|l| l.contains("eval/")).collect::<Vec<_>>().join("\n")
+    };
+    assert!(!log(2).is_empty());
+    assert_ne!(log(2), log(3), "the same held-out figures: the SLLM's training read no summaries");
+}

@@ -90,7 +90,7 @@ impl MethodSpec for RerankConfig {
     /// The bi-encoder trained on the reranker's own examples, batches, groups, schedule, trunk rate and
     /// trainable blocks (arbor_trainers::rerank_control).
     fn dense_control(&self) -> Option<DenseConfig> {
-        Some(DenseConfig { training: self.control_training(), reranker: Some(self.training.clone()) })
+        Some(DenseConfig { training: self.control_training(), reranker: Some(self.training.clone()), summary: None })
     }
 
     /// Its own training split and whatever the reranked method reads.

@@ -32,6 +32,8 @@ use arbor_trainers::config::TrainConfig;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
+use super::dense::DenseConfig;
+use super::document_summary::DocumentSummary;
 use super::training::on_devices;
 use super::{Built, Context, MethodSpec, QueryVectors, Served, Trains};
 use crate::cache::{Artefact, key};
@@ -57,6 +59,12 @@ pub struct SproutRagConfig {
     /// shapes the trees searched; the trees a training reads (L_node's) keep single linkage.
     #[serde(skip_serializing_if = "Linkage::is_single")]
     pub linkage: Linkage,
+    /// Every leaf unit read after its document's summary (SAC's inputs): by the encoder that embeds the
+    /// leaves (token-attention trees with `leaf_vectors: Alone`), and by the SLLM's encoder in training,
+    /// on validation and at evaluation. The token attention itself reads the document's text as it is.
+    /// Its matched control is the dense fine-tune over the same inputs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<DocumentSummary>,
     /// With `Sllm`: the joint training (required). With `TokenBlocks`: `None` keeps the initial head
     /// weights; `Some` learns them on L_attn over the training split (only the head-weight settings:
     /// lr_aggregation, epochs, warmup, clipping, merge pairs, holdout, seed are read).
@@ -72,6 +80,7 @@ impl Default for SproutRagConfig {
             model: SproutRagModelConfig::default(),
             vectors: SllmVectors::Model,
             linkage: Linkage::Single,
+            summary: None,
             training: None,
         }
     }
@@ -171,6 +180,10 @@ impl MethodSpec for SproutRagConfig {
             Linkage::Single => search,
             other => format!("{other:?} linkage, {search}"),
         };
+        let search = match &self.summary {
+            None => search,
+            Some(summary) => format!("{}, {search}", summary.describe()),
+        };
         match (&self.attention, &self.training) {
             (AttentionSource::TokenBlocks { window_tokens, leaf_vectors }, None) => {
                 format!("SproutRAG untrained ({:?} weights, token attention w={window_tokens}{}, {search})", self.aggregation, leaves(*leaf_vectors))
@@ -238,6 +251,12 @@ impl MethodSpec for SproutRagConfig {
     }
 
     fn check(&self) -> anyhow::Result<()> {
+        if let Some(summary) = &self.summary {
+            summary.check().map_err(|e| anyhow::anyhow!("SproutRag summary: {e}"))?;
+            if let AttentionSource::TokenBlocks { leaf_vectors: LeafVectors::InContext, .. } = self.attention {
+                bail!("SproutRag summary: leaf_vectors: InContext reads each unit in the document's own windows, where no summary is written: use Alone");
+            }
+        }
         match (&self.attention, &self.training) {
             (AttentionSource::TokenBlocks { window_tokens, .. }, _) if *window_tokens < 8 => {
                 bail!("SproutRag attention window_tokens must be at least 8, got {window_tokens}")
@@ -271,6 +290,15 @@ impl MethodSpec for SproutRagConfig {
                 bail!("SproutRag beam_width and max_leaves must be at least 1");
             }
         Ok(())
+    }
+
+    /// The dense fine-tune on the same queries, batches and schedule, over the same inputs (with `summary`,
+    /// every unit after its document's summary: a trained SAC).
+    fn dense_control(&self) -> Option<DenseConfig> {
+        match self.trains() {
+            Trains::Queries(training) => Some(DenseConfig { summary: self.summary.clone(), ..DenseConfig::matching(&training) }),
+            _ => None,
+        }
     }
 
     fn index_key(&self) -> Option<String> {
@@ -308,7 +336,13 @@ impl SproutRagConfig {
     /// Where the trees of this row's index settings (over `model`, a trained model's folder) are cached.
     fn trees_dir(&self, ctx: &Context<'_>, model: Option<&Path>) -> anyhow::Result<PathBuf> {
         let model_key = model.and_then(|m| m.file_name()).map(|n| n.to_string_lossy().into_owned());
-        ctx.cache.dir(Artefact::Trees, &key(&(&ctx.keys.encoder, self.index_settings(), model_key)))
+        let read = (&ctx.keys.encoder, self.index_settings(), model_key);
+        // The summaries' source by content (a file's, an endpoint's model and prompt), not by its path.
+        let content = match &self.summary {
+            None => key(&read),
+            Some(summary) => key(&(read, summary.summariser.key()?)),
+        };
+        ctx.cache.dir(Artefact::Trees, &content)
     }
 
     /// The record of a model this row trained, in `dir`.
@@ -335,12 +369,13 @@ impl SproutRagConfig {
             }
         };
         let in_context = leaf_vectors == LeafVectors::InContext;
-        let unit_vectors = if in_context { None } else { Some(ctx.unit_vectors()?) };
+        let headers = self.summary.as_ref().map(|s| s.headers(ctx)).transpose()?.map(|(h, _)| h);
+        let unit_vectors = if in_context { None } else { Some(ctx.leaf_vectors(headers.as_deref())?) };
         let head_weights = to_vec(aggregator.head_weights());
         let trees = index_docs(ctx, &self.trees_dir(ctx, model_dir.as_deref())?, "token attention trees", self.linkage, |units| {
             let texts: Vec<&str> = units.iter().map(|&u| ctx.leaves.units.text(ctx.corpus, u)).collect();
             let links = e.unit_similarity(&texts, window_tokens, ctx.encoder_config.batch_size, &head_weights, in_context);
-            let leaves: Vec<f32> = match unit_vectors {
+            let leaves: Vec<f32> = match &unit_vectors {
                 Some(unit_vectors) => units.iter().flat_map(|&u| unit_vectors[u].iter().copied()).collect(),
                 None => links.vectors.expect("in_context asks the pass for the vectors").concat(),
             };
@@ -357,23 +392,25 @@ impl SproutRagConfig {
     /// The SLLM (Section 3): the model trained jointly (its encoder fine-tuned or frozen), then each
     /// document's tree from the model's M over its unit vectors, then the queries through the same model.
     fn build_sllm<'a>(&self, ctx: &'a Context<'a>, training: &TrainConfig) -> anyhow::Result<Built<'a>> {
-        let (model, model_dir) = train::train_model(ctx, &self.label(), self, training)?;
+        let headers = self.summary.as_ref().map(|s| s.training_headers(ctx, training)).transpose()?.map(|(h, _)| h);
+        let headers = headers.as_deref();
+        let (model, model_dir) = train::train_model(ctx, &self.label(), self, training, headers)?;
         // A fine-tuned encoder (inside the model) re-encodes units and queries, by the encoder's one
         // embedding path; a frozen one's vectors are given.
         let kernel = model.encoder.as_ref().map(|bert| ctx.encoder.kernel_for(bert));
         let frozen = match model.encoder {
             Some(_) => None,
-            None => Some(ctx.unit_vectors()?),
+            None => Some(ctx.leaf_vectors(headers)?),
         };
         // The fine-tuned encoder's unit vectors, cached under the trained model, computed only when a
         // tree is missing.
         let tuned = OnceCell::new();
         let trees = index_docs(ctx, &self.trees_dir(ctx, Some(&model_dir))?, "SLLM trees", self.linkage, |units| {
-            let unit_vectors: &[Vec<f32>] = match (frozen, &kernel) {
+            let unit_vectors: &[Vec<f32>] = match (&frozen, &kernel) {
                 (Some(frozen), _) => frozen,
                 (None, Some(kernel)) => {
                     if tuned.get().is_none() {
-                        let _ = tuned.set(ctx.tuned_unit_vectors(&model_dir, kernel, None)?);
+                        let _ = tuned.set(ctx.tuned_unit_vectors(&model_dir, kernel, headers)?);
                     }
                     tuned.get().expect("set above")
                 }
@@ -505,6 +542,30 @@ mod tests {
         assert_eq!(key(&single.model_settings()), key(&average.model_settings()));
         assert!(average.label().contains("Average linkage") && !single.label().contains("linkage"), "{}", average.label());
         assert!(!ron::to_string(&single).unwrap().contains("linkage"));
+    }
+
+    /// Over SAC's inputs (`summary`) its matched control is the dense fine-tune over the same summaries
+    /// (named so); the summary keys index and model, leaves in context (read in the document's own windows,
+    /// with no summary) are refused, and a row without one writes nothing, so earlier keys stand.
+    #[test]
+    fn a_summary_reaches_the_control_the_keys_and_the_row() {
+        let plain: SproutRagConfig =
+            ron::from_str("(attention: Sllm, training: Some((freeze_encoder: false, negatives: Mined(()))))").unwrap();
+        let headed: SproutRagConfig =
+            ron::from_str("(attention: Sllm, summary: Some((summary_tokens: 32)), training: Some((freeze_encoder: false, negatives: Mined(()))))").unwrap();
+        headed.check().unwrap();
+        let control = headed.dense_control().unwrap();
+        assert_eq!(control.summary, headed.summary);
+        assert_eq!(DenseConfig { summary: None, ..control.clone() }, plain.dense_control().unwrap());
+        assert!(control.label().contains("units read after a 32-token document summary"), "{}", control.label());
+        assert!(headed.label().contains("units read after a 32-token document summary") && !plain.label().contains("summary"));
+        assert_ne!(key(&headed.model_settings()), key(&plain.model_settings()));
+        assert!(!ron::to_string(&plain).unwrap().contains("summary"));
+        let in_context: SproutRagConfig =
+            ron::from_str("(attention: TokenBlocks(window_tokens: 256, leaf_vectors: InContext), summary: Some(()))").unwrap();
+        assert!(in_context.check().unwrap_err().to_string().contains("leaf_vectors: InContext"));
+        let zero: SproutRagConfig = ron::from_str("(summary: Some((summary_tokens: 0)))").unwrap();
+        assert!(zero.check().unwrap_err().to_string().contains("summary_tokens"));
     }
 
     /// The joint step takes negatives mined from the other documents (`Mined`), not batches across

@@ -20,7 +20,7 @@ use burn::backend::Autodiff;
 use super::SproutRagConfig;
 use crate::cache::{Artefact, key};
 use crate::methods::Context;
-use crate::methods::training::{Needs, data_key, evidence_by_doc, pretrained, queries_by_doc, train_docs, training_queries};
+use crate::methods::training::{Needs, data_key, headed_key, evidence_by_doc, pretrained, queries_by_doc, train_docs, training_queries};
 use crate::progress::{bar, with_bar};
 use crate::trained::Located;
 use crate::validation::VALIDATION;
@@ -87,19 +87,22 @@ pub(super) fn train_head_weights(
 /// with the best validation IE is kept), in the cache folder `train-<key>` (checkpoints/, tb/, log.jsonl;
 /// key: the encoder, the settings, the training and validation documents and queries): a finished training
 /// (or the earlier run's model under `evaluate --from`) is read back, an interrupted one continues from its
-/// last checkpoint.
+/// last checkpoint. With `headers` (by document: SAC's summaries), every unit is read after its
+/// document's header, and the key holds them.
 pub(super) fn train_model(
     ctx: &Context,
     label: &str,
     config: &SproutRagConfig,
     training: &TrainConfig,
+    headers: Option<&[String]>,
 ) -> anyhow::Result<(SproutRagModel<DefaultBackend>, PathBuf)> {
     let (corpus, encoder, keys) = (ctx.corpus, ctx.encoder, ctx.keys);
     let by_doc = training_queries(corpus, training);
     let held = queries_by_doc(corpus, VALIDATION);
     let Located { dir: train_dir, may_train } = ctx.training.locate(label, &config.model_settings(), &keys.encoder, || {
         let data = (data_key(ctx, &by_doc), data_key(ctx, &held));
-        ctx.cache.dir(Artefact::SproutRag, &key(&(&keys.encoder, &config.model, config.aggregation, training, data)))
+        let read = (&keys.encoder, &config.model, config.aggregation, training, data);
+        ctx.cache.dir(Artefact::SproutRag, &headed_key(&read, headers, &by_doc, &held))
     })?;
     let dims = (encoder.dim(), encoder.config.vocab_size);
     // The pretrained weights again, on the autodiff backend, when they are fine-tuned (read once).
@@ -110,7 +113,7 @@ pub(super) fn train_model(
     }
     anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", train_dir.display());
     anyhow::ensure!(!by_doc.is_empty(), "no query with evidence in training split {:?}", training.split);
-    let needs = Needs { ids: !training.freeze_encoder, vae_tokens: config.model.vae.is_some(), merge_pairs: Some(training.merge_pairs), headers: None };
+    let needs = Needs { ids: !training.freeze_encoder, vae_tokens: config.model.vae.is_some(), merge_pairs: Some(training.merge_pairs), headers };
     let docs = train_docs(ctx, &by_doc, &training.split, needs)?;
     let holdout = train_docs(ctx, &held, VALIDATION, needs)?;
     let model = with_bar("training", |progress| {
