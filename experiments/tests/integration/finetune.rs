@@ -410,3 +410,39 @@ fn sproutrag_over_summaries_reads_them_as_its_control_does() {
     assert!(!log(2).is_empty());
     assert_ne!(log(2), log(3), "the same held-out figures: the SLLM's training read no summaries");
 }
+
+/// Mined negatives come from the training split only: with negatives mined over the whole training corpus
+/// (`Corpus`) and from the other documents (`Mined`), every negative `negatives.json` lists lies in a
+/// document of the training split, never in a validation document (carved from `train`) or a test one,
+/// though both hold text BM25 would rank.
+#[test]
+fn mined_negatives_never_come_from_validation_or_test_documents() {
+    std::env::set_current_dir(crate::common::workspace()).unwrap();
+    let text = r#"Experiment(name: "mined", data: (format: Jsonl, path: "experiments/fixtures/squad-mini", split: Some("test"), max_queries: Some(10)),
+        methods: [
+            Dense((training: (schedule: (epochs: 1, checkpoint_every: 100), negatives: Corpus((mine: Bm25, per_query: 3, top: 30))))),
+            Dense((training: (schedule: (epochs: 1, checkpoint_every: 100), negatives: Mined((mine: Bm25, per_query: 3, top: 30))))),
+        ],
+        controls: [])"#;
+    let exp = Experiment::parse(text, Path::new("mined.ron")).unwrap();
+    let (corpus, _) = arbor_experiments::run::load_corpus(&exp).unwrap();
+    let split = |id: &str| corpus.documents.iter().find(|d| d.id == id).and_then(|d| d.split.clone()).unwrap();
+    let splits: std::collections::BTreeSet<String> = corpus.documents.iter().filter_map(|d| d.split.clone()).collect();
+    assert!(splits.contains("validation") && splits.contains("test"), "{splits:?}");
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, _) = run(&exp, tmp.path(), false, None).unwrap();
+    let models: Vec<arbor_experiments::trained::TrainedModel> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("models.json")).unwrap()).unwrap();
+    assert_eq!(models.len(), 2);
+    for model in &models {
+        let mined: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(model.dir.join("negatives.json")).unwrap()).unwrap();
+        // Lists by training document, by query, by negative: `[document id, start, end]`.
+        let list = |v: &serde_json::Value| v.as_array().unwrap().clone();
+        let docs: Vec<String> =
+            list(&mined["negatives"]).iter().flat_map(list).flat_map(|q| list(&q)).map(|n| n[0].as_str().unwrap().to_owned()).collect();
+        assert!(!docs.is_empty(), "{}: no negative mined", model.method);
+        for doc in docs {
+            assert_eq!(split(&doc), "train", "{}: a negative from {doc}", model.method);
+        }
+    }
+}
