@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch's side of arbor's step benchmark (scripts/bench_step.sh): the dense trainer's fine-tuning step
-(arbor_trainers::bench) on exactly the batches `arbor bench-step` wrote, timed; and the reranker's step
-(run_rerank) when the file has one.
+(arbor_trainers::bench) on exactly the batches `arbor bench-step` wrote, timed; the reranker's step
+(run_rerank) and SproutRAG's joint step (run_joint: the SLLM and its aggregation written here in torch,
+started from arbor's initial weights) when the file has them.
 
 One step: the queries and the window's units (token ids as arbor read them, each side padded to its
 longest row, one forward pass a side) through the encoder with gradients (mean pooling, L2 norm), the
@@ -172,6 +173,130 @@ def run_rerank(spec, steps):
     return timed_steps(steps, optimizer, clip, loss)
 
 
+def linear_from(w):
+    """A torch Linear holding arbor's weights (Burn keeps `weight` as [inputs][outputs])."""
+    weight = torch.tensor(w["weight"], dtype=torch.float32)
+    layer = torch.nn.Linear(weight.shape[0], weight.shape[1]).to(DEVICE)
+    with torch.no_grad():
+        layer.weight.copy_(weight.T)
+        layer.bias.copy_(torch.tensor(w["bias"], dtype=torch.float32))
+    return layer
+
+
+def norm_from(w, eps):
+    layer = torch.nn.LayerNorm(len(w["gamma"]), eps=eps).to(DEVICE)
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor(w["gamma"], dtype=torch.float32))
+        layer.bias.copy_(torch.tensor(w["beta"], dtype=torch.float32))
+    return layer
+
+
+class Block(torch.nn.Module):
+    """One post-norm block of arbor's SLLM (arbor_models::bert::model::BertLayer): multi-head attention whose
+    probabilities it returns, output projection + residual + layer norm, exact-GELU feed-forward + residual +
+    layer norm."""
+
+    def __init__(self, w, heads, eps):
+        super().__init__()
+        self.heads = heads
+        for name in ("query", "key", "value", "attention_output", "intermediate", "output"):
+            setattr(self, name, linear_from(w[name]))
+        self.attention_norm = norm_from(w["attention_norm"], eps)
+        self.output_norm = norm_from(w["output_norm"], eps)
+
+    def forward(self, x):  # x: [batch, n, d]
+        b, n, d = x.shape
+        split = lambda t: t.view(b, n, self.heads, d // self.heads).transpose(1, 2)
+        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        probs = torch.softmax(q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5, dim=-1)
+        context = (probs @ v).transpose(1, 2).reshape(b, n, d)
+        x = self.attention_norm(self.attention_output(context) + x)
+        return self.output_norm(self.output(torch.nn.functional.gelu(self.intermediate(x))) + x), probs
+
+
+class Sllm(torch.nn.Module):
+    """arbor's sentence-level transformer (arbor_models::sllm) with the aggregation weights alpha: e = x +
+    output(blocks(input(x) + sinusoid)), M = the softmax(alpha)-weighted sum of every (layer, head)'s
+    attention, symmetrised, its diagonal zero."""
+
+    def __init__(self, w):
+        super().__init__()
+        self.input = linear_from(w["input"])
+        self.blocks = torch.nn.ModuleList(Block(b, w["heads"], w["layer_norm_eps"]) for b in w["blocks"])
+        self.output = linear_from(w["output"])
+        self.alpha = torch.nn.Parameter(torch.tensor(w["alpha"], dtype=torch.float32, device=DEVICE))
+
+    def forward(self, units):  # units: [batch, n, d_input]
+        n = units.shape[1]
+        x = self.input(units)
+        d = x.shape[-1]
+        position = torch.arange(n, dtype=torch.float64).unsqueeze(1)
+        i = torch.arange(d)
+        angle = position / 10_000.0 ** ((2 * (i // 2)).double() / d)
+        x = x + torch.where(i % 2 == 0, angle.sin(), angle.cos()).float().to(DEVICE)
+        attentions = []
+        for block in self.blocks:
+            x, probs = block(x)
+            attentions.append(probs)
+        return units + self.output(x), attentions
+
+    def m(self, attentions):  # attentions: per layer [heads, n, n]
+        a = torch.stack(attentions)
+        w = torch.softmax(self.alpha.reshape(-1), 0).reshape(self.alpha.shape)
+        m = (a * w[:, :, None, None]).sum((0, 1))
+        m = (m + m.T) / 2
+        return m * (1 - torch.eye(m.shape[0], device=DEVICE))
+
+
+def run_joint(spec, steps):
+    """SproutRAG's joint step (arbor_trainers::bench::joint): the encoder over the queries and the window,
+    the other units' frozen vectors, the SLLM over the whole document in document order, the queries as
+    one-unit documents, L_ret (InfoNCE of each query against the batch's positives and, with hard
+    negatives, the document's other units) + lambda * L_attn (-mean log max(M, eps) at the gold pairs);
+    the aggregation weights, the encoder and the SLLM each at their own rate, AdamW, each gradient clipped
+    on its own."""
+    joint = spec["joint"]
+    frozen_layers = joint["frozen_layers"]
+    model = load_encoder(spec["model_dir"], frozen_layers, frozen_layers > 0)
+    sllm = Sllm(joint["start"]).to(DEVICE)
+    encoder = [p for p in model.parameters() if p.requires_grad]
+    new = [p for name, p in sllm.named_parameters() if name != "alpha"]
+    groups = [dict(params=[sllm.alpha], lr=joint["lr_aggregation"]), dict(params=encoder, lr=joint["lr_encoder"]),
+              dict(params=new, lr=joint["lr_new"])]
+    optimizer, clip = adamw(joint["optimizer"], groups)
+    fixed = joint["batch"]
+    batch = fixed["batch"]
+    frozen = torch.tensor(batch["frozen"], dtype=torch.float32, device=DEVICE) if batch["frozen"] else None
+    rows = torch.tensor(fixed["rows"], device=DEVICE)
+    positives = fixed["positives"]
+    others = torch.tensor([u for u in range(len(fixed["rows"])) if u not in positives], dtype=torch.long, device=DEVICE)
+    positives = torch.tensor(positives, device=DEVICE)
+    pairs = fixed["pairs"]
+    pair_i = torch.tensor([p[0] for p in pairs], dtype=torch.long, device=DEVICE)
+    pair_j = torch.tensor([p[1] for p in pairs], dtype=torch.long, device=DEVICE)
+    target = torch.arange(len(batch["queries"]), device=DEVICE)
+    normalize = lambda t: torch.nn.functional.normalize(t, dim=-1, eps=1e-12)
+
+    def loss():
+        units = pool(model, batch["window"])
+        if frozen is not None:
+            units = torch.cat([units, frozen])
+        embeddings, attentions = sllm(units[rows].unsqueeze(0))
+        embeddings = embeddings[0]
+        queries, _ = sllm(pool(model, batch["queries"]).unsqueeze(1))
+        candidates = [embeddings[positives]]
+        if joint["hard_negatives"] and len(others):
+            candidates.append(embeddings[others])
+        logits = normalize(queries[:, 0]) @ normalize(torch.cat(candidates)).T / joint["tau"]
+        total = torch.nn.functional.cross_entropy(logits, target)
+        if pairs:
+            m = sllm.m([a[0] for a in attentions])
+            total = total - joint["lambda"] * m[pair_i, pair_j].clamp_min(joint["eps"]).log().mean()
+        return total
+
+    return timed_steps(steps, optimizer, clip, loss)
+
+
 def report(name, units, queries, tokens, times, first_loss, peak):
     median = statistics.median(times)
     print(json.dumps({
@@ -208,6 +333,12 @@ def main():
         pairs = spec["rerank"]["batch"]["pairs"]
         group = spec["rerank"]["batch"]["group"]
         report(spec["rerank"]["name"], len(pairs), len(pairs) // group, sum(len(r) for r in pairs), times, first_loss, peak)
+    if spec.get("joint"):
+        times, first_loss, peak = run_joint(spec, steps)
+        fixed = spec["joint"]["batch"]
+        batch = fixed["batch"]
+        tokens = sum(len(r) for r in batch["queries"]) + sum(len(r) for r in batch["window"])
+        report(spec["joint"]["name"], len(fixed["rows"]), len(batch["queries"]), tokens, times, first_loss, peak)
 
 
 if __name__ == "__main__":

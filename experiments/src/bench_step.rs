@@ -8,13 +8,17 @@
 //! number of word pieces (among those with a full batch of queries): each document's first `batch_size`
 //! training queries, once over the window of `step_tokens` and once over the whole median document. With a
 //! `Rerank` method in the experiment, the reranker's step too ([`arbor_trainers::bench::rerank`]): its
-//! `batch_size` questions from the median document on, each with its positive and `negatives` units.
+//! `batch_size` questions from the median document on, each with its positive and `negatives` units. With
+//! a `SproutRag` row whose SLLM trains with its encoder, SproutRAG's joint step too
+//! ([`arbor_trainers::bench::joint`]): the median document's first `batch_size` questions under its own
+//! `step_tokens`, its merge pairs, and the SLLM's and aggregation's initial weights for the other side.
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use arbor_files::atomic_write;
 use arbor_models::DefaultBackend;
+use arbor_trainers::bench::joint::{FixedJointBatch, JointStart, time_joint_steps};
 use arbor_trainers::bench::rerank::{FixedRerankBatch, RerankHead, time_rerank_steps};
 use arbor_trainers::bench::{FixedBatch, Shape, StepTiming, step_flops, time_steps};
 use arbor_trainers::config::TrainConfig;
@@ -26,6 +30,7 @@ use serde::Serialize;
 use crate::cache::Cache;
 use crate::experiment::Experiment;
 use crate::methods::rerank::training_examples::pair_format;
+use crate::methods::sproutrag::SproutRagConfig;
 use crate::methods::training::{Needs, pretrained, train_docs, training_queries};
 use crate::methods::{Context, Method};
 use crate::run::{Prepared, load_corpus, prepare};
@@ -63,6 +68,27 @@ struct Batches<'a> {
     /// The reranker's step, when the experiment has a reranker.
     #[serde(skip_serializing_if = "Option::is_none")]
     rerank: Option<RerankCase>,
+    /// SproutRAG's joint step, when the experiment trains SproutRAG's SLLM with its encoder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    joint: Option<JointCase>,
+}
+
+/// SproutRAG's joint step as the other side runs it: its settings, the weights its new modules start
+/// from, its batch.
+#[derive(Debug, Serialize)]
+struct JointCase {
+    name: &'static str,
+    lr_encoder: f64,
+    lr_new: f64,
+    lr_aggregation: f64,
+    tau: f64,
+    lambda: f64,
+    eps: f64,
+    hard_negatives: bool,
+    frozen_layers: usize,
+    optimizer: serde_json::Value,
+    start: JointStart,
+    batch: FixedJointBatch,
 }
 
 /// The reranker's step as the other side runs it: its settings, the head it starts from, its pairs.
@@ -140,7 +166,10 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
     let cache = Cache::new(args.cache.clone().unwrap_or_else(|| args.batches.with_extension("cache")));
     let ctx = Context::new(&corpus, &leaves, &keys, &encoder, &exp.encoder, &cache, &Training::Allowed, &[], &[], exp.retrieval.scope);
     let by_doc = training_queries(&corpus, &training);
-    let docs = train_docs(&ctx, &by_doc, &training.split, Needs { ids: true, vae_tokens: false, merge_pairs: None, headers: None })?;
+    let joint = joint_settings(&exp);
+    // The joint step reads its rule's gold merge pairs (L_attn); the dense step reads none.
+    let merge_pairs = joint.as_ref().map(|(t, _)| t.merge_pairs);
+    let docs = train_docs(&ctx, &by_doc, &training.split, Needs { ids: true, vae_tokens: false, merge_pairs, headers: None })?;
     let names: Vec<&str> = by_doc.keys().map(|&d| corpus.documents[d].id.as_str()).collect();
     let (median, long) = median_and_longest(&docs, training.batch_size)
         .with_context(|| format!("no document of training split {:?} has a training query", training.split))?;
@@ -180,6 +209,45 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let joint = match joint {
+        Some((config, sproutrag)) => {
+            let doc = &docs[median];
+            let queries: Vec<usize> = (0..doc.queries.len().min(config.batch_size)).collect();
+            let batch = FixedJointBatch::new(doc, &queries, config.step_tokens);
+            let vocab = encoder.config.vocab_size;
+            let (timing, start) = time_joint_steps::<Autodiff<DefaultBackend>>(
+                &config,
+                &sproutrag.model,
+                sproutrag.aggregation,
+                &tune,
+                vocab,
+                doc,
+                &queries,
+                args.steps,
+            )?;
+            let name = match config.step_tokens {
+                Some(_) => "SproutRAG joint step, median document, window",
+                None => "SproutRAG joint step, median document, whole",
+            };
+            let flops = step_flops(Shape::of(&tune.bert), config.frozen_layers.unwrap_or(0), &[&batch.batch.queries, &batch.batch.window]);
+            Timed::print(name, threads, [doc.units.len(), queries.len(), batch.batch.tokens()], &timing, flops)?;
+            Some(JointCase {
+                name,
+                lr_encoder: config.lr_encoder,
+                lr_new: config.lr_new,
+                lr_aggregation: config.lr_aggregation,
+                tau: config.tau,
+                lambda: config.lambda,
+                eps: config.eps,
+                hard_negatives: config.hard_negatives,
+                frozen_layers: config.frozen_layers.unwrap_or(0),
+                optimizer: serde_json::to_value(arbor_trainers::skeleton::optimizer(&config.schedule))?,
+                start,
+                batch,
+            })
+        }
+        None => None,
+    };
     let file = Batches {
         model_dir: arbor_models::hub::resolve(&exp.encoder.model)?.path.display().to_string(),
         tau: training.tau,
@@ -188,6 +256,7 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
         frozen_layers: training.frozen_layers.unwrap_or(0),
         cases,
         rerank,
+        joint,
     };
     atomic_write(&args.batches, serde_json::to_string(&file)?.as_bytes()).with_context(|| format!("cannot write {}", args.batches.display()))
 }
@@ -199,6 +268,14 @@ fn step_settings(exp: &Experiment) -> anyhow::Result<TrainConfig> {
         _ => None,
     });
     dense.with_context(|| format!("{}: bench-step times the first Dense method with `freeze_encoder: false`, and this experiment has none", exp.name))
+}
+
+/// The training and model settings of `exp`'s first SproutRAG row whose SLLM trains with its encoder, if any.
+fn joint_settings(exp: &Experiment) -> Option<(TrainConfig, SproutRagConfig)> {
+    exp.methods.iter().find_map(|m| match m {
+        Method::SproutRag(c) if c.is_trained() => c.training.clone().filter(|t| !t.freeze_encoder).map(|t| (t, c.clone())),
+        _ => None,
+    })
 }
 
 /// The training settings of `exp`'s first reranker, if any.

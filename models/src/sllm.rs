@@ -14,6 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::bert::model::{BertLayer, padding_bias};
 
+/// The epsilon of the SLLM's layer norms.
+pub const LAYER_NORM_EPS: f64 = 1e-12;
+
 /// Sizes of the sentence-level transformer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -53,7 +56,7 @@ impl SllmConfig {
     pub fn init<B: Backend>(&self, d_input: usize, device: &B::Device) -> Sllm<B> {
         Sllm {
             input: LinearConfig::new(d_input, self.d_model).init(device),
-            layers: (0..self.layers).map(|_| BertLayer::init(self.d_model, self.heads, self.d_ff, 1e-12, device)).collect(),
+            layers: (0..self.layers).map(|_| BertLayer::init(self.d_model, self.heads, self.d_ff, LAYER_NORM_EPS, device)).collect(),
             output: LinearConfig::new(self.d_model, d_input).with_initializer(Initializer::Zeros).init(device),
         }
     }

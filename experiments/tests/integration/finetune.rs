@@ -139,7 +139,9 @@ fn bench_step_writes_the_batches_it_timed() {
     let experiment = format!(
         r#"Experiment(name: "bench", data: (format: Jsonl, path: {:?}, split: Some("test")), units: (max_sentences: 1),
              methods: [Dense((training: (batch_size: 4, freeze_encoder: false, step_tokens: Some(120)))),
-                       Rerank((over: Flat, training: (batch_size: 3, negatives: 2, hard_negatives: 2, trainable_layers: 2)))])"#,
+                       Rerank((over: Flat, training: (batch_size: 3, negatives: 2, hard_negatives: 2, trainable_layers: 2))),
+                       SproutRag((attention: Sllm, model: (sllm: (layers: 1, heads: 2, d_model: 32, d_ff: 64)),
+                           training: Some((batch_size: 4, freeze_encoder: false, step_tokens: Some(120)))))])"#,
         corpus.display().to_string()
     );
     std::fs::write(&ron, experiment).unwrap();
@@ -149,7 +151,7 @@ fn bench_step_writes_the_batches_it_timed() {
     let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&batches).unwrap()).unwrap();
     let cases = file["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 3);
-    assert_eq!(lines.len(), 4, "three dense cases and the reranker's");
+    assert_eq!(lines.len(), 5, "three dense cases, the reranker's and SproutRAG's joint step");
     assert_eq!((file["tau"].as_f64(), file["lr"].as_f64()), (Some(0.05), Some(2e-5)));
     assert_eq!(file["optimizer"]["grad_clipping"]["Norm"].as_f64(), Some(1.0), "{}", file["optimizer"]);
     let len = |v: &serde_json::Value| v.as_array().unwrap().len();
@@ -186,6 +188,22 @@ fn bench_step_writes_the_batches_it_timed() {
     // A listwise softmax loss over each group: positive and finite.
     let first = line["first_loss"].as_f64().unwrap();
     assert!(first > 0.0 && first < 10.0, "{first}");
+    // SproutRAG's joint step on the median article: the dense window's batch, each unit's row in it, the
+    // SLLM's start (1 block, 2 heads, width 32 over the encoder's 384) and the paragraphs' merge pairs.
+    let (joint, line) = (&file["joint"], &lines[4]);
+    assert_eq!(line["case"], joint["name"]);
+    assert_eq!(joint["name"], "SproutRAG joint step, median document, window");
+    let batch = &joint["batch"];
+    assert_eq!(batch["batch"]["queries"], window["queries"], "the dense step's queries");
+    assert_eq!(line["units"].as_u64().unwrap() as usize, len(&batch["rows"]));
+    assert_eq!(len(&batch["rows"]), len(&batch["batch"]["window"]) + len(&batch["batch"]["frozen"]));
+    assert!(len(&batch["pairs"]) > 0 && len(&batch["positives"]) == len(&batch["batch"]["queries"]));
+    let start = &joint["start"];
+    assert_eq!((len(&start["input"]["weight"]), len(&start["input"]["weight"][0]), len(&start["blocks"])), (384, 32, 1));
+    assert_eq!((len(&start["alpha"]), len(&start["alpha"][0]), start["heads"].as_u64()), (1, 2, Some(2)));
+    assert_eq!((joint["lambda"].as_f64(), joint["lr_new"].as_f64(), joint["hard_negatives"].as_bool()), (Some(0.1), Some(1e-4), Some(true)));
+    let first = line["first_loss"].as_f64().unwrap();
+    assert!(first > 0.0 && first.is_finite(), "{first}");
 }
 
 /// `arbor export`: the fine-tuned Dense row's encoder as a sentence-transformers folder, read back by arbor

@@ -8,6 +8,7 @@
 //! ([`crate::skeleton::optimizer`]). [`FixedBatch`] is that batch written out as token ids and frozen
 //! vectors, with the loss's candidate rows, so that another framework can run exactly the same step.
 
+pub mod joint;
 pub mod rerank;
 
 use std::time::Instant;

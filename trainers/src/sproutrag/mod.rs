@@ -68,28 +68,8 @@ pub fn train<B: AutodiffBackend>(
     );
     let fine_tune = encoder.is_some();
     let step_encoder = encoder.as_ref().map(|tune| StepEncoder::new(tune, config.frozen_layers)).transpose()?;
-    // The new modules' initial weights drawn on the host (arbor_models::host): the same on every backend.
-    let (d_input, vocab) = dims;
-    let fresh = model_config.init::<B>(d_input, vocab, AggregationInit::Uniform, &device);
-    let model = init_on_host(config.schedule.seed, |cpu| model_config.init::<Host>(d_input, vocab, aggregation, cpu), fresh, &device)?;
-    let model = match encoder {
-        Some(tune) => model.with_encoder(tune.bert),
-        None => model,
-    };
-    // The encoder's and the aggregation weights' gradients are taken first; the new modules get the rest.
-    let mut groups = vec![Group {
-        name: "aggregation",
-        lr: config.lr_aggregation,
-        params: |g, m: &SproutRagModel<B>| GradientsParams::from_module(g, &m.aggregator),
-    }];
-    if fine_tune {
-        groups.push(Group {
-            name: "encoder",
-            lr: config.lr_encoder,
-            params: |g, m| GradientsParams::from_module(g, m.encoder.as_ref().expect("fine-tuned")),
-        });
-    }
-    groups.push(Group { name: "new", lr: config.lr_new, params: |g, m| GradientsParams::from_module(g, m) });
+    let model = initial(config, model_config, aggregation, dims, encoder.map(|tune| tune.bert), &device)?;
+    let groups = groups::<B>(config, fine_tune);
     let max_tokens = model_config.vae.map_or(0, |v| v.max_tokens);
     if config.schedule.devices.is_some() {
         let data = parallel::Data { config, corpus, train, holdout, run_dir };
@@ -113,6 +93,44 @@ pub fn finished<B: AutodiffBackend>(
 ) -> anyhow::Result<Option<SproutRagModel<B::InnerBackend>>> {
     let model = init(model_config, aggregation, dims, encoder, &Default::default());
     Ok(skeleton::finished(model, run_dir)?.map(|m| m.valid()))
+}
+
+/// The model a training starts from: the new modules' initial weights drawn on the host by the seed
+/// (arbor_models::host: the same on every backend), with the pretrained `encoder` inside when it is
+/// fine-tuned.
+pub(crate) fn initial<B: Backend>(
+    config: &TrainConfig,
+    model_config: &SproutRagModelConfig,
+    aggregation: AggregationInit,
+    (d_input, vocab): (usize, usize),
+    encoder: Option<Bert<B>>,
+    device: &B::Device,
+) -> anyhow::Result<SproutRagModel<B>> {
+    let fresh = model_config.init::<B>(d_input, vocab, AggregationInit::Uniform, device);
+    let model = init_on_host(config.schedule.seed, |cpu| model_config.init::<Host>(d_input, vocab, aggregation, cpu), fresh, device)?;
+    Ok(match encoder {
+        Some(bert) => model.with_encoder(bert),
+        None => model,
+    })
+}
+
+/// The optimizer groups of the joint step: the aggregation weights' and (`fine_tune`) the encoder's
+/// gradients are taken first, each at its own rate; the new modules get the rest, at `lr_new`.
+pub(crate) fn groups<B: AutodiffBackend>(config: &TrainConfig, fine_tune: bool) -> Vec<Group<B, SproutRagModel<B>>> {
+    let mut groups = vec![Group {
+        name: "aggregation",
+        lr: config.lr_aggregation,
+        params: |g, m: &SproutRagModel<B>| GradientsParams::from_module(g, &m.aggregator),
+    }];
+    if fine_tune {
+        groups.push(Group {
+            name: "encoder",
+            lr: config.lr_encoder,
+            params: |g, m| GradientsParams::from_module(g, m.encoder.as_ref().expect("fine-tuned")),
+        });
+    }
+    groups.push(Group { name: "new", lr: config.lr_new, params: |g, m| GradientsParams::from_module(g, m) });
+    groups
 }
 
 fn init<B: Backend>(
