@@ -22,10 +22,9 @@ use arbor_models::sproutrag::{SproutRagModel, SproutRagModelConfig};
 use super::{FixedBatch, StepTiming, measure};
 use crate::config::TrainConfig;
 use crate::data::TrainDoc;
-use crate::encoder::{FineTune, StepEncoder, Vectors, window_rows};
+use crate::encoder::{FineTune, StepEncoder, Vectors};
 use crate::sproutrag::step::losses;
 use crate::sproutrag::{groups, initial};
-use crate::window::window;
 
 /// The joint step's batch: the dense step's ([`FixedBatch`]: token ids of the queries and the window,
 /// frozen vectors of the other units), each document unit's row of `[window; frozen]` (the SLLM reads
@@ -44,14 +43,9 @@ pub struct FixedJointBatch {
 impl FixedJointBatch {
     /// `doc`'s `queries` under `step_tokens`, as the joint step reads them.
     pub fn new(doc: &TrainDoc, queries: &[usize], step_tokens: Option<usize>) -> FixedJointBatch {
-        let picked: Vec<_> = queries.iter().map(|&q| &doc.queries[q]).collect();
-        let kept = window(doc, &picked, step_tokens);
-        FixedJointBatch {
-            batch: FixedBatch::new(doc, queries, step_tokens),
-            rows: window_rows(doc.units.len(), &kept).1,
-            positives: picked.iter().map(|q| q.positive).collect(),
-            pairs: doc.pairs.clone(),
-        }
+        let (batch, rows) = FixedBatch::with_rows(doc, queries, step_tokens);
+        let positives = queries.iter().map(|&q| doc.queries[q].positive).collect();
+        FixedJointBatch { batch, rows, positives, pairs: doc.pairs.clone() }
     }
 }
 

@@ -45,17 +45,24 @@ pub struct FixedBatch {
 impl FixedBatch {
     /// The batch of `doc`'s `queries` (indices into `doc.queries`) under `step_tokens`, as the dense step reads it.
     pub fn new(doc: &TrainDoc, queries: &[usize], step_tokens: Option<usize>) -> FixedBatch {
+        FixedBatch::with_rows(doc, queries, step_tokens).0
+    }
+
+    /// [`FixedBatch::new`], with each document unit's row of `[window; frozen]` (what a step that reads the
+    /// units in document order needs: [`joint::FixedJointBatch`]).
+    pub(crate) fn with_rows(doc: &TrainDoc, queries: &[usize], step_tokens: Option<usize>) -> (FixedBatch, Vec<usize>) {
         let picked: Vec<&TrainQuery> = queries.iter().map(|&q| &doc.queries[q]).collect();
         let kept = window(doc, &picked, step_tokens);
         let (others, rows) = window_rows(doc.units.len(), &kept);
         let positives: Vec<usize> = picked.iter().map(|q| q.positive).collect();
-        FixedBatch {
+        let batch = FixedBatch {
             queries: picked.iter().map(|q| q.ids.clone()).collect(),
             window: kept.iter().map(|&u| doc.ids[u].clone()).collect(),
             frozen: others.iter().map(|&u| doc.pooled[u].clone()).collect(),
             positives: positives.iter().map(|&u| rows[u]).collect(),
             negatives: (0..doc.units.len()).filter(|u| !positives.contains(u)).map(|u| rows[u]).collect(),
-        }
+        };
+        (batch, rows)
     }
 
     /// Word pieces the encoder reads with gradients: queries and window, padding not counted.
