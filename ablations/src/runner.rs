@@ -152,11 +152,11 @@ pub fn run_sweep(loaded: &LoadedSweep, out: &Path) -> anyhow::Result<SweepOutcom
     if !setting.is_empty() {
         md.push_str(&format!("\nSetting of the first run: {setting}\n"));
     }
-    md.push_str("\n| run | leaf units | max tokens per unit | over-long sentences cut | encoder inputs truncated | unit tokens unseen |\n|---|---|---|---|---|---|\n");
+    md.push_str("\n| run | leaf units | max tokens per unit | over-long sentences cut (tables) | encoder inputs truncated | unit tokens unseen |\n|---|---|---|---|---|---|\n");
     for (slug, u) in &units {
         md.push_str(&format!(
-            "| {slug} | {} | {} | {} | {} | {} of {} |\n",
-            u.units, u.max_tokens, u.cut_sentences, u.truncated_inputs, u.unseen_tokens, u.tokens
+            "| {slug} | {} | {} | {} ({}) | {} | {} of {} |\n",
+            u.units, u.max_tokens, u.cut_sentences, u.cut_tables, u.truncated_inputs, u.unseen_tokens, u.tokens
         ));
     }
     atomic_write(&dir.join("table.md"), md.as_bytes())?;

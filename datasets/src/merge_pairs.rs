@@ -53,7 +53,7 @@ mod tests {
         let text = "Aa. Bb. Cc. Dd.\n\nEe. Ff.\n\nGg. Hh.";
         let cut = text.find("Gg.").unwrap();
         let doc = |sections| Document { id: "d".into(), title: String::new(), text: text.into(), sections, split: None };
-        let one = UnitConfig { max_sentences: 1, max_tokens: None, context: None };
+        let one = UnitConfig { max_sentences: 1, max_tokens: None, context: None, ..Default::default() };
         // Units: A B C D | E F | G H (indices 0-3, 4-5, 6-7).
         let words = TokenStarts::words(text);
         let plain = segment(&doc(vec![]), &one, &words).unwrap();

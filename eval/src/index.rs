@@ -131,6 +131,11 @@ impl LeafIndex {
     pub fn cut_sentences(&self, docs: &[usize]) -> usize {
         docs.iter().map(|&d| self.segments[d].cut.len()).sum()
     }
+
+    /// The cut sentences that are tables (arbor_datasets::units), over `docs`.
+    pub fn cut_tables(&self, docs: &[usize]) -> usize {
+        docs.iter().map(|&d| self.segments[d].tables.len()).sum()
+    }
 }
 
 /// What a retriever sees of a query.

@@ -91,7 +91,8 @@ impl Artefact {
             // 6: the CPU kernel's attention keeps its probabilities for the hand-written backward pass (bert::tape); the vectors are unchanged
             // 7: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 8: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 8,
+            // 9: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 9,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -123,7 +124,8 @@ impl Artefact {
             // 33: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 34: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 35: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
-            Artefact::Raptor => 35,
+            // 36: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
+            Artefact::Raptor => 36,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -159,7 +161,8 @@ impl Artefact {
             // 36: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 37: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 38: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
-            Artefact::Trees => 38,
+            // 39: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
+            Artefact::Trees => 39,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -195,7 +198,8 @@ impl Artefact {
             // 33: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 34: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 35: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
-            Artefact::HeadWeights => 35,
+            // 36: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
+            Artefact::HeadWeights => 36,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -228,7 +232,8 @@ impl Artefact {
             // 34: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 35: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 36: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
-            Artefact::Reranker => 36,
+            // 37: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
+            Artefact::Reranker => 37,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -264,7 +269,8 @@ impl Artefact {
             // 38: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 39: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 40: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
-            Artefact::SproutRag => 40,
+            // 41: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
+            Artefact::SproutRag => 41,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -298,7 +304,8 @@ impl Artefact {
             // 37: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 38: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 39: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
-            Artefact::Compressor => 39,
+            // 40: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
+            Artefact::Compressor => 40,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -333,7 +340,8 @@ impl Artefact {
             // 38: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 39: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 40: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
-            Artefact::Dense => 40,
+            // 41: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
+            Artefact::Dense => 41,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -368,7 +376,8 @@ impl Artefact {
             // 38: eval's scoring/sentences.rs became parents.rs (`retrieval.hand_on`: whole sentences or paragraphs); `MethodSpec::serve` (`arbor query` through the methods' registry, stored.rs); no behaviour of this kind changed
             // 39: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 40: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
-            Artefact::Planner => 40,
+            // 41: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
+            Artefact::Planner => 41,
         }
     }
 

@@ -418,7 +418,7 @@ mod tests {
     fn document_keys_follow_content_not_position() {
         let doc = |id: &str, text: &str| Document { id: id.into(), title: String::new(), text: text.into(), sections: vec![], split: None };
         let corpus = |docs| Corpus::new(docs, Vec::<Query>::new(), std::path::Path::new("t")).unwrap();
-        let units = UnitConfig { max_sentences: 2, max_tokens: Some(254), context: None };
+        let units = UnitConfig { max_sentences: 2, max_tokens: Some(254), context: None, ..Default::default() };
         let a = Keys::new(&corpus(vec![doc("a", "One. Two."), doc("b", "Three.")]), &units, "enc");
         let swapped = Keys::new(&corpus(vec![doc("b", "Three."), doc("a", "One. Two.")]), &units, "enc");
         assert_eq!((&a.docs[0], &a.docs[1]), (&swapped.docs[1], &swapped.docs[0]), "a document's key does not depend on its position");

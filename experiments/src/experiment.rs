@@ -140,7 +140,8 @@ pub struct RetrievalConfig {
     /// leaves a 4k-token reader room for its prompt and answer.
     pub max_tokens: Option<usize>,
     /// What every method hands on for an item it ranked (arbor_eval::scoring::parents): the item itself
-    /// (`Items`, the default), or the parent it lies in, ranked by the children the encoder reads whole.
+    /// (`Items`), or the parent it lies in, ranked by the children the encoder reads whole: the cut table
+    /// (`Tables`, the default), the cut sentence or the paragraph.
     pub hand_on: HandOn,
 }
 
@@ -148,8 +149,12 @@ pub struct RetrievalConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum HandOn {
     /// The item as ranked.
-    #[default]
     Items,
+    /// An item holding part of a cut sentence that is a table (arbor_datasets::units: at least three data
+    /// rows, a third of its lines) as the whole table: a statement of a filing cut into pieces is handed
+    /// on as the statement; cut prose and other items as ranked. Where no table is cut, `Items`.
+    #[default]
+    Tables,
     /// An item holding part of a sentence cut into several units (`units.max_tokens`) as the whole
     /// sentence: a table cut into pieces is handed on as the table; other items as ranked.
     WholeSentences,
@@ -163,7 +168,7 @@ pub const DEFAULT_MAX_TOKENS: usize = 2000;
 
 impl Default for RetrievalConfig {
     fn default() -> Self {
-        RetrievalConfig { scope: Scope::QueryDocuments, top_k: 10, max_tokens: Some(DEFAULT_MAX_TOKENS), hand_on: HandOn::Items }
+        RetrievalConfig { scope: Scope::QueryDocuments, top_k: 10, max_tokens: Some(DEFAULT_MAX_TOKENS), hand_on: HandOn::Tables }
     }
 }
 

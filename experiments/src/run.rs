@@ -170,6 +170,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     let settings = EvalSettings { top_k: exp.retrieval.top_k, max_tokens: exp.retrieval.max_tokens };
     let parents: Option<Vec<Vec<Span>>> = match exp.retrieval.hand_on {
         HandOn::Items => None,
+        HandOn::Tables => Some(leaves.segments.iter().map(|s| s.tables.clone()).collect()),
         HandOn::WholeSentences => Some(leaves.segments.iter().map(|s| s.cut.clone()).collect()),
         HandOn::Paragraphs => Some(leaves.segments.iter().map(|s| s.paragraphs.iter().map(|p| p.span).collect()).collect()),
     };
@@ -318,6 +319,7 @@ fn unit_stats(index: &LeafIndex, docs: &[usize], queries: &[EvalQuery], encoder:
         units: lengths.len(),
         max_tokens,
         cut_sentences: index.cut_sentences(docs),
+        cut_tables: index.cut_tables(docs),
         truncated_inputs: long_units + long_queries,
         tokens: lengths.iter().sum(),
         unseen_tokens: lengths.iter().map(|&t| t.saturating_sub(limit)).sum(),
@@ -345,6 +347,7 @@ fn setting(exp: &Experiment, corpus: &Corpus, own_from: usize, docs: &[usize], q
     let mut budget = exp.retrieval.max_tokens.map_or("no token budget".to_owned(), |b| format!("a budget of {b} tokens handed on per query"));
     match exp.retrieval.hand_on {
         HandOn::Items => {}
+        HandOn::Tables => budget.push_str(", an item holding part of a cut table handed on as the whole table"),
         HandOn::WholeSentences => budget.push_str(", an item holding part of a cut sentence handed on as the whole sentence"),
         HandOn::Paragraphs => budget.push_str(", every item handed on as the whole of the paragraphs it lies in"),
     }

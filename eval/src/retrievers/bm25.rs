@@ -173,7 +173,13 @@ mod tests {
         let text = "Long-term debt consisted of:\n\nyear 2017 2016\nnotes 600 600\nbonds 84 84";
         let doc = Doc { id: "a".into(), title: String::new(), text: text.into(), sections: vec![], split: None };
         let corpus = Corpus::new(vec![doc], Vec::<Query>::new(), Path::new("test")).unwrap();
-        let rule = |context| arbor_datasets::UnitConfig { max_sentences: 2, max_tokens: Some(6), context };
+        // Two data rows make no table, so the header is asked for every cut sentence.
+        let rule = |context| arbor_datasets::UnitConfig {
+            max_sentences: 2,
+            max_tokens: Some(6),
+            context,
+            context_on: arbor_datasets::units::ContextOn::CutSentences,
+        };
         let query = QueryInput { text: "debt".into(), docs: vec![0], embedding: None };
         // The score BM25 gives the last piece, and what it read of it.
         let last = |context| {

@@ -184,6 +184,9 @@ pub struct UnitStats {
     pub max_tokens: usize,
     /// Sentences longer than `max_tokens`, each cut into several units.
     pub cut_sentences: usize,
+    /// Those of them that are tables (arbor_datasets::units).
+    #[serde(default)]
+    pub cut_tables: usize,
     /// Units and queries longer than the encoder reads, so truncated by it (0 unless `max_tokens` is
     /// set above the encoder's limit).
     pub truncated_inputs: usize,
@@ -263,7 +266,7 @@ impl Report {
         let n = self.methods.first().map_or(0, |r| r.metrics.queries);
         let u = &self.units;
         md.push_str(&format!(
-            "\n{n} queries, {} leaf units of at most {} tokens ({} over-long sentences cut; {} encoder inputs truncated, \
+            "\n{n} queries, {} leaf units of at most {} tokens ({} over-long sentences cut, {} of them tables; {} encoder inputs truncated, \
              {} of {} unit tokens unseen). \
              Metrics in percent, each a mean over queries of a figure at k = 1, 3, 5; \"IE\" columns are the mean of IE@1, \
              IE@3 and IE@5.\n\n\
@@ -279,7 +282,7 @@ impl Report {
              - tokens/query: encoder tokens of the union of the top 5 items (what a reader is handed).\n\
              - index ms/doc: wall time to build the method's index (encoding included) per document, artefacts read back \
              from a cache counted at the time their first build took; n/a where one was built before such times were kept.\n",
-            u.units, u.max_tokens, u.cut_sentences, u.truncated_inputs, u.unseen_tokens, u.tokens
+            u.units, u.max_tokens, u.cut_sentences, u.cut_tables, u.truncated_inputs, u.unseen_tokens, u.tokens
         ));
         md.push_str(&self.comparisons_markdown());
         let details: Vec<String> = self.methods.iter().filter(|r| !r.details.is_empty()).map(|r| format!("- {}: {}\n", r.name, r.details)).collect();
@@ -391,7 +394,7 @@ mod tests {
             experiment: "t".into(),
             setting: "s".into(),
             inputs: Inputs { corpus: "c".into(), encoder: "e".into() },
-            units: UnitStats { units: 10, max_tokens: 254, cut_sentences: 1, truncated_inputs: 0, tokens: 900, unseen_tokens: 0 },
+            units: UnitStats { units: 10, max_tokens: 254, cut_sentences: 1, cut_tables: 0, truncated_inputs: 0, tokens: 900, unseen_tokens: 0 },
             methods: vec![MethodResult {
                 name: "flat".into(),
                 metrics: Metrics { ie_mean: 21.7, ..Default::default() },

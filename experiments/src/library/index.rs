@@ -1,7 +1,8 @@
 //! `arbor index DIR --into INDEX`: brings the index in line with the folder. New files are added, files
 //! whose text changed (by SHA-256 of title and text) are indexed again, files gone from the folder are
-//! removed; nothing else is touched. Each document is cut into leaf units (the experiments' rule: at
-//! most N sentences of a paragraph, cut to the encoder's limit), encoded, and written in one transaction,
+//! removed; nothing else is touched. Each document is cut into leaf units (the experiments' plain rule: at
+//! most N sentences of a paragraph, cut to the encoder's limit, no table header: `units: (context: None)`,
+//! items handed on as ranked; `super::unit_rule`), encoded, and written in one transaction,
 //! so a kill loses at most the document in flight. With `--trees` each document's SproutRAG tree (the
 //! default row's: token attention, uniform head weights) is built and stored with it. `--remove KEY` removes one document (or every
 //! document of a JSONL file). Unreadable, empty and unknown files are listed by path and counted.

@@ -42,7 +42,8 @@ impl EncoderArgs {
 }
 
 /// The unit rule of an index: at most `max_sentences` sentences of one paragraph, cut to what the
-/// encoder reads; stored as JSON in the index, which every later run must match.
+/// encoder reads, no header (an experiment's `units: (context: None)`; the index hands on items as
+/// ranked, `retrieval: (hand_on: Items)`); stored as JSON in the index, which every later run must match.
 pub fn unit_rule(max_sentences: usize, encoder: &SentenceEncoder<DefaultBackend>) -> UnitConfig {
-    UnitConfig { max_sentences, max_tokens: Some(encoder.max_content_tokens()), context: None }
+    UnitConfig { max_sentences, max_tokens: Some(encoder.max_content_tokens()), context: None, ..UnitConfig::default() }
 }

@@ -29,7 +29,8 @@ fn articles() -> Vec<(String, String)> {
 
 /// The same articles as an arbor JSONL corpus whose document ids are the file names, with the fixture's
 /// questions, and an experiment ranking every unit of every article (corpus scope) by flat, BM25,
-/// hybrid and the untrained SproutRAG, k = 10, no token budget.
+/// hybrid and the untrained SproutRAG, k = 10, no token budget, under the index's plain unit rule (no
+/// table header, items handed on as ranked).
 fn experiment(dir: &Path, files: &[(String, String)]) -> Experiment {
     let corpus = dir.join("corpus");
     std::fs::create_dir_all(&corpus).unwrap();
@@ -57,7 +58,7 @@ fn experiment(dir: &Path, files: &[(String, String)]) -> Experiment {
     std::fs::write(corpus.join("queries.jsonl"), queries.join("\n")).unwrap();
     let ron = format!(
         "(name: \"library\", data: (format: Jsonl, path: {:?}, max_queries: Some(12), validation: None),
-          retrieval: (scope: Corpus, top_k: 10, max_tokens: None), methods: [Flat, Bm25, Hybrid(()), SproutRag(()), Raptor(()), Hierarchy(())])",
+          units: (context: None), retrieval: (scope: Corpus, top_k: 10, max_tokens: None, hand_on: Items), methods: [Flat, Bm25, Hybrid(()), SproutRag(()), Raptor(()), Hierarchy(())])",
         corpus.display().to_string()
     );
     Experiment::parse(&ron, Path::new("library.ron")).unwrap()

@@ -302,6 +302,45 @@ fn pieces_of_a_cut_statement_are_handed_on_whole_when_asked() {
 }
 
 #[test]
+fn by_default_a_cut_table_is_read_after_its_header_and_handed_on_whole() {
+    std::env::set_current_dir(workspace()).unwrap();
+    let fixture = "experiments/fixtures/filing-pdftotext-mini";
+    let text = format!(
+        r#"Experiment(name: "t", data: (format: Jsonl, path: "{fixture}", split: Some("test")), retrieval: (max_tokens: None), methods: [Bm25])"#
+    );
+    let exp = Experiment::parse(&text, Path::new("t.ron")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let (dir, report) = run(&exp, out.path(), false, None).unwrap();
+    assert!(report.units.cut_tables > 0 && report.units.cut_tables <= report.units.cut_sentences, "{:?}", report.units);
+    assert!(report.setting.contains("handed on as the whole table"), "{}", report.setting);
+    // The tables the run cut, by the rule it ran: their later pieces read a header, and every handed-on span
+    // that touches one covers it whole.
+    let (corpus, _) = arbor_experiments::run::load_corpus(&exp).unwrap();
+    let prepared = arbor_experiments::run::prepare(&exp, &corpus).unwrap();
+    for seg in &prepared.leaves.segments {
+        for table in &seg.tables {
+            let later = seg.units.iter().filter(|u| table.contains(&u.span) && u.span.start > table.start);
+            assert!(later.clone().count() > 0 && later.clone().all(|u| !u.header.is_empty()));
+        }
+    }
+    let mut widened = 0;
+    for line in std::fs::read_to_string(dir.join("retrievals.jsonl")).unwrap().lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        for item in r["items"].as_array().unwrap() {
+            let d = corpus.documents.iter().position(|d| d.id == item["doc"].as_str().unwrap()).unwrap();
+            for s in item["spans"].as_array().unwrap() {
+                let span = arbor_datasets::Span::new(s[0].as_u64().unwrap() as usize, s[1].as_u64().unwrap() as usize);
+                for table in prepared.leaves.segments[d].tables.iter().filter(|t| t.start < span.end && span.start < t.end) {
+                    assert!(span.contains(table), "{span:?} holds part of the table {table:?}");
+                    widened += 1;
+                }
+            }
+        }
+    }
+    assert!(widened > 0, "some query is handed a table");
+}
+
+#[test]
 fn a_missing_corpus_is_reported_with_its_path() {
     let text = r#"Experiment(name: "x", data: (format: Jsonl, path: "/nonexistent/corpus"), methods: [Bm25])"#;
     let exp = Experiment::parse(text, Path::new("x.ron")).unwrap();
