@@ -77,7 +77,7 @@ impl ContextOn {
 }
 
 /// The default header budget (see [`UnitConfig::context`]): a filing's page header, title, unit line and
-/// column row fit (a budget of 128 gives the same figures on financebench-dev, RESULTS.md).
+/// column row fit (a budget of 128 gave the same figures on financebench-dev at stop 57, RESULTS.md).
 pub const DEFAULT_CONTEXT: usize = 64;
 
 impl Default for UnitConfig {
@@ -152,11 +152,12 @@ pub fn segment(doc: &Document, config: &UnitConfig, tokens: &TokenStarts) -> Res
                 let context = config.context.filter(|_| table || config.context_on == ContextOn::CutSentences);
                 // The line before says whose table it is or introduces it when it has words (not a page
                 // number, say): within the paragraph, else the paragraph before's last.
-                let before = match sentence.start > para.span.start {
-                    true => Some(last_line(&doc.text, Span::new(para.span.start, sentence.start))),
-                    false => (p > 0).then(|| last_line(&doc.text, paragraphs[p - 1].span)),
-                }
-                .filter(|l| doc.text[l.start..l.end].chars().any(char::is_alphabetic));
+                let before = if sentence.start > para.span.start {
+                    Some(last_line(&doc.text, Span::new(para.span.start, sentence.start)))
+                } else {
+                    (p > 0).then(|| last_line(&doc.text, paragraphs[p - 1].span))
+                };
+                let before = before.filter(|l| doc.text[l.start..l.end].chars().any(char::is_alphabetic));
                 for (piece, header) in cut_with_headers(doc, sentence, before, context, max, tokens)? {
                     units.push(Unit { span: piece, paragraph: p, sentences: vec![piece], header });
                 }

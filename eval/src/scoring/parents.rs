@@ -1,8 +1,8 @@
 //! Small-to-big hand-on (`retrieval.hand_on`): items are ranked by what the encoder reads (units, or the
 //! pieces of a cut sentence with their `units.context` header) and handed on as the parent they lie in,
-//! as a parent-document retriever hands on the parent of the child it matched: the whole of a cut
-//! sentence (`WholeSentences`), or the whole paragraph (`Paragraphs`: a blank-line block, a page of a
-//! PDF-extracted filing). Applied after ranking and before the token budget, the same way for every method:
+//! as a parent-document retriever hands on the parent of the child it matched: the whole of a cut table
+//! (`Tables`, the default: a filing's statement), of any cut sentence (`WholeSentences`), or the whole
+//! paragraph (`Paragraphs`: a blank-line block, a page of a PDF-extracted filing). Applied after ranking and before the token budget, the same way for every method:
 //!
 //! ```text
 //! handed = []
