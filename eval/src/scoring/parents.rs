@@ -8,12 +8,12 @@
 //! handed = []
 //! for item in ranked:
 //!     widened = each span of item, covered with every parent it overlaps; merged
-//!     if widened adds text to handed: hand on widened (same score and node)
+//!     if item overlaps no parent, or widened adds text to handed: hand on widened (same score and node)
 //!     (else it lies in what an item above already handed on, and is dropped)
 //! ```
 //!
-//! A span that overlaps no parent is left as it is, so without cut sentences `WholeSentences` changes
-//! nothing. The runner asks the retriever for twice as many items while fewer than k remain after
+//! An item that overlaps no parent is handed on as ranked (a tree's node inside a node above it too), so
+//! without cut tables `Tables`, and without cut sentences `WholeSentences`, change nothing for any method. The runner asks the retriever for twice as many items while fewer than k remain after
 //! widening (several children of one parent become one item), so every method still hands on k items
 //! where it has them.
 
@@ -23,13 +23,18 @@ use arbor_datasets::{DocSpan, Span};
 use crate::index::Item;
 
 /// `ranked` with every span widened to the whole of the parents it overlaps (`parents[d]`: document `d`'s
-/// parents, sorted and disjoint), items that add nothing to those above them dropped.
+/// parents, sorted and disjoint), items that touch a parent and add nothing to those above them dropped.
+/// An item that touches no parent is handed on as ranked, even inside an item above (a tree's node
+/// inside its parent node, as `Items` hands them on), so where no parent lies in the ranked documents
+/// nothing changes.
 pub fn hand_on_parents(ranked: Vec<Item>, parents: &[Vec<Span>]) -> Vec<Item> {
     let mut handed: Vec<DocSpan> = Vec::new();
     let mut out = Vec::with_capacity(ranked.len());
     for item in ranked {
-        let spans = merge(item.spans.iter().map(|&s| widen(s, parents.get(s.doc).map_or(&[], Vec::as_slice))).collect());
-        let new = spans.iter().any(|s| !handed.iter().any(|h| h.contains(s)));
+        let parents_of = |s: &DocSpan| parents.get(s.doc).map_or(&[][..], Vec::as_slice);
+        let touches = item.spans.iter().any(|s| parents_of(s).iter().any(|c| c.overlaps(&s.span)));
+        let spans = merge(item.spans.iter().map(|&s| widen(s, parents_of(&s))).collect());
+        let new = !touches || spans.iter().any(|s| !handed.iter().any(|h| h.contains(s)));
         if new {
             handed = merge(handed.into_iter().chain(spans.iter().copied()).collect());
             out.push(Item { spans, ..item });
@@ -78,9 +83,13 @@ mod tests {
 
     #[test]
     fn without_cut_sentences_nothing_changes() {
-        let ranked = vec![item(&[(0, 0, 5)], 1.0), item(&[(0, 3, 8), (0, 20, 25)], 0.5)];
-        let out = hand_on_parents(ranked, &[vec![]]);
-        assert_eq!(spans(&out), vec![vec![(0, 0, 5)], vec![(0, 3, 8), (0, 20, 25)]]);
+        // A tree's node and a node inside it: both handed on, as ranked.
+        let ranked = vec![item(&[(0, 0, 30)], 1.0), item(&[(0, 3, 8), (0, 20, 25)], 0.5), item(&[(0, 1, 4)], 0.2)];
+        let out = hand_on_parents(ranked.clone(), &[vec![]]);
+        assert_eq!(spans(&out), spans(&ranked));
+        // Nor where the cut sentences lie elsewhere: items that touch none stay as ranked.
+        let out = hand_on_parents(ranked.clone(), &[vec![Span::new(40, 60)]]);
+        assert_eq!(spans(&out), spans(&ranked));
     }
 
     proptest! {

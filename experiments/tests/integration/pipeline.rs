@@ -341,6 +341,28 @@ fn by_default_a_cut_table_is_read_after_its_header_and_handed_on_whole() {
 }
 
 #[test]
+fn without_a_cut_table_the_default_hands_on_what_items_does_for_every_method() {
+    std::env::set_current_dir(workspace()).unwrap();
+    // squad-mini cuts no sentence; SproutRAG's beam hands on nodes inside nodes, which a hand-on that drops
+    // items inside those above would change.
+    let exp = |hand_on: &str| {
+        let text = format!(
+            r#"Experiment(name: "n", data: (format: Jsonl, path: "experiments/fixtures/squad-mini", split: Some("test")),
+                retrieval: ({hand_on}), methods: [Flat, Bm25, SproutRag((search: Beam((beam_width: 3, delta: 0.0))))])"#
+        );
+        Experiment::parse(&text, Path::new("n.ron")).unwrap()
+    };
+    let out = tempfile::tempdir().unwrap();
+    let (_, default) = run(&exp(""), out.path(), false, None).unwrap();
+    let (_, items) = run(&exp("hand_on: Items"), out.path(), false, None).unwrap();
+    assert_eq!(default.units.cut_tables, 0);
+    for (a, b) in default.methods.iter().zip(&items.methods) {
+        assert_eq!(a.per_query, b.per_query, "{}", a.name);
+        assert_eq!(a.tokens_per_query, b.tokens_per_query, "{}", a.name);
+    }
+}
+
+#[test]
 fn a_missing_corpus_is_reported_with_its_path() {
     let text = r#"Experiment(name: "x", data: (format: Jsonl, path: "/nonexistent/corpus"), methods: [Bm25])"#;
     let exp = Experiment::parse(text, Path::new("x.ron")).unwrap();
