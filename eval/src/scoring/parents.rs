@@ -31,9 +31,9 @@ pub fn hand_on_parents(ranked: Vec<Item>, parents: &[Vec<Span>]) -> Vec<Item> {
     let mut handed: Vec<DocSpan> = Vec::new();
     let mut out = Vec::with_capacity(ranked.len());
     for item in ranked {
-        let parents_of = |s: &DocSpan| parents.get(s.doc).map_or(&[][..], Vec::as_slice);
-        let touches = item.spans.iter().any(|s| parents_of(s).iter().any(|c| c.overlaps(&s.span)));
-        let spans = merge(item.spans.iter().map(|&s| widen(s, parents_of(&s))).collect());
+        let touched = |s: &DocSpan| overlapping(s.span, parents.get(s.doc).map_or(&[], Vec::as_slice));
+        let touches = item.spans.iter().any(|s| !touched(s).is_empty());
+        let spans = merge(item.spans.iter().map(|s| widen(*s, touched(s))).collect());
         let new = !touches || spans.iter().any(|s| !handed.iter().any(|h| h.contains(s)));
         if new {
             handed = merge(handed.into_iter().chain(spans.iter().copied()).collect());
@@ -43,11 +43,16 @@ pub fn hand_on_parents(ranked: Vec<Item>, parents: &[Vec<Span>]) -> Vec<Item> {
     out
 }
 
-/// `s` covered with every span of `parents` (sorted, disjoint) that it overlaps.
-fn widen(s: DocSpan, parents: &[Span]) -> DocSpan {
-    let first = parents.partition_point(|c| c.end <= s.span.start);
-    let span = parents[first..].iter().take_while(|c| c.start < s.span.end).fold(s.span, |acc, c| acc.cover(c));
-    DocSpan { doc: s.doc, span }
+/// `s` covered with every span of `over`, the parents it overlaps.
+fn widen(s: DocSpan, over: &[Span]) -> DocSpan {
+    DocSpan { doc: s.doc, span: over.iter().fold(s.span, |acc, c| acc.cover(c)) }
+}
+
+/// The spans of `parents` (sorted, disjoint) that `s` overlaps, found by binary search.
+fn overlapping(s: Span, parents: &[Span]) -> &[Span] {
+    let first = parents.partition_point(|c| c.end <= s.start);
+    let last = first + parents[first..].partition_point(|c| c.start < s.end);
+    &parents[first..last]
 }
 
 #[cfg(test)]
