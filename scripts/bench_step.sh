@@ -19,9 +19,14 @@ out=${BENCH_OUT:-runs/bench-step}
 mkdir -p "$out"
 "$python" -c "import torch, transformers" || { echo "PYTHON=$python has no torch or transformers: pip install sentence-transformers, then PYTHON=/that/python" >&2; exit 1; }
 cargo build --release --bin arbor
+# The binary cargo just built, wherever CARGO_TARGET_DIR (or a config) puts the build.
+target=$(cargo metadata --format-version 1 --no-deps | "$python" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+arbor="$target/release/arbor"
+# Every speed figure names its processor and the SIMD the kernels may use.
+"$arbor" cpu >&2
 for t in 1 2; do
     echo "== $t thread(s): arbor" >&2
-    RAYON_NUM_THREADS=$t MATMUL_NUM_THREADS=$t target/release/arbor bench-step "$experiment" --batches "$out/batches.json" --steps "$steps" --cache "$out/cache" > "$out/arbor-$t.jsonl"
+    RAYON_NUM_THREADS=$t MATMUL_NUM_THREADS=$t "$arbor" bench-step "$experiment" --batches "$out/batches.json" --steps "$steps" --cache "$out/cache" > "$out/arbor-$t.jsonl"
     echo "== $t thread(s): PyTorch" >&2
     THREADS=$t OMP_NUM_THREADS=$t MKL_NUM_THREADS=$t "$python" scripts/bench_torch_step.py "$out/batches.json" "$steps" > "$out/torch-$t.jsonl"
 done

@@ -151,6 +151,9 @@ if command -v nvidia-smi > /dev/null; then
     esac
 fi
 echo "cpu build: $cpu; gpu build: $gpu; $(nproc) cpus"
+# The host processor beside the card, its SIMD extensions and the CPU build's kernel path (older builds
+# have no `arbor cpu`: the model name alone).
+"$cpu" cpu 2> /dev/null || grep -m1 "model name" /proc/cpuinfo || true
 
 # One experiment file through the GPU build: `run_file COMMAND FILE [ARGS...]` (train or evaluate), its log in
 # the runs folder, ending with its exit status and time; returns that status.

@@ -18,6 +18,7 @@ use arbor_eval::retrievers::raptor::{RaptorParams, RaptorRetriever, RaptorSearch
 use arbor_eval::retrievers::rse::{Rse, RsePreset};
 use arbor_eval::retrievers::tree_retrieval::{TreeRetriever, TreeSearch};
 use arbor_eval::scoring::budget::spend;
+use arbor_eval::scoring::parents::Widened;
 use arbor_eval::structures::levels::Levels;
 use arbor_eval::structures::tree::{Similarity, Tree};
 use arbor_eval::{LeafIndex, QueryInput, Retriever, Scope};
@@ -149,7 +150,7 @@ proptest! {
                 let in_scope: Vec<usize> = index.units.candidates(&query).collect();
                 let covers = in_scope.iter().all(|&c| held.iter().any(|h| h.contains(&index.units.spans[c])));
                 prop_assert!((items.len() >= k.min(units) || covers) && items.len() <= k, "{}: {} items, k {k}, {units} units", r.name(), items.len());
-                let handed = spend(items, budget, r.as_ref(), &query, &index.tokens, &corpus);
+                let handed = spend(items.into_iter().map(Widened::plain).collect(), budget, r.as_ref(), &query, &index.tokens, &corpus, None);
                 let spans: Vec<DocSpan> = handed.iter().flat_map(|i| i.spans.clone()).collect();
                 prop_assert!(index.tokens.of(&spans) <= budget, "{}: over the budget", r.name());
             }

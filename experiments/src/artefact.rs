@@ -30,6 +30,8 @@ pub enum Artefact {
 
 /// The encoder's code: every artefact computed through it lists these.
 const ENCODER: [&str; 3] = ["models/src/encoder.rs", "models/src/bert", "files/src/lib.rs"];
+/// The unit cutter: every artefact reads the units it cuts.
+const UNITS: [&str; 1] = ["experiments/src/leaves.rs"];
 /// The trainer skeleton and the checkpoints every trained model goes through.
 const TRAINING: [&str; 7] = [
     "trainers/src/skeleton.rs",
@@ -92,7 +94,8 @@ impl Artefact {
             // 7: the hand-written step above frozen blocks copies no embedding table; no behaviour changed
             // 8: `units.context`'s header is a cut sentence's lines before its first data row (datasets units.rs `table_head`: a statement's title and column row as pdftotext lays them out), not its first line, and no page number as the line before; without `context` nothing changes; the metric columns in one table (eval's scoring/columns.rs); the file helpers in their own crate (files/); SproutRAG's build in parts; every trained method takes units.context headers (the SLLM's SentenceVAE reads each unit's input; the refusal gone); the cut sentences kept (`Segmented::cut`) for `retrieval.whole_sentences`; `DocSpan::contains` and `arbor_files::hex` shared (no behaviour changed)
             // 9: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 9,
+            // 10: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); no vector changed
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 10,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -125,7 +128,8 @@ impl Artefact {
             // 34: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 35: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
             // 36: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
-            Artefact::Raptor => 36,
+            // 37: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); no tree changed
+            Artefact::Raptor => 37,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -162,7 +166,8 @@ impl Artefact {
             // 37: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 38: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
             // 39: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
-            Artefact::Trees => 39,
+            // 40: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); no tree changed
+            Artefact::Trees => 40,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -199,7 +204,8 @@ impl Artefact {
             // 34: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 35: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
             // 36: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
-            Artefact::HeadWeights => 36,
+            // 37: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); the head weights' targets from the training's own sample of questions (`train_queries`), not every question of the split
+            Artefact::HeadWeights => 37,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -233,7 +239,8 @@ impl Artefact {
             // 35: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 36: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
             // 37: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
-            Artefact::Reranker => 37,
+            // 38: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); no behaviour of this kind changed
+            Artefact::Reranker => 38,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -270,7 +277,8 @@ impl Artefact {
             // 39: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 40: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
             // 41: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
-            Artefact::SproutRag => 41,
+            // 42: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); the merge pairs from the training's own sample (`train_queries`); an in-document step's false negatives (a unit of the query's gold, a shared positive, a mined unit of its gold) left out of its denominator
+            Artefact::SproutRag => 42,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -305,7 +313,8 @@ impl Artefact {
             // 38: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 39: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
             // 40: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
-            Artefact::Compressor => 40,
+            // 41: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); no behaviour of this kind changed
+            Artefact::Compressor => 41,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -341,7 +350,8 @@ impl Artefact {
             // 39: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 40: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
             // 41: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
-            Artefact::Dense => 41,
+            // 42: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); an in-document step's false negatives left out of its denominator, as SproutRAG's
+            Artefact::Dense => 42,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -377,7 +387,8 @@ impl Artefact {
             // 39: SAC fine-tuned over its document headers (`SummaryChunks((training: Some(..)))`: the dense trainer's `Needs::headers`, `tuned_unit_vectors` with headers, chunks embedded by what the encoder reads); without headers nothing changes; the reranker's examples carry an optional teacher score (serialised only when set) and its control's trainer a MarginMSE objective (`Distill`)
             // 40: `summary` on Dense and SproutRAG (every unit read after its document's summary, SAC's inputs; SproutRAG's control the dense fine-tune over the same summaries; `DocumentSummary` shared by SAC, RSE, Dense and SproutRAG); without it nothing changes; SproutRAG's joint trainer's start and optimizer groups as functions the step benchmark shares (trainers' bench/joint.rs; no behaviour changed)
             // 41: `units.context` by default (64 tokens) for the pieces of a cut *table* only (`units.context_on`: Tables, or CutSentences as before), `Segmented::tables`, `retrieval.hand_on: Tables` by default; a run of more than four digits without a separator is no data row (datasets units.rs `is_data_row`, `is_table`); where no table is cut nothing changes
-            Artefact::Planner => 41,
+            // 42: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); no behaviour of this kind changed
+            Artefact::Planner => 42,
         }
     }
 
@@ -450,6 +461,7 @@ impl Artefact {
         let trained = !matches!(self, Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Trees | Artefact::Raptor);
         let mut all: Vec<&'static str> = own.to_vec();
         all.extend(ENCODER);
+        all.extend(UNITS);
         if trained {
             all.extend(TRAINING);
         }

@@ -329,15 +329,47 @@ impl Cache {
     }
 }
 
-/// The key of an artefact of `kind` under `key`, with the version of the code that makes it.
+/// The versions recorded against their code's digest (tests/artefact_versions writes it).
+const RECORDED: &str = include_str!("../artefact-versions.txt");
+
+/// The key of an artefact of `kind` under `key`, with the version of the code that makes it. A version
+/// not yet recorded (code between a bump and its bless, when the version's code is still moving) keys its
+/// artefacts by the exact sources too, so that two codes never share a version's artefacts.
 fn versioned(kind: Artefact, key_: &str) -> String {
-    key(&(kind.name(), kind.version(), key_))
+    versioned_under(kind, key_, RECORDED, env!("ARBOR_SOURCES"))
+}
+
+fn versioned_under(kind: Artefact, key_: &str, lock: &str, sources: &str) -> String {
+    let version = kind.version().to_string();
+    let recorded = lock.lines().filter(|l| !l.starts_with('#')).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() == 3 && f[0] == kind.name() && f[1] == version
+    });
+    match recorded {
+        true => key(&(kind.name(), kind.version(), key_)),
+        false => key(&(kind.name(), kind.version(), key_, "not recorded: the sources", sources)),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use arbor_datasets::{Document, Query, Span};
+
+    /// Every kind's current version is recorded (else the artefact test fails); an unrecorded one keys
+    /// its artefacts by the sources, so code edited between a bump and its bless shares none.
+    #[test]
+    fn an_unrecorded_version_keys_its_artefacts_by_the_sources() {
+        for kind in Artefact::ALL {
+            let line = format!("{} {} d", kind.name(), kind.version());
+            let recorded = versioned_under(kind, "k", &line, "s1");
+            assert_eq!(recorded, versioned_under(kind, "k", &line, "s2"), "recorded: the sources do not count");
+            assert_eq!(recorded, key(&(kind.name(), kind.version(), "k")));
+            let earlier = format!("{} {} d", kind.name(), kind.version() - 1);
+            let (a, b) = (versioned_under(kind, "k", &earlier, "s1"), versioned_under(kind, "k", &earlier, "s2"));
+            assert!(a != b && a != recorded, "{kind:?}: an unrecorded version's artefacts are the sources'");
+        }
+    }
 
     #[test]
     fn keys_change_with_any_setting_and_only_then() {

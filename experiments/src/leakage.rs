@@ -10,9 +10,11 @@
 //!   evaluated queries.
 //!
 //! Under `evaluate --from RUN_DIR` nothing trains: each model carries the content keys of the documents
-//! its training read ([`TrainedModel::trained_on`], written by the run that trained it), and
-//! [`check_models`] refuses one that read a document this run scores; a model recorded before arbor
-//! kept that is reported as unchecked.
+//! and questions its training read ([`TrainedModel::trained_on`], [`TrainedModel::trained_on_questions`],
+//! written by the run that trained it), and [`check_models`] refuses one that read a document or a
+//! question this run scores. Texts are compared after their whitespace is normalised, so the same corpus
+//! extracted again (another pdftotext, lines joined) is still the same corpus; a model recorded before
+//! arbor kept its documents is reported as unchecked.
 
 use std::collections::HashSet;
 
@@ -91,29 +93,51 @@ pub fn read_documents(corpus: &Corpus, split: &str) -> anyhow::Result<Vec<usize>
     Ok(docs)
 }
 
-/// A document's key for [`TrainedModel::trained_on`]: its text alone, so that the same text is the
-/// same document in any corpus and under any unit rule.
-pub fn text_key(corpus: &Corpus, d: usize) -> String {
-    key(&corpus.documents[d].text)
+/// A text's key for [`TrainedModel::trained_on`] and [`TrainedModel::trained_on_questions`]: the text
+/// alone, its runs of whitespace read as one space and its ends trimmed, so that the same text is the same
+/// document (or question) in any corpus, under any unit rule and any extraction's line breaks.
+pub fn text_key(text: &str) -> String {
+    key(&("normalised", text.split_whitespace().collect::<Vec<_>>().join(" ")))
 }
 
-/// The keys of every document a method reading `splits` trains on (the validation split's included:
-/// every trainer reads it to choose its epoch).
-pub fn trained_on(corpus: &Corpus, splits: &[(&str, String)]) -> anyhow::Result<Vec<String>> {
+/// The key runs before whitespace was normalised wrote: the exact text.
+fn exact_key(text: &str) -> String {
+    key(&text)
+}
+
+/// What a method reading `splits` trains on (the validation split's included: every trainer reads it to
+/// choose its epoch): the keys of its documents and of its questions.
+pub fn trained_on(corpus: &Corpus, splits: &[(&str, String)]) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+    let read: Vec<&str> = splits.iter().map(|(_, s)| s.as_str()).chain([VALIDATION]).collect();
     let mut docs = Vec::new();
-    for split in splits.iter().map(|(_, s)| s.as_str()).chain([VALIDATION]) {
+    for split in &read {
         docs.extend(read_documents(corpus, split)?);
     }
-    let mut keys: Vec<String> = docs.into_iter().map(|d| text_key(corpus, d)).collect();
-    keys.sort();
-    keys.dedup();
-    Ok(keys)
+    let sorted = |keys: Vec<String>| -> Vec<String> {
+        let mut keys = keys;
+        keys.sort();
+        keys.dedup();
+        keys
+    };
+    let doc_keys = docs.into_iter().map(|d| text_key(&corpus.documents[d].text)).collect();
+    let questions = corpus.queries.iter().filter(|q| q.split.as_deref().is_some_and(|s| read.contains(&s))).map(|q| text_key(&q.text)).collect();
+    Ok((sorted(doc_keys), sorted(questions)))
 }
 
-/// Under `evaluate --from`: refuses a model of `earlier` that trained on a document of `evaluated`;
-/// returns the models (by row) whose training documents were not recorded, unchecked.
-pub fn check_models(models: &[TrainedModel], earlier: &EarlierRun, corpus: &Corpus, evaluated: &[usize]) -> anyhow::Result<Vec<String>> {
-    let scored: HashSet<String> = evaluated.iter().map(|&d| text_key(corpus, d)).collect();
+/// Under `evaluate --from`: refuses a model of `earlier` that trained on a document of `evaluated` or a
+/// question of `questions` (the scored ones), their texts compared with whitespace normalised (a record
+/// written before that was kept is compared by exact text); returns the models (by row) whose training
+/// documents were not recorded, unchecked.
+pub fn check_models(
+    models: &[TrainedModel],
+    earlier: &EarlierRun,
+    corpus: &Corpus,
+    evaluated: &[usize],
+    questions: &[&str],
+) -> anyhow::Result<Vec<String>> {
+    let texts = evaluated.iter().map(|&d| corpus.documents[d].text.as_str());
+    let scored: HashSet<String> = texts.flat_map(|t| [text_key(t), exact_key(t)]).collect();
+    let asked: HashSet<String> = questions.iter().map(|q| text_key(q)).collect();
     let mut unchecked = Vec::new();
     for m in models {
         let Some(from) = earlier.models.iter().find(|e| e.dir == m.dir) else { continue };
@@ -122,10 +146,11 @@ pub fn check_models(models: &[TrainedModel], earlier: &EarlierRun, corpus: &Corp
             continue;
         }
         let overlap = from.trained_on.iter().filter(|k| scored.contains(*k)).count();
-        if overlap > 0 {
+        let questions = from.trained_on_questions.iter().filter(|k| asked.contains(*k)).count();
+        if overlap > 0 || questions > 0 {
             bail!(
-                "--from {}: the model of {:?} trained on {overlap} of the documents this run scores (the same text): score it on \
-                 documents its training never read",
+                "--from {}: the model of {:?} trained on {overlap} of the documents and {questions} of the questions this run scores \
+                 (the same text, whitespace aside): score it on documents and questions its training never read",
                 earlier.dir.display(),
                 m.method
             );
@@ -152,7 +177,7 @@ mod tests {
         });
         let queries = (0..4).map(|d| Query {
             id: format!("q{d}"),
-            text: "?".into(),
+            text: format!("Question {d}?"),
             doc_ids: vec![format!("d{d}")],
             evidence: vec![Evidence { doc_id: format!("d{d}"), start: 0, end: 8 }],
             answers: vec![],
@@ -213,14 +238,34 @@ mod tests {
     #[test]
     fn a_model_from_another_run_is_refused_on_what_it_trained_on() {
         let c = corpus();
-        let trained_on = trained_on(&c, &[("training.split", "train".into())]).unwrap();
-        assert_eq!(trained_on.len(), 2);
-        let model = TrainedModel { method: "m".into(), dir: "train-x".into(), trained_on, ..Default::default() };
+        let (trained_on, trained_on_questions) = trained_on(&c, &[("training.split", "train".into())]).unwrap();
+        assert_eq!((trained_on.len(), trained_on_questions.len()), (2, 2));
+        let model = TrainedModel { method: "m".into(), dir: "train-x".into(), trained_on, trained_on_questions, ..Default::default() };
         let earlier = EarlierRun { dir: "run".into(), models: vec![model.clone()] };
-        assert!(check_models(std::slice::from_ref(&model), &earlier, &c, &[2, 3]).unwrap().is_empty());
-        let err = format!("{:#}", check_models(std::slice::from_ref(&model), &earlier, &c, &[0, 2]).unwrap_err());
+        assert!(check_models(std::slice::from_ref(&model), &earlier, &c, &[2, 3], &["Question 2?"]).unwrap().is_empty());
+        let err = format!("{:#}", check_models(std::slice::from_ref(&model), &earlier, &c, &[0, 2], &[]).unwrap_err());
         assert!(err.contains("trained on 1 of the documents"), "{err}");
         let old = EarlierRun { dir: "run".into(), models: vec![TrainedModel { trained_on: vec![], ..model.clone() }] };
-        assert_eq!(check_models(&[model], &old, &c, &[0]).unwrap(), ["m"]);
+        assert_eq!(check_models(std::slice::from_ref(&model), &old, &c, &[0], &[]).unwrap(), ["m"]);
+        // A record written before whitespace was normalised (exact text keys) is still checked.
+        let exact = TrainedModel { trained_on: vec![exact_key(&c.documents[0].text)], trained_on_questions: vec![], ..model.clone() };
+        let old = EarlierRun { dir: "run".into(), models: vec![exact.clone()] };
+        assert!(check_models(&[exact], &old, &c, &[0], &[]).is_err());
+        // The same corpus extracted again (its lines broken and spaced otherwise) with the same questions: refused.
+        let mut again = corpus();
+        for d in &mut again.documents {
+            d.text = d.text.replace(' ', "\n  ") + "\n";
+        }
+        let err = format!("{:#}", check_models(std::slice::from_ref(&model), &earlier, &again, &[1], &[]).unwrap_err());
+        assert!(err.contains("1 of the documents"), "{err}");
+        // A question the model trained on, asked again on documents it never read: refused too.
+        let trained_question = "Train  question\n0?";
+        let asked = TrainedModel { trained_on_questions: vec![text_key("Train question 0?")], ..model.clone() };
+        let err = format!(
+            "{:#}",
+            check_models(std::slice::from_ref(&asked), &EarlierRun { dir: "run".into(), models: vec![asked.clone()] }, &c, &[2], &[trained_question])
+                .unwrap_err()
+        );
+        assert!(err.contains("1 of the questions"), "{err}");
     }
 }

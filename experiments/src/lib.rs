@@ -14,6 +14,7 @@ pub mod experiment;
 pub mod export;
 pub mod inspect;
 pub mod leakage;
+pub mod leaves;
 pub mod library;
 pub mod methods;
 pub mod progress;

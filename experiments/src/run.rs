@@ -6,7 +6,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use arbor_datasets::{Corpus, Document, Evidence, Query, Span, TokenStarts, UnitConfig};
+use arbor_datasets::{Corpus, Document, Evidence, Query};
+use arbor_eval::scoring::parents::Parents;
 use arbor_eval::scoring::report::{Inputs, Report, Role, UnitStats};
 use arbor_eval::scoring::retrievals;
 use arbor_eval::scoring::runner::{EvalQuery, EvalSettings, evaluate};
@@ -16,6 +17,7 @@ use arbor_models::{DefaultBackend, SentenceEncoder, default_device};
 
 use crate::cache::{Cache, Keys, corpus_digest};
 use crate::experiment::{Experiment, HandOn, Method};
+use crate::leaves::{leaf_index, unit_rule};
 use crate::methods::controls::matched;
 use crate::methods::{Built, Context, QueryVectors, Trains};
 use crate::progress::bar;
@@ -168,11 +170,11 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         report.setting.push_str(&format!(" Embeddings, trained models and trees are shared in {}.", cache.root.display()));
     }
     let settings = EvalSettings { top_k: exp.retrieval.top_k, max_tokens: exp.retrieval.max_tokens };
-    let parents: Option<Vec<Vec<Span>>> = match exp.retrieval.hand_on {
+    let parents: Option<Parents> = match exp.retrieval.hand_on {
         HandOn::Items => None,
-        HandOn::Tables => Some(leaves.segments.iter().map(|s| s.tables.clone()).collect()),
-        HandOn::WholeSentences => Some(leaves.segments.iter().map(|s| s.cut.clone()).collect()),
-        HandOn::Paragraphs => Some(leaves.segments.iter().map(|s| s.paragraphs.iter().map(|p| p.span).collect()).collect()),
+        HandOn::Tables => Some(Parents::with_heads(&leaves.segments, |s| s.tables.clone())),
+        HandOn::WholeSentences => Some(Parents::with_heads(&leaves.segments, |s| s.cut.clone())),
+        HandOn::Paragraphs => Some(Parents::plain(leaves.segments.iter().map(|s| s.paragraphs.iter().map(|p| p.span).collect()).collect())),
     };
     let ctx = Context::new(&corpus, &leaves, &keys, &encoder, &exp.encoder, cache, training, &docs, &queries, exp.retrieval.scope);
     // Methods that share an index (SproutRAG search variants) report the time it took to build once.
@@ -192,13 +194,16 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         // it comes from an earlier run.
         match training {
             Training::Allowed => {
-                let read = crate::leakage::trained_on(&corpus, &spec.reads_splits())?;
-                used.iter_mut().for_each(|m| m.trained_on = read.clone());
+                let (docs, questions) = crate::leakage::trained_on(&corpus, &spec.reads_splits())?;
+                used.iter_mut().for_each(|m| (m.trained_on, m.trained_on_questions) = (docs.clone(), questions.clone()));
             }
             Training::Never(Some(earlier)) => {
-                unchecked.extend(crate::leakage::check_models(&used, earlier, &corpus, &docs)?);
+                let scored: Vec<&str> = queries.iter().map(|q| q.input.text.as_str()).collect();
+                unchecked.extend(crate::leakage::check_models(&used, earlier, &corpus, &docs, &scored)?);
                 for m in &mut used {
-                    m.trained_on = earlier.models.iter().find(|e| e.dir == m.dir).map_or(Vec::new(), |e| e.trained_on.clone());
+                    if let Some(e) = earlier.models.iter().find(|e| e.dir == m.dir) {
+                        (m.trained_on, m.trained_on_questions) = (e.trained_on.clone(), e.trained_on_questions.clone());
+                    }
                 }
             }
             Training::Never(None) => {}
@@ -220,7 +225,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         }
         let retriever = retriever.as_ref();
         let pb = bar(queries.len(), retriever.name());
-        let (mut result, handed) = evaluate(retriever, &corpus, &leaves.tokens, &queries, &settings, parents.as_deref(), &mut || pb.inc(1));
+        let (mut result, handed) = evaluate(retriever, &corpus, &leaves.tokens, &queries, &settings, parents.as_ref(), &mut || pb.inc(1));
         retrieved.extend(handed);
         pb.finish_and_clear();
         result.index_ms_per_doc = ms;
@@ -261,8 +266,8 @@ pub struct Prepared {
 /// Loads `exp`'s encoder and cuts `corpus` into its leaf units.
 pub fn prepare(exp: &Experiment, corpus: &Corpus) -> anyhow::Result<Prepared> {
     let encoder = arbor_models::SentenceEncoder::<DefaultBackend>::load(&exp.encoder, &default_device())?;
-    let max_tokens = exp.units.max_tokens.unwrap_or_else(|| encoder.max_content_tokens());
-    let units = UnitConfig { max_tokens: Some(max_tokens), ..exp.units };
+    let units = unit_rule(&exp.units, &encoder);
+    let max_tokens = units.max_tokens.expect("the rule sets it");
     let leaves = leaf_index(corpus, &units, &encoder)?;
     let keys = Keys::new(corpus, &units, &encoder.fingerprint);
     Ok(Prepared { encoder, leaves, keys, max_tokens })
@@ -293,20 +298,6 @@ pub fn rows(exp: &Experiment) -> Vec<(Method, Role)> {
         }
     }
     rows
-}
-
-/// Every document's leaf units, cut to `units` with the encoder's tokenizer (documents tokenized whole,
-/// a few at a time).
-fn leaf_index(corpus: &Corpus, units: &UnitConfig, encoder: &SentenceEncoder<DefaultBackend>) -> anyhow::Result<LeafIndex> {
-    let pb = bar(corpus.documents.len(), "tokenizing");
-    let mut tokens = Vec::with_capacity(corpus.documents.len());
-    for chunk in corpus.documents.chunks(16) {
-        let texts: Vec<&str> = chunk.iter().map(|d| d.text.as_str()).collect();
-        tokens.extend(encoder.token_starts(&texts).into_iter().map(TokenStarts::new));
-        pb.inc(chunk.len() as u64);
-    }
-    pb.finish_and_clear();
-    LeafIndex::build(corpus, units, tokens).context("cannot cut the documents into leaf units")
 }
 
 /// What the encoder sees of the evaluated documents and queries.

@@ -27,6 +27,10 @@ pub struct TrainedModel {
     /// `evaluate --from` refuses to score it on any of them. Empty in runs made before it was recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trained_on: Vec<String>,
+    /// The content keys of the questions its training read, validation included: `evaluate --from`
+    /// refuses to score it on any of them. Empty in runs made before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trained_on_questions: Vec<String>,
 }
 
 /// The file in a run folder that lists its trained models.

@@ -56,6 +56,7 @@ fn main() -> anyhow::Result<()> {
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let backend = std::any::type_name::<DefaultBackend>().rsplit("::").next().unwrap_or("").to_owned();
+    println!("{}\n", arbor_models::processor::describe());
     println!(
         "| workload (batch {BATCH}, best of {REPEATS}, {threads} threads) | arbor ({backend}) sentences/s | tokens/s | PyTorch sentences/s | tokens/s | arbor / PyTorch |"
     );

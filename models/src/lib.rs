@@ -26,6 +26,7 @@ pub mod hub;
 pub mod pipeline;
 pub mod planner;
 pub mod pooling;
+pub mod processor;
 pub mod reranker;
 pub mod save;
 pub mod sentence_vae;

@@ -167,12 +167,19 @@ impl TrainConfig {
         if self.min_steps.is_some() && self.schedule.devices.is_some() {
             return Err("training.min_steps is read by arbor's own loop, not by the Learner over schedule.devices: set one".into());
         }
+        if self.schedule.steps.is_some() && self.schedule.devices.is_some() {
+            return Err("schedule.steps is read by arbor's own loop, not by the Learner over schedule.devices: set one".into());
+        }
         Ok(())
     }
 
-    /// The schedule over `per_epoch` steps an epoch: `schedule.epochs`, or more to reach `min_steps`.
+    /// The schedule over `per_epoch` steps an epoch: `schedule.epochs`, or more to reach `min_steps`; with
+    /// `schedule.steps`, as many epochs as those steps begin.
     pub fn schedule_over(&self, per_epoch: usize) -> Schedule {
-        self.schedule.at_least(self.min_steps.unwrap_or(0), per_epoch)
+        match self.schedule.steps {
+            Some(steps) => Schedule { epochs: steps.div_ceil(per_epoch.max(1)), ..self.schedule.clone() },
+            None => self.schedule.at_least(self.min_steps.unwrap_or(0), per_epoch),
+        }
     }
 }
 

@@ -377,6 +377,13 @@ pub struct StepMined<'a> {
     pub units: &'a [UnitRef],
 }
 
+impl StepMined<'_> {
+    /// The units' spans, in order: what the step's false negatives are found by.
+    pub fn spans(&self) -> Vec<DocSpan> {
+        self.units.iter().map(|&(d, u)| self.docs[d].units[u]).collect()
+    }
+}
+
 /// The mined negatives of an in-document step (`negatives: Mined`): those its `queries` (of document
 /// `doc`) draw in `epoch`, each unit once, sorted.
 pub fn step_negatives(mined: &Mined, per_query: usize, doc: usize, queries: &[usize], seed: u64, epoch: usize) -> Vec<UnitRef> {
@@ -595,5 +602,34 @@ mod tests {
         let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("negatives.json")).unwrap()).unwrap();
         assert_eq!(written["negatives"][0][0][0][0], "doc1");
         assert_eq!(written["stats"]["queries"], 6);
+    }
+
+    proptest::proptest! {
+        /// For any gold (a query's gold over several units, queries sharing a positive) and any batch of
+        /// queries across the documents: no candidate left in a query's denominator overlaps its gold.
+        #[test]
+        fn no_negative_of_a_corpus_batch_overlaps_its_querys_gold(
+            extra in proptest::collection::vec((0usize..3, 0usize..2, 0usize..4), 0..6),
+            batch in proptest::collection::vec((0usize..3, 0usize..2), 1..6),
+            per_query in 0usize..3,
+        ) {
+            let (corpus, mut docs) = docs();
+            for (d, q, u) in extra {
+                let unit = docs[d].units[u];
+                docs[d].queries[q].gold.push(unit);
+            }
+            let how = CorpusNegatives { mine: Mine::Bm25, per_query: per_query.max(1), skip: 0, top: 4, margin: None };
+            let mined = how.mine(&corpus, &docs, 0, false);
+            let mut queries = batch;
+            queries.sort_unstable();
+            queries.dedup();
+            let b = CorpusBatch::new(&docs, &mined, per_query, queries, 1, 0);
+            for (i, &(d, q)) in b.queries.iter().enumerate() {
+                for (j, &c) in b.candidates.iter().enumerate() {
+                    let negative = j != b.targets[i] && !b.excluded.contains(&(i, j));
+                    proptest::prop_assert!(!(negative && is_gold(&docs, c, &docs[d].queries[q])), "query {:?} meets {:?}", (d, q), c);
+                }
+            }
+        }
     }
 }

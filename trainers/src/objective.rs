@@ -17,7 +17,7 @@ use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
 
 use crate::config::{HeldOut, TrainConfig};
-use crate::data::TrainDoc;
+use crate::data::{TrainDoc, TrainQuery};
 use crate::encoder::index;
 use crate::negatives::CorpusBatch;
 
@@ -28,7 +28,10 @@ pub fn validation_figures(m: &Metrics) -> Vec<(&'static str, f64)> {
 
 /// L_ret: InfoNCE between the batch's query embeddings and their positive units, the batch's other
 /// positives as negatives, (with `hard_negatives`) every other unit of the document too, and `mined`, the
-/// step's negatives from other documents (`negatives: Mined`), shared by every query of the batch.
+/// step's negatives from other documents (`negatives: Mined`), shared by every query of the batch; each
+/// `(i, j)` of `false_negatives` ([`in_document_false_negatives`]) leaves candidate `j` (in that order:
+/// positives, other units, mined) out of query `i`'s denominator. Without any, exactly
+/// [`arbor_losses::info_nce`].
 ///
 /// # Shapes
 /// - `units`: `[n, d]`, `queries`: `[b, d]`, `positives`: b unit indices, `mined`: `[m, d]`
@@ -37,18 +40,48 @@ pub fn retrieval_loss<B: Backend>(
     queries: Tensor<B, 2>,
     positives: &[usize],
     mined: Option<Tensor<B, 2>>,
+    false_negatives: &[(usize, usize)],
     config: &TrainConfig,
 ) -> Tensor<B, 1> {
     let device = units.device();
     let n = units.dims()[0];
     let ep = units.clone().select(0, index(positives, &device));
-    let others: Vec<usize> = (0..n).filter(|u| !positives.contains(u)).collect();
+    let others = other_units(n, positives);
     let hard = (config.hard_negatives && !others.is_empty()).then(|| units.select(0, index(&others, &device)));
     let hard = match (hard, mined) {
         (Some(h), Some(m)) => Some(Tensor::cat(vec![h, m], 0)),
         (h, m) => h.or(m),
     };
-    info_nce(queries, ep, hard, config.tau)
+    if false_negatives.is_empty() {
+        return info_nce(queries, ep, hard, config.tau);
+    }
+    let candidates = Tensor::cat([ep].into_iter().chain(hard).collect(), 0);
+    let targets: Vec<usize> = (0..positives.len()).collect();
+    info_nce_over(queries, candidates, &targets, false_negatives, config.tau)
+}
+
+/// The document's units other than the batch's positives: `hard_negatives`' rows, in unit order.
+fn other_units(n: usize, positives: &[usize]) -> Vec<usize> {
+    (0..n).filter(|u| !positives.contains(u)).collect()
+}
+
+/// The false negatives of an in-document batch of `doc` ([`retrieval_loss`]'s candidates: the batch's
+/// positives, with `hard_negatives` the document's other units, then the `mined` units' spans): every
+/// candidate other than a query's own positive that overlaps that query's gold, as (query, candidate).
+/// So a unit holding part of a query's gold, or another query's positive that is this query's too, is
+/// never its negative, as corpus-wide batches leave them out ([`crate::negatives::CorpusBatch`]).
+pub fn in_document_false_negatives(doc: &TrainDoc, queries: &[&TrainQuery], mined: &[DocSpan], config: &TrainConfig) -> Vec<(usize, usize)> {
+    let positives: Vec<usize> = queries.iter().map(|q| q.positive).collect();
+    let mut spans: Vec<DocSpan> = positives.iter().map(|&p| doc.units[p]).collect();
+    if config.hard_negatives {
+        spans.extend(other_units(doc.units.len(), &positives).into_iter().map(|u| doc.units[u]));
+    }
+    spans.extend_from_slice(mined);
+    let mut out = Vec::new();
+    for (i, q) in queries.iter().enumerate() {
+        out.extend(spans.iter().enumerate().filter(|&(j, s)| j != i && q.gold.iter().any(|g| g.overlaps(s))).map(|(j, _)| (i, j)));
+    }
+    out
 }
 
 /// L_ret over a corpus-wide batch ([`crate::negatives`]): each query against every candidate, its
@@ -161,14 +194,81 @@ mod tests {
         let queries = t(&[1.0, 0.0], 1);
         let config = TrainConfig { tau: 0.5, ..TrainConfig::default() };
         let value = |l: Tensor<DefaultBackend, 1>| l.into_scalar();
-        let with = value(retrieval_loss(units.clone(), queries.clone(), &[0], Some(mined.clone()), &config));
-        let appended = value(retrieval_loss(Tensor::cat(vec![units.clone(), mined.clone()], 0), queries.clone(), &[0], None, &config));
+        let with = value(retrieval_loss(units.clone(), queries.clone(), &[0], Some(mined.clone()), &[], &config));
+        let appended = value(retrieval_loss(Tensor::cat(vec![units.clone(), mined.clone()], 0), queries.clone(), &[0], None, &[], &config));
         assert!((with - appended).abs() < 1e-6, "{with} vs {appended}");
-        let without = value(retrieval_loss(units.clone(), queries.clone(), &[0], None, &config));
+        let without = value(retrieval_loss(units.clone(), queries.clone(), &[0], None, &[], &config));
         assert!(with > without, "more negatives, a larger loss: {with} vs {without}");
         let alone = TrainConfig { hard_negatives: false, ..config };
-        let got = value(retrieval_loss(units, queries, &[0], Some(t(&[0.8, 0.6], 1)), &alone));
+        let got = value(retrieval_loss(units, queries, &[0], Some(t(&[0.8, 0.6], 1)), &[], &alone));
         let want = -(2f32 - (2f32.exp() + 1.6f32.exp()).ln());
         assert!((got - want).abs() < 1e-5, "{got} vs {want}");
+    }
+
+    /// Two queries of one document with the same positive (unit 0, their gold): today's in-batch
+    /// negatives would put each one's positive in the other's denominator. Left out, by hand (tau 0.5,
+    /// cosines 1 and 0): without hard negatives -log(1) = 0; with them (units 1 and 2), -log(e^2 / (e^2 + 2 e^0)).
+    #[test]
+    fn a_shared_positive_and_a_unit_of_the_gold_are_no_negatives() {
+        use arbor_datasets::Span;
+        let unit = |i: usize| DocSpan { doc: 0, span: Span::new(10 * i, 10 * i + 9) };
+        let query = |gold: Vec<DocSpan>| TrainQuery { text: "q".into(), pooled: vec![], ids: vec![], positive: 0, gold };
+        let doc = TrainDoc { units: vec![unit(0), unit(1), unit(2)], pooled: vec![], ids: vec![], pairs: vec![], tokens: vec![], queries: vec![] };
+        let (q0, q1) = (query(vec![unit(0)]), query(vec![unit(0)]));
+        let units = t(&[1.0, 0.0, 0.0, 1.0, 0.0, 1.0], 3);
+        let queries = t(&[1.0, 0.0, 1.0, 0.0], 2);
+        for hard_negatives in [false, true] {
+            let config = TrainConfig { tau: 0.5, hard_negatives, ..TrainConfig::default() };
+            let excluded = in_document_false_negatives(&doc, &[&q0, &q1], &[], &config);
+            assert_eq!(excluded, [(0, 1), (1, 0)]);
+            let got: f32 = retrieval_loss(units.clone(), queries.clone(), &[0, 0], None, &excluded, &config).into_scalar();
+            let want = if hard_negatives { -(2f32 - (2f32.exp() + 2.0).ln()) } else { 0.0 };
+            assert!((got - want).abs() < 1e-5, "hard {hard_negatives}: {got} vs {want}");
+        }
+        // A query whose gold spans units 0 and 1: unit 1 (a hard negative) and a mined unit of the gold are left out.
+        let config = TrainConfig { hard_negatives: true, ..TrainConfig::default() };
+        let wide = query(vec![DocSpan { doc: 0, span: Span::new(5, 15) }]);
+        assert_eq!(in_document_false_negatives(&doc, &[&wide], &[unit(1), unit(2)], &config), [(0, 1), (0, 3)]);
+    }
+
+    proptest::proptest! {
+        /// For any in-document batch (its gold spans anywhere, positives shared or not, hard negatives or
+        /// not, mined units anywhere): a candidate that overlaps a query's gold is never that query's
+        /// negative, and every other candidate is.
+        #[test]
+        fn no_negative_of_an_in_document_query_overlaps_its_gold(
+            n in 2usize..8,
+            golds in proptest::collection::vec((0usize..80, 1usize..25), 1..5),
+            mined in proptest::collection::vec((0usize..2, 0usize..80), 0..4),
+            hard in proptest::bool::ANY,
+        ) {
+            use arbor_datasets::Span;
+            let units: Vec<DocSpan> = (0..n).map(|i| DocSpan { doc: 0, span: Span::new(10 * i, 10 * i + 10) }).collect();
+            let doc = TrainDoc { units: units.clone(), pooled: vec![], ids: vec![], pairs: vec![], tokens: vec![], queries: vec![] };
+            let queries: Vec<TrainQuery> = golds
+                .iter()
+                .map(|&(a, len)| {
+                    let gold = vec![DocSpan { doc: 0, span: Span::new(a, a + len) }];
+                    let positive = (0..n).max_by_key(|&u| units[u].span.end.min(a + len).saturating_sub(units[u].span.start.max(a))).unwrap();
+                    TrainQuery { text: String::new(), pooled: vec![], ids: vec![], positive, gold }
+                })
+                .collect();
+            let batch: Vec<&TrainQuery> = queries.iter().collect();
+            let mined: Vec<DocSpan> = mined.iter().map(|&(d, a)| DocSpan { doc: d, span: Span::new(a, a + 10) }).collect();
+            let config = TrainConfig { hard_negatives: hard, ..TrainConfig::default() };
+            let excluded = in_document_false_negatives(&doc, &batch, &mined, &config);
+            let positives: Vec<usize> = batch.iter().map(|q| q.positive).collect();
+            let mut candidates: Vec<DocSpan> = positives.iter().map(|&p| units[p]).collect();
+            if hard {
+                candidates.extend((0..n).filter(|u| !positives.contains(u)).map(|u| units[u]));
+            }
+            candidates.extend(&mined);
+            for (i, q) in batch.iter().enumerate() {
+                for (j, c) in candidates.iter().enumerate().filter(|&(j, _)| j != i) {
+                    let gold = q.gold.iter().any(|g| g.overlaps(c));
+                    proptest::prop_assert_eq!(excluded.contains(&(i, j)), gold, "query {} candidate {}", i, j);
+                }
+            }
+        }
     }
 }

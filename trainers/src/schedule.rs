@@ -39,6 +39,12 @@ pub struct Schedule {
     /// in Burn 0.21).
     #[serde(skip_serializing_if = "DataParallel::is_default")]
     pub data_parallel: DataParallel,
+    /// Exactly this many optimizer steps, the last epoch cut short (`None`: every step of `epochs`
+    /// epochs). arbor's own loop reads it, not the Learner; a matched control whose method's steps are
+    /// known only once it has trained (SmartChunk's planner, over its own pseudo-labelled examples) runs
+    /// that many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<usize>,
 }
 
 /// The data-parallel strategy of burn-train's Learner over `schedule.devices`.
@@ -73,6 +79,7 @@ impl Default for Schedule {
             patience: None,
             devices: None,
             data_parallel: DataParallel::MultiDevice,
+            steps: None,
         }
     }
 }
@@ -87,8 +94,16 @@ impl Schedule {
         Schedule { epochs: self.epochs.max(min_steps.div_ceil(per_epoch.max(1))), ..self.clone() }
     }
 
+    /// The steps a run of `per_epoch` steps an epoch takes: `steps`, else `epochs` epochs of them.
+    pub fn total(&self, per_epoch: usize) -> usize {
+        self.steps.unwrap_or(per_epoch * self.epochs)
+    }
+
     /// Rejects settings that cannot run, naming the field.
     pub fn check(&self) -> Result<(), String> {
+        if self.steps == Some(0) {
+            return Err("schedule.steps must be at least 1 (or None: every epoch's)".into());
+        }
         if self.epochs == 0 || self.checkpoint_every == 0 {
             return Err("schedule.epochs and schedule.checkpoint_every must be at least 1".into());
         }

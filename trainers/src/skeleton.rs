@@ -136,7 +136,7 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
         }
     }
     let mut logger = Logger::open(run_dir, Some(start))?;
-    let total = per_epoch * schedule.epochs;
+    let total = schedule.total(per_epoch);
     let lr_names: Vec<String> = groups.iter().map(|g| format!("lr/{}", g.name)).collect();
     let select = task.select_by();
     let mut stop = false;
@@ -183,7 +183,8 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
         logged.push(("epoch", (step / per_epoch) as f64));
         let done = step + 1;
         logger.log(done, &logged)?;
-        if done % per_epoch == 0 {
+        // Each epoch's end, and the last step (where `schedule.steps` cuts the last epoch short).
+        if done % per_epoch == 0 || done == total {
             let eval = task.evaluate(&model.valid());
             if !eval.is_empty() {
                 logger.log(done, &eval)?;
@@ -326,10 +327,27 @@ mod tests {
     }
 
     fn run(task: &mut PullToHeadZero, dir: &Path) -> anyhow::Result<Vec<f32>> {
+        run_with(task, dir, &settings())
+    }
+
+    fn run_with(task: &mut PullToHeadZero, dir: &Path, schedule: &Schedule) -> anyhow::Result<Vec<f32>> {
         let model = HeadAggregator::<A>::new(1, 2, AggregationInit::Uniform, &Default::default());
         let groups = [Group { name: "aggregation", lr: 0.1, params: |g, m: &HeadAggregator<A>| GradientsParams::from_module(g, m) }];
-        let model = train(task, model, &groups, &settings(), dir, &mut |_, _| {})?;
+        let model = train(task, model, &groups, schedule, dir, &mut |_, _| {})?;
         Ok(model.head_weights().into_data().to_vec::<f32>().unwrap())
+    }
+
+    /// `schedule.steps` runs exactly that many steps, the last epoch cut short, its schedule decaying to 0
+    /// at the last of them.
+    #[test]
+    fn a_run_of_a_set_number_of_steps_takes_exactly_those() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut task = PullToHeadZero::default();
+        run_with(&mut task, dir.path(), &Schedule { steps: Some(7), ..settings() }).unwrap();
+        assert_eq!(task.seen, 7, "3 steps an epoch: two epochs and one step of the third");
+        let log = std::fs::read_to_string(dir.path().join("log.jsonl")).unwrap();
+        assert_eq!(log.lines().count(), 7);
+        assert!(log.lines().last().unwrap().contains("\"lr/aggregation\":0.0"), "{log}");
     }
 
     #[test]

@@ -241,18 +241,34 @@ mod tests {
         let noise: Vec<f64> = (0..40).map(|i| (i % 4) as f64).collect();
         let plus = |d: f64| noise.iter().enumerate().map(|(i, x)| x + if i % 2 == 0 { d } else { d * 0.5 }).collect::<Vec<_>>();
         let wobble: Vec<f64> = noise.iter().enumerate().map(|(i, x)| x + if i % 2 == 0 { 0.5 } else { -0.5 }).collect();
-        for (trained, want) in [(plus(5.0), Some(true)), (wobble, Some(false))] {
-            let (rows, report) = run_of(vec![
+        let control = Role::Control { of: vec!["SproutRAG trained".into()] };
+        // Beating the baselines and the control holds; beating the baselines but not the control (as well
+        // as the baselines as it) does not, and says the control decided; without a control, no verdict.
+        for (trained, control_ie, want) in [
+            (plus(5.0), Some(noise.clone()), Some(true)),
+            (wobble, Some(noise.clone()), Some(false)),
+            (plus(5.0), Some(plus(5.0)), Some(false)),
+            (plus(5.0), None, None),
+        ] {
+            let mut rows = vec![
                 (Method::Flat, "Flat", Role::Untrained, plus(-1.0)),
                 (Method::Bm25, "BM25", Role::Untrained, noise.clone()),
                 (trained_beam(), "SproutRAG trained", Role::Trained, trained),
-            ]);
+            ];
+            rows.extend(control_ie.clone().map(|ie| (Method::Flat, "Dense (control)", control.clone(), ie)));
+            let (rows, report) = run_of(rows);
             let s = SweepOutcome { runs: vec![entry()], reports: vec![report], ..sweep("x", rows) };
             let section = table1(&s);
             assert_eq!(section.holds, want, "{}", section.verdict);
             assert!(section.verdict.contains("against the untrained baselines: `Flat`"), "{}", section.verdict);
             assert!(section.verdict.contains("; `BM25`"), "every baseline, not the best on test: {}", section.verdict);
-            assert!(section.verdict.contains("none (an unfair comparison)"), "no control in this run: {}", section.verdict);
+            match control_ie {
+                None => assert!(section.verdict.contains("none (an unfair comparison)"), "no control in this run: {}", section.verdict),
+                Some(_) => assert!(section.verdict.contains("against its matched controls: `Dense (control)`"), "{}", section.verdict),
+            }
+            if want == Some(false) && section.verdict.contains("`Dense (control)` +0.00") {
+                assert!(section.verdict.contains("decided by its matched control `Dense (control)`"), "{}", section.verdict);
+            }
         }
         assert_eq!(table1(&sweep("x", vec![])).holds, None);
     }

@@ -74,18 +74,47 @@ fn line(c: &Comparison) -> String {
     format!("`{}` {:+.2} IE [{:+.2}, {:+.2}], p (Holm) {:.4}: {}", c.against, c.paired.difference, c.paired.low, c.paired.high, c.p_holm, c.verdict())
 }
 
-/// What the report's paired tests say of `row`: against every untrained baseline (a claim to beat the
-/// baselines holds only where it beats each of them) and against each matched control.
+/// What the report's paired tests say of `row` (see [`judged`]).
 fn tested(report: &Report, row: &str) -> (Option<bool>, String) {
-    let of = |why: &[Against]| report.comparisons.iter().filter(|c| c.row == row && why.contains(&c.why)).collect::<Vec<_>>();
-    let baselines = of(&[Against::Untrained, Against::BestUntrained]);
-    let controls: Vec<String> = of(&[Against::MatchedControl]).into_iter().map(line).collect();
+    let trained = report.methods.iter().any(|m| m.name == row && m.role.is_trained());
+    judged(&report.comparisons, row, trained, |c| c.why == Against::Untrained)
+}
+
+/// The verdict of a claim about `row` on `comparisons`: it holds where the row beats every comparison
+/// `claimed` picks (every untrained baseline, or the one the paper names) and, for a `trained` row,
+/// every matched control too, so that a trained method's claim never stands on a win its control also
+/// has. No verdict without such a comparison (an old report's `BestUntrained`, one baseline chosen by its
+/// figures, is no longer read as the baselines), nor for a trained row without its control in the report.
+/// The words list every comparison and end with the one that decided.
+fn judged(comparisons: &[Comparison], row: &str, trained: bool, claimed: impl Fn(&Comparison) -> bool) -> (Option<bool>, String) {
+    let of = |pick: &dyn Fn(&Comparison) -> bool| comparisons.iter().filter(|c| c.row == row && pick(c)).collect::<Vec<_>>();
+    let (baselines, controls) = (of(&|c| c.why != Against::MatchedControl && claimed(c)), of(&|c| c.why == Against::MatchedControl));
+    let listed =
+        |cs: &[&Comparison], none: &str| if cs.is_empty() { none.to_owned() } else { cs.iter().map(|c| line(c)).collect::<Vec<_>>().join("; ") };
     let text = format!(
         "against the untrained baselines: {}; against its matched controls: {}",
-        if baselines.is_empty() { "none in the report".into() } else { baselines.iter().map(|c| line(c)).collect::<Vec<_>>().join("; ") },
-        if controls.is_empty() { "none (an unfair comparison)".into() } else { controls.join("; ") }
+        listed(&baselines, "none in the report"),
+        listed(&controls, "none (an unfair comparison)")
     );
-    ((!baselines.is_empty()).then(|| baselines.iter().all(|c| c.verdict() == "holds")), text)
+    let (holds, decided) = if baselines.is_empty() {
+        let old = !of(&|c| c.why == Against::BestUntrained).is_empty();
+        (None, match old {
+            true => "no verdict: the report met only its best untrained baseline, chosen by its figures (written before every baseline was met): rerun it".to_owned(),
+            false => "no verdict: no baseline of the claim in the report".to_owned(),
+        })
+    } else if trained && controls.is_empty() {
+        (None, "no verdict: a trained row whose matched control is not in the report".to_owned())
+    } else {
+        // A control that the row does not beat decides first: the claim is then the training's, not the method's.
+        match controls.iter().chain(&baselines).find(|c| c.verdict() != "holds") {
+            Some(c) => {
+                let kind = if c.why == Against::MatchedControl { "its matched control" } else { "the baseline" };
+                (Some(false), format!("does not hold, decided by {kind} `{}` ({})", c.against, c.verdict()))
+            }
+            None => (Some(true), format!("holds: it beats all {} baselines and {} matched controls", baselines.len(), controls.len())),
+        }
+    };
+    (holds, format!("{text}; {decided}"))
 }
 
 /// Claims read on rows of several runs of one sweep (beam widths, layers, aggregations): each planned
@@ -174,18 +203,21 @@ pub(super) fn legalbench(sweep: &SweepOutcome) -> Section {
             let ratio = s.metrics.generous.ie_mean / r.metrics.generous.ie_mean.max(1e-9);
             let (_, rest) = tested(report, &s.name);
             let against = report.comparisons.iter().find(|c| c.row == s.name && c.against == r.name);
+            let (claim, decided) = judged(&report.comparisons, &s.name, true, |c| c.against == r.name);
             let raw = format!(
                 "IE {:.1} against {:.1}; ref. IE generous x{ratio:.2} (paper x{LEGALBENCH_RATIO:.2}, untested)",
                 s.metrics.ie_mean, r.metrics.ie_mean
             );
             match against {
                 Some(c) => (
-                    Some(c.verdict() == "holds"),
+                    claim,
                     format!(
-                        "`{}` (its search chosen on validation) {} (Holm over the report's {} comparisons); {raw}. The same row {rest}.",
+                        "`{}` (its search chosen on validation) {} (Holm over the report's {} comparisons); {raw}. The claim with its \
+                         matched controls: {}. The same row {rest}.",
                         s.name,
                         line(c).replacen('`', "against `", 1),
-                        report.comparisons.len()
+                        report.comparisons.len(),
+                        decided.rsplit("; ").next().unwrap_or_default()
                     ),
                 ),
                 None => (None, format!("no verdict (the report does not compare `{}` with `{}`): {raw}.", s.name, r.name)),
@@ -447,6 +479,43 @@ mod tests {
     use super::*;
     use crate::runner::run_sweep;
     use crate::sweep::LoadedSweep;
+
+    fn untrained(c: &Comparison) -> bool {
+        c.why == Against::Untrained
+    }
+
+    fn comparison(against: &str, why: Against, difference: f64, p_holm: f64) -> Comparison {
+        let paired = arbor_eval::scoring::stats::Paired { difference, low: difference - 1.0, high: difference + 1.0, p: p_holm };
+        Comparison { row: "trained".into(), against: against.into(), why, paired, p_holm }
+    }
+
+    /// A trained row that beats every baseline but not its control does not hold (today's code said it
+    /// did), and the words name the control; an old report's best-baseline comparison gives no verdict.
+    #[test]
+    fn a_claim_about_a_trained_row_holds_only_over_its_controls_too() {
+        let flat = comparison("Flat", Against::Untrained, 3.0, 0.001);
+        let bm25 = comparison("BM25", Against::Untrained, 2.0, 0.01);
+        let control = |d: f64, p: f64| comparison("Dense (control)", Against::MatchedControl, d, p);
+        let (holds, words) = judged(&[flat.clone(), bm25.clone(), control(0.4, 0.6)], "trained", true, untrained);
+        assert_eq!(holds, Some(false), "{words}");
+        assert!(words.ends_with("decided by its matched control `Dense (control)` (not significant)"), "{words}");
+        let (holds, words) = judged(&[flat.clone(), bm25.clone(), control(1.5, 0.02)], "trained", true, untrained);
+        assert_eq!(holds, Some(true), "{words}");
+        assert!(words.contains("beats all 2 baselines and 1 matched controls"), "{words}");
+        // A baseline not beaten decides when the controls are.
+        let (holds, words) =
+            judged(&[flat.clone(), comparison("BM25", Against::Untrained, -2.0, 0.01), control(1.5, 0.02)], "trained", true, untrained);
+        assert_eq!(holds, Some(false));
+        assert!(words.ends_with("decided by the baseline `BM25` (worse)"), "{words}");
+        // Without its control, or with only an old report's best baseline: no verdict.
+        assert_eq!(judged(&[flat.clone(), bm25.clone()], "trained", true, untrained).0, None);
+        let old = comparison("BM25", Against::BestUntrained, 2.0, 0.01);
+        let (holds, words) = judged(&[old, control(1.5, 0.02)], "trained", true, untrained);
+        assert_eq!(holds, None);
+        assert!(words.contains("rerun it"), "{words}");
+        // An untrained row needs no control.
+        assert_eq!(judged(&[flat, bm25], "trained", false, untrained).0, Some(true));
+    }
 
     #[test]
     fn the_linkage_section_reads_the_point_chosen_on_validation_against_every_baseline() {

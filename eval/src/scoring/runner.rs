@@ -3,13 +3,13 @@
 use std::time::Instant;
 
 use arbor_datasets::span::merge;
-use arbor_datasets::{Corpus, DocSpan, Span};
+use arbor_datasets::{Corpus, DocSpan};
 use serde::{Deserialize, Serialize};
 
 use crate::index::{Chunks, Item, QueryInput, Retriever, Tokens};
 use crate::scoring::budget::spend;
 use crate::scoring::metrics::{Metrics, QueryMetrics, score_query};
-use crate::scoring::parents::hand_on_parents;
+use crate::scoring::parents::{Parents, Widened, hand_on_parents};
 use crate::scoring::report::{Latency, MethodResult};
 use crate::scoring::retrievals::{Handed, Retrieval};
 
@@ -34,7 +34,7 @@ pub struct EvalSettings {
 }
 
 /// Evaluates `retriever` on every query; `tokens` counts what it hands on; `parents`, when given, holds each
-/// document's parents, in which every item is handed on whole ([`crate::scoring::parents`]); `progress` is called once per
+/// document's parents, in which every item is handed on whole (or, under the budget, around its piece) ([`crate::scoring::parents`]); `progress` is called once per
 /// query. Returns the row and, per query, the items it handed on. A retriever that breaks the metric contract (fewer than min(k, leaves in scope) items, unless
 /// its items hold every leaf in scope, before the budget) is a bug in it, and stops the run.
 pub fn evaluate(
@@ -43,7 +43,7 @@ pub fn evaluate(
     tokens: &Tokens,
     queries: &[EvalQuery],
     settings: &EvalSettings,
-    parents: Option<&[Vec<Span>]>,
+    parents: Option<&Parents>,
     progress: &mut dyn FnMut(),
 ) -> (MethodResult, Vec<Retrieval>) {
     let k = settings.top_k.max(10);
@@ -77,12 +77,11 @@ pub fn evaluate(
             k.min(in_scope.len()),
             q.id
         );
-        if let Some(w) = widened {
-            items = w;
-        }
-        if let Some(budget) = settings.max_tokens {
-            items = spend(items, budget, retriever, &q.input, tokens, corpus);
-        }
+        let widened = widened.unwrap_or_else(|| items.into_iter().map(Widened::plain).collect());
+        let items = match settings.max_tokens {
+            Some(budget) => spend(widened, budget, retriever, &q.input, tokens, corpus, parents),
+            None => widened.into_iter().map(|w| w.item).collect(),
+        };
         latencies.push(start.elapsed().as_secs_f64() * 1e3);
         let gold_leaves: Vec<DocSpan> = leaves.overlapping(&q.gold).into_iter().map(|c| leaves.spans[c]).collect();
         let scored = score_query(corpus, &q.gold, &gold_leaves, &items);

@@ -1,5 +1,5 @@
 //! `arbor`: the umbrella command (`arbor embed`, `arbor evaluate`, `arbor train`, `arbor compare`, `arbor inspect`,
-//! `arbor index`, `arbor query`, `arbor bench-step`, `arbor export`).
+//! `arbor index`, `arbor query`, `arbor bench-step`, `arbor export`, `arbor cpu`).
 
 use arbor_experiments::bench_step::{BenchStepArgs, bench_step};
 use arbor_experiments::cli::{EvaluateArgs, TrainArgs, evaluate, train};
@@ -43,6 +43,8 @@ enum Command {
     BenchStep(BenchStepArgs),
     /// Write a run's fine-tuned encoder (a Dense or SproutRAG row) as a sentence-transformers folder
     Export(ExportArgs),
+    /// The processor, the SIMD extensions the CPU kernels may use and the path the matrix products take
+    Cpu,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -57,5 +59,9 @@ fn main() -> anyhow::Result<()> {
         Command::Query(args) => query(&args),
         Command::BenchStep(args) => bench_step(&args),
         Command::Export(args) => export(&args),
+        Command::Cpu => {
+            println!("{}", arbor_models::processor::describe());
+            Ok(())
+        }
     }
 }

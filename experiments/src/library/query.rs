@@ -15,6 +15,7 @@ use anyhow::Context;
 use arbor_datasets::DocSpan;
 use arbor_datasets::span::char_offset;
 use arbor_eval::scoring::budget::spend;
+use arbor_eval::scoring::parents::Widened;
 use arbor_eval::{Item, QueryInput, Retriever};
 use arbor_models::pooling::Role;
 use arbor_store::Store;
@@ -155,7 +156,8 @@ pub fn query(args: &QueryArgs) -> anyhow::Result<()> {
         let input = QueryInput { text: question.clone(), docs: docs.clone(), embedding };
         let mut items = retriever.retrieve(&input, args.k);
         if let Some(budget) = args.max_tokens {
-            items = spend(items, budget, retriever.as_ref(), &input, &opened.tokens, &opened.corpus);
+            let ranked = items.into_iter().map(Widened::plain).collect();
+            items = spend(ranked, budget, retriever.as_ref(), &input, &opened.tokens, &opened.corpus, None);
         }
         latencies.push(t.elapsed().as_secs_f64() * 1e3);
         let results: Vec<Hit> = items.iter().enumerate().map(|(i, item)| hit(&opened, i + 1, item, retriever.as_ref(), &input)).collect();

@@ -173,8 +173,11 @@ mod tests {
             assert_eq!((t.lr_new, t.batch_size, t.schedule.seed, t.freeze_encoder), (2e-3, 8, 3, true), "{strategy}");
             assert_eq!((t.schedule.epochs, t.min_steps), (4 * phases, Some(50 * phases)), "{strategy}");
             assert!(t.negatives.corpus().is_some(), "the planner's batches mix documents, so its control's do: {:?}", t.negatives);
+            // Its length is the planner's own steps, known once it has trained (`steps_of`: the run
+            // records them, and the control runs exactly those).
+            assert_eq!(dense.steps_of.as_deref(), Some(list[0].label().as_str()));
             let label = Method::Dense(dense.clone()).label();
-            assert!(label.contains("at least") && label.contains("across documents"), "{label}");
+            assert!(label.contains("as many steps as \"SmartChunk") && label.contains("across documents"), "{label}");
         }
     }
 

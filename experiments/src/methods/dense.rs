@@ -46,6 +46,11 @@ pub struct DenseConfig {
     /// same fine-tune as a trained SAC with these settings (they share the training).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<DocumentSummary>,
+    /// Run exactly as many optimizer steps as the row with this label took in the same run (it is built
+    /// first): the matched control of a method whose steps only its training knows (SmartChunk's planner,
+    /// SFT over its own pseudo-labelled queries). `None`: the schedule's epochs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_of: Option<String>,
 }
 
 impl DenseConfig {
@@ -76,7 +81,23 @@ impl DenseConfig {
             },
             reranker: None,
             summary: None,
+            steps_of: None,
         }
+    }
+
+    /// These settings with the steps `steps_of` took in this run ([`Context::steps_run`]).
+    fn with_steps_run(&self, ctx: &Context) -> anyhow::Result<std::borrow::Cow<'_, DenseConfig>> {
+        let Some(of) = &self.steps_of else { return Ok(Cow::Borrowed(self)) };
+        let steps = ctx.steps_run(of).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: the row {of:?} whose steps it runs recorded none in this run (a control is built after the rows it controls; \
+                 a planner trained before arbor recorded its steps must be trained again)",
+                self.label()
+            )
+        })?;
+        let mut config = self.clone();
+        config.training.schedule.steps = Some(steps);
+        Ok(Cow::Owned(config))
     }
 }
 
@@ -116,11 +137,15 @@ impl MethodSpec for DenseConfig {
             }
             true => {
                 let devices = on_devices(t).map_or(String::new(), |d| format!(", {d}"));
-                let floor = negatives + &t.min_steps.map_or(String::new(), |m| format!(", at least {m} steps, {} queries a step", t.batch_size));
-                format!(
-                    "Dense, a linear map over the frozen encoder trained at {} by InfoNCE alone ({} epochs{floor}{devices})",
-                    t.lr_new, t.schedule.epochs
-                )
+                // How long: as many steps as another row took, or epochs (with a floor of steps).
+                let length = match &self.steps_of {
+                    Some(of) => format!("as many steps as {of:?} took, {} queries a step{negatives}", t.batch_size),
+                    None => {
+                        let floor = t.min_steps.map_or(String::new(), |m| format!(", at least {m} steps, {} queries a step", t.batch_size));
+                        format!("{} epochs{negatives}{floor}", t.schedule.epochs)
+                    }
+                };
+                format!("Dense, a linear map over the frozen encoder trained at {} by InfoNCE alone ({length}{devices})", t.lr_new)
             }
         }
     }
@@ -146,9 +171,10 @@ impl MethodSpec for DenseConfig {
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
+        let this = self.with_steps_run(ctx)?;
         match &self.summary {
-            None => build_trained(ctx, self.label(), self, self, None),
-            Some(summary) => build_over_summaries(ctx, self.label(), self, self, summary),
+            None => build_trained(ctx, self.label(), &*this, &this, None),
+            Some(summary) => build_over_summaries(ctx, self.label(), &*this, &this, summary),
         }
     }
 }
@@ -165,7 +191,7 @@ pub(crate) fn build_trained<'a>(
     headers: Option<&[String]>,
 ) -> anyhow::Result<Built<'a>> {
     let (model, dir) = train(ctx, &label, settings, config, headers)?;
-    let record = TrainedModel { method: label.clone(), settings: serde_json::to_value(settings)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), trained_on: Vec::new() };
+    let record = TrainedModel { method: label.clone(), settings: serde_json::to_value(settings)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), ..Default::default() };
     flat_through(ctx, label, &model, &dir, headers, record)
 }
 

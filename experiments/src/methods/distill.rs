@@ -69,7 +69,7 @@ impl MethodSpec for DistillConfig {
 
     /// The bi-encoder trained on the same groups by L_rank, without the teacher: the reranker's control.
     fn dense_control(&self) -> Option<DenseConfig> {
-        Some(DenseConfig { training: control_training(&self.teacher), reranker: Some(self.teacher.clone()), summary: None })
+        Some(DenseConfig { training: control_training(&self.teacher), reranker: Some(self.teacher.clone()), summary: None, steps_of: None })
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
@@ -110,7 +110,7 @@ impl MethodSpec for DistillConfig {
                 })?
             }
         };
-        let record = TrainedModel { method: label.clone(), settings: serde_json::to_value(self)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), trained_on: Vec::new() };
+        let record = TrainedModel { method: label.clone(), settings: serde_json::to_value(self)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), ..Default::default() };
         let mut built = flat_through(ctx, label, &model, &dir, None, record)?;
         built.details = Some(format!("teacher: {}", teacher.dir.display()));
         built.models.push(teacher);

@@ -34,7 +34,8 @@ pub mod document_summary;
 pub mod training;
 
 use arbor_models::pooling::Role;
-use std::cell::{Cell, OnceCell};
+use std::cell::{Cell, OnceCell, RefCell};
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
@@ -277,6 +278,9 @@ pub struct Context<'a> {
     /// time, and the recorded build time of the vectors read back.
     used_units: Cell<bool>,
     filled: Cell<(f64, BuildTime)>,
+    /// The optimizer steps each trained row of this run took, by its label, where only its training knows
+    /// them (SmartChunk's planner): what its matched control runs (`Dense((steps_of: ..))`).
+    steps_run: RefCell<HashMap<String, usize>>,
 }
 
 impl<'a> Context<'a> {
@@ -308,7 +312,18 @@ impl<'a> Context<'a> {
             query_vectors: OnceCell::new(),
             used_units: Cell::new(false),
             filled: Cell::new((0.0, BuildTime::default())),
+            steps_run: RefCell::new(HashMap::new()),
         }
+    }
+
+    /// Records that the row labelled `label` took `steps` optimizer steps.
+    pub fn record_steps(&self, label: &str, steps: usize) {
+        self.steps_run.borrow_mut().insert(label.to_owned(), steps);
+    }
+
+    /// The optimizer steps the row labelled `label` took in this run, if it recorded them.
+    pub fn steps_run(&self, label: &str) -> Option<usize> {
+        self.steps_run.borrow().get(label).copied()
     }
 
     /// The encoder's vector of every shared leaf unit of `docs` (others empty), computed once per run.

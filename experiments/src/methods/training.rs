@@ -89,10 +89,12 @@ pub fn headed_key(
     }
 }
 
-/// The gold snippets of the queries of `split`, by document: what `MergePairs::Evidence` pairs units by.
-pub fn evidence_by_doc(corpus: &Corpus, split: &str) -> BTreeMap<usize, Vec<Span>> {
+/// The gold snippets of the queries of `by_doc` (a training's own sample, [`training_queries`], or the
+/// validation split's), by document: what `MergePairs::Evidence` pairs units by and the head weights'
+/// targets are made of. Never a query outside the sample, so a trainer reads the gold its control reads.
+pub fn evidence_of(corpus: &Corpus, by_doc: &BTreeMap<usize, Vec<&Query>>) -> BTreeMap<usize, Vec<Span>> {
     let mut out: BTreeMap<usize, Vec<Span>> = BTreeMap::new();
-    for q in corpus.eval_queries(Some(split)) {
+    for q in by_doc.values().flatten() {
         for g in corpus.gold(q) {
             out.entry(g.doc).or_default().push(g.span);
         }
@@ -135,7 +137,7 @@ pub fn train_docs(ctx: &Context, by_doc: &BTreeMap<usize, Vec<&Query>>, split: &
     let query_list: Vec<&Query> = by_doc.values().flatten().copied().collect();
     let query_texts: Vec<&str> = query_list.iter().map(|q| q.text.as_str()).collect();
     let query_vectors = ctx.cache.text_embeddings(encoder, Role::Query, batch, &query_texts, &format!("{split} queries"))?;
-    let evidence = evidence_by_doc(corpus, split);
+    let evidence = evidence_of(corpus, by_doc);
     let start_token = encoder.special_ids().0;
     let (mut query_at, mut skipped) = (0, 0);
     let mut docs = Vec::with_capacity(doc_ids.len());
@@ -269,5 +271,16 @@ mod tests {
         assert_eq!((small.len(), large.len()), (10, 25));
         assert!(small.iter().all(|q| large.contains(q)), "nested");
         assert_ne!(ids(Some(10), 1), small, "another seed draws another sample");
+        // The gold a sampled training reads (merge pairs, head-weight targets) is its sample's and nothing
+        // else: the same questions and gold its control reads.
+        let mut t = TrainConfig { train_queries: Some(10), ..TrainConfig::default() };
+        t.schedule.seed = 0;
+        let sampled = training_queries(&corpus, &t);
+        let evidence = evidence_of(&corpus, &sampled);
+        let read: usize = evidence.values().map(Vec::len).sum();
+        assert_eq!(read, 10, "one gold snippet per sampled query, none from the other 30");
+        for (d, qs) in &sampled {
+            assert_eq!(evidence[d].len(), qs.len());
+        }
     }
 }

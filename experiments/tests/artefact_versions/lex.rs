@@ -135,7 +135,9 @@ fn raw_string_end(chars: &[char], i: usize) -> Option<usize> {
 }
 
 /// `tokens` without the items marked `#[cfg(test)]` (a test module, whole, wherever it sits in the file; a
-/// test-only function or `use`).
+/// test-only function or `use`; a test-only field, variant or match arm), and nothing after them: an item
+/// ends at its first `;` or `,` outside brackets, at the brace closing its body, or before the bracket
+/// closing the block it sits in.
 pub fn without_tests(tokens: Vec<Token>) -> Vec<Token> {
     const MARK: [&str; 7] = ["#", "[", "cfg", "(", "test", ")", "]"];
     let mut out = Vec::with_capacity(tokens.len());
@@ -147,22 +149,26 @@ pub fn without_tests(tokens: Vec<Token>) -> Vec<Token> {
             i += 1;
             continue;
         }
-        // The item after the mark ends at its first `;` outside braces, or at the brace closing its body.
         i += MARK.len();
         let mut depth = 0usize;
         while i < tokens.len() {
             let t = &tokens[i];
-            i += 1;
-            if t.is("{") {
+            if ["{", "(", "["].iter().any(|b| t.is(b)) {
                 depth += 1;
-            } else if t.is("}") {
-                depth = depth.saturating_sub(1);
+            } else if ["}", ")", "]"].iter().any(|b| t.is(b)) {
                 if depth == 0 {
+                    break; // the enclosing block's end: kept
+                }
+                depth -= 1;
+                if depth == 0 && t.is("}") {
+                    i += 1;
                     break;
                 }
-            } else if t.is(";") && depth == 0 {
+            } else if (t.is(";") || t.is(",")) && depth == 0 {
+                i += 1;
                 break;
             }
+            i += 1;
         }
     }
     out
@@ -240,5 +246,14 @@ mod tests {
     fn test_items_are_cut_wherever_they_sit() {
         let src = "fn a() {}\n#[cfg(test)]\nmod tests { fn t() { let s = \"}\"; } }\nfn b() { x += 1; }\n#[cfg(test)]\nuse z::w;\nfn c() {}";
         assert_eq!(text(&without_tests(tokens(src))), "fn a(){}fn b(){x+=1;}fn c(){}");
+        // A test-only field, variant or match arm is cut alone: what follows it in its block still counts.
+        let field = "struct S { #[cfg(test)] t: Vec<(u8, u8)>, a: u32, b: u64 }";
+        assert_eq!(text(&without_tests(tokens(field))), "struct S{a:u32,b:u64}");
+        let last = "enum E { A, #[cfg(test)] T { x: u8 } }\nfn f() {}";
+        assert_eq!(text(&without_tests(tokens(last))), "enum E{A,}fn f(){}");
+        let arm = "match x { #[cfg(test)] 0 => t(a, b), 1 => one(), _ => { other() } }";
+        assert_eq!(text(&without_tests(tokens(arm))), "match x{1=>one(),_=>{other()}}");
+        let (edited, before) = (arm.replace("one()", "two()"), without_tests(tokens(arm)));
+        assert_ne!(text(&without_tests(tokens(&edited))), text(&before), "an edit after a test-only arm counts");
     }
 }

@@ -1,19 +1,26 @@
 //! Every kind of cached artefact carries the version of the code that makes it (`cache::Artefact`), part
 //! of its folder's key: artefacts made by older code are never read back. This test holds those versions
-//! to the code. A kind's code is every file its roots (`Artefact::sources`) reach (reach.rs: every path
-//! the code names, followed through the workspace's crates), and its digest is those files' paths, their
-//! imports as a set (rustfmt sorts them) and their code in order (lex.rs: comments, formatting and
-//! `#[cfg(test)]` items left out; nothing else sorted, so a moved statement or a swapped branch counts).
-//! It compares them with
-//! `experiments/artefact-versions.txt`:
+//! to the code. A kind's code is every file its roots (`Artefact::sources`: the unit cutter among them for
+//! every kind) reach (reach.rs: every path the code names, followed through the workspace's crates), and
+//! its digest is those files' paths, their imports as a set (rustfmt sorts them; aliases kept), their code
+//! in order (lex.rs: comments, formatting and `#[cfg(test)]` items left out; nothing else sorted, so a
+//! moved statement or a swapped branch counts) and the computing dependencies Cargo.lock pins with the features the manifest asks of them (lock.rs).
+//! It compares them with `experiments/artefact-versions.txt`, which keeps every (version, digest) ever
+//! recorded:
 //!
-//! - the code changed under the same version: fails, asking for the version to be bumped;
+//! - the code changed under a recorded version: fails, asking for the version to be bumped;
 //! - the version went down: fails (a version number, once used, is never used again for other code);
 //! - the version was bumped: fails until the new line is recorded, which
 //!   `ARBOR_BLESS=1 cargo test --release -p arbor-experiments --test artefact_versions` does (it never records
-//!   a changed digest under an unchanged version, nor a lower version).
+//!   a changed digest under a recorded version, nor a lower version);
+//! - the lock was written by another digest (its first line is not [`DIGEST`]) or is damaged: its digests
+//!   cannot say whether the code changed, so ARBOR_BLESS records only versions above every recorded one.
+//!
+//! Artefacts made by a version not yet recorded (between a bump and its bless) are keyed by the exact
+//! sources too (`cache::versioned`), so two codes never share them.
 
 mod lex;
+mod lock;
 mod reach;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,10 +34,10 @@ fn workspace() -> PathBuf {
 
 const LOCK: &str = "experiments/artefact-versions.txt";
 
-/// The lock's first line names the digest it holds: a lock written by an older digest (2: imports in
-/// order; 1: sorted statements of hand-listed files) is re-recorded once under the same versions by
-/// ARBOR_BLESS (never lower ones).
-const DIGEST: &str = "# digest 3: every file the roots reach, its imports as a set, its code in order";
+/// The lock's first line names the digest it holds (4: aliases kept among the imports, a test-only field,
+/// variant or arm cut alone, the computing dependencies of Cargo.lock; 3: imports as a set; 2: imports in
+/// order; 1: sorted statements of hand-listed files).
+const DIGEST: &str = "# digest 4: every file the roots reach, its imports (aliases kept) as a set, its code in order, the computing dependencies";
 
 /// The digest of the code `kind` reaches in the workspace at `root`.
 fn digest(kind: Artefact, root: &Path) -> String {
@@ -46,55 +53,107 @@ fn digest(kind: Artefact, root: &Path) -> String {
             (f.to_string_lossy().replace('\\', "/"), imports, lex::text(&rest))
         })
         .collect();
-    key(&code)
+    let read = |f: &str| std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    key(&(code, lock::computing(&read("Cargo.lock")), lock::asked(&read("Cargo.toml"))))
 }
 
-fn recorded() -> BTreeMap<String, (u32, String)> {
-    let text = std::fs::read_to_string(workspace().join(LOCK)).unwrap_or_default();
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f[0].to_owned(), (f[1].parse().unwrap(), f[2].to_owned()))
-        })
-        .collect()
+/// The lock's (version, digest) lines by kind, in the order written; `None` for a line that does not parse.
+fn recorded(text: &str) -> Option<BTreeMap<String, Vec<(u32, String)>>> {
+    let mut out: BTreeMap<String, Vec<(u32, String)>> = BTreeMap::new();
+    for l in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let [name, version, digest] = f[..] else { return None };
+        out.entry(name.to_owned()).or_default().push((version.parse().ok()?, digest.to_owned()));
+    }
+    Some(out)
+}
+
+/// The lock `text` against the code (each kind's name, version and digest now): the problems, and the lock
+/// as ARBOR_BLESS writes it (every line kept, the versions recorded now added).
+fn check(text: &str, now: &[(&str, u32, String)], bless: bool) -> (Vec<String>, String) {
+    let Some(history) = recorded(text) else {
+        return (vec![format!("{LOCK} is damaged (a line is not `kind version digest`): restore it from git")], text.to_owned());
+    };
+    let current = text.starts_with(DIGEST);
+    let mut problems = Vec::new();
+    let mut lines = vec![
+        DIGEST.to_owned(),
+        "# artefact kind, the version of the code that makes it (experiments/src/artefact.rs), a digest of that code; every version recorded."
+            .to_owned(),
+        "# Written by ARBOR_BLESS=1 cargo test --release -p arbor-experiments --test artefact_versions".to_owned(),
+    ];
+    for (name, version, digest) in now {
+        let known = history.get(*name).map_or(&[][..], Vec::as_slice);
+        let latest = known.iter().map(|(v, _)| *v).max();
+        let at = known.iter().find(|(v, _)| v == version).map(|(_, d)| d);
+        let problem = match at {
+            _ if !current && latest.is_some_and(|l| *version <= l) => Some(format!(
+                "`{name}`: the lock holds another digest's lines (or is damaged), which cannot say whether the code changed: bump \
+                 Artefact's version of `{name}` above {} and record it with ARBOR_BLESS=1",
+                latest.unwrap_or(0)
+            )),
+            Some(d) if d != digest => Some(format!(
+                "the code of `{name}` artefacts changed (digest {d} -> {digest}) but its version is still {version}: bump its version in \
+                 experiments/src/artefact.rs (so that artefacts of the old code are not read back), then record it"
+            )),
+            Some(_) => None,
+            None if latest.is_some_and(|l| *version < l) => Some(format!(
+                "`{name}`: version {version} is below the recorded {}: versions only go up (artefacts of version {version}'s code may \
+                 still be in caches)",
+                latest.unwrap_or(0)
+            )),
+            None if bless => None,
+            None => Some(format!("`{name}`: version {version} is not recorded: run with ARBOR_BLESS=1")),
+        };
+        lines.extend(known.iter().map(|(v, d)| format!("{name} {v} {d}")));
+        if problem.is_none() && at.is_none() {
+            lines.push(format!("{name} {version} {digest}"));
+        }
+        problems.extend(problem);
+    }
+    (problems, lines.join("\n") + "\n")
 }
 
 #[test]
 fn every_artefact_version_follows_its_code() {
-    let before = recorded();
+    let text = std::fs::read_to_string(workspace().join(LOCK)).unwrap_or_default();
     let bless = std::env::var_os("ARBOR_BLESS").is_some();
-    let current = std::fs::read_to_string(workspace().join(LOCK)).unwrap_or_default().starts_with(DIGEST);
-    let mut problems = Vec::new();
-    let mut lines = vec![
-        DIGEST.to_owned(),
-        "# artefact kind, the version of the code that makes it (experiments/src/artefact.rs), a digest of that code.".to_owned(),
-        "# Written by ARBOR_BLESS=1 cargo test --release -p arbor-experiments --test artefact_versions".to_owned(),
-    ];
-    for kind in Artefact::ALL {
-        let (name, version, now) = (kind.name(), kind.version(), digest(kind, &workspace()));
-        match before.get(name) {
-            Some((v, _)) if !current && version >= *v && bless => {}
-            Some((v, d)) if *v == version && *d != now && current => problems.push(format!(
-                "the code of `{name}` artefacts changed (digest {d} -> {now}) but its version is still {v}: bump Artefact::{kind:?}'s \
-                 version in experiments/src/artefact.rs (so that artefacts of the old code are not read back), then record it"
-            )),
-            Some((v, _)) if version < *v => problems.push(format!(
-                "`{name}`: version {version} is below the recorded {v}: versions only go up (artefacts of version {version}'s code \
-                 may still be in caches)"
-            )),
-            Some((v, d)) if *v == version && *d == now => {}
-            _ if !current && !bless => problems.push(format!("`{name}`: the lock holds an older digest: run with ARBOR_BLESS=1")),
-            _ if bless => {}
-            Some((v, _)) => problems.push(format!("`{name}`: version {v} -> {version} is not recorded: run with ARBOR_BLESS=1")),
-            None => problems.push(format!("`{name}` is not recorded: run with ARBOR_BLESS=1")),
-        }
-        lines.push(format!("{name} {version} {now}"));
-    }
+    let now: Vec<(&str, u32, String)> = Artefact::ALL.iter().map(|&k| (k.name(), k.version(), digest(k, &workspace()))).collect();
+    let (problems, written) = check(&text, &now, bless);
     if problems.is_empty() && bless {
-        std::fs::write(workspace().join(LOCK), lines.join("\n") + "\n").unwrap();
+        std::fs::write(workspace().join(LOCK), written).unwrap();
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The lock's rules, each on a hand-written lock: a changed digest under a recorded version fails and is
+/// never blessed, even when a later line recorded the version again; a lock of another digest (or a
+/// damaged one) is blessed only above every recorded version; a bless keeps every earlier line.
+#[test]
+fn the_lock_keeps_every_version_and_blesses_only_what_it_can_vouch_for() {
+    let lock = |lines: &[&str]| format!("{DIGEST}\n{}\n", lines.join("\n"));
+    let now = |v: u32, d: &str| vec![("units", v, d.to_owned())];
+    // Recorded and the same: nothing to do.
+    assert!(check(&lock(&["units 9 aa"]), &now(9, "aa"), false).0.is_empty());
+    // Changed under a recorded version, blessed or not: refused.
+    for bless in [false, true] {
+        assert_eq!(check(&lock(&["units 9 aa"]), &now(9, "bb"), bless).0.len(), 1);
+    }
+    // A version recorded once with other code stays refused after later versions were recorded.
+    assert_eq!(check(&lock(&["units 9 aa", "units 10 cc"]), &now(9, "bb"), true).0.len(), 1);
+    // Bumped: recorded by a bless, which keeps the earlier line.
+    let (problems, written) = check(&lock(&["units 9 aa"]), &now(10, "bb"), true);
+    assert!(problems.is_empty());
+    assert!(written.contains("units 9 aa\nunits 10 bb\n"), "{written}");
+    assert_eq!(check(&lock(&["units 9 aa"]), &now(10, "bb"), false).0.len(), 1, "unrecorded without a bless");
+    // Lower than recorded: refused.
+    assert_eq!(check(&lock(&["units 9 aa"]), &now(8, "aa"), true).0.len(), 1);
+    // Another digest's lock, or a damaged one: the same version cannot be re-recorded, a higher one can.
+    let old = "# digest 3: ...\nunits 9 aa\n";
+    assert_eq!(check(old, &now(9, "zz"), true).0.len(), 1);
+    assert!(check(old, &now(10, "zz"), true).0.is_empty());
+    let damaged = format!("{DIGEST}\nunits 9\n");
+    assert_eq!(check(&damaged, &now(9, "aa"), true).0.len(), 1, "a damaged line vouches for nothing");
 }
 
 /// A scratch copy of every crate's `src/` (the code the digests read).
@@ -106,6 +165,9 @@ fn scratch() -> tempfile::TempDir {
             std::fs::create_dir_all(to.parent().unwrap()).unwrap();
             std::fs::copy(workspace().join(&file), to).unwrap();
         }
+    }
+    for file in ["Cargo.lock", "Cargo.toml"] {
+        std::fs::copy(workspace().join(file), dir.path().join(file)).unwrap();
     }
     dir
 }
@@ -124,7 +186,7 @@ fn edit(root: &Path, file: &str, from: &str, to: &str) {
 #[test]
 fn reordered_code_and_code_reached_through_other_crates_change_the_digest() {
     let trained = [Artefact::SproutRag, Artefact::Dense];
-    let edits: [(&str, &str, &str, &[Artefact]); 4] = [
+    let edits: [(&str, &str, &str, &[Artefact]); 7] = [
         (
             "trainers/src/window.rs",
             "            keep[q.positive] = true;\n            used += tokens(q.positive);\n        }",
@@ -138,7 +200,22 @@ fn reordered_code_and_code_reached_through_other_crates_change_the_digest() {
             &Artefact::ALL[5..],
         ),
         ("eval/src/scoring/metrics.rs", "m.ie[i] = p * r;", "m.ie[i] = p * r * r;", &trained),
-        ("trainers/src/objective.rs", "use crate::data::TrainDoc;", "use crate::data::TrainDoc;\nconst X: u8 = 1;", &trained),
+        (
+            "trainers/src/objective.rs",
+            "use crate::data::{TrainDoc, TrainQuery};",
+            "use crate::data::{TrainDoc, TrainQuery};\nconst X: u8 = 1;",
+            &trained,
+        ),
+        // The unit cutter reaches every kind (issue 61): documents tokenised in chunks of another size.
+        ("experiments/src/leaves.rs", "corpus.documents.chunks(16)", "corpus.documents.chunks(16).rev()", &Artefact::ALL),
+        // So does the tokenizer's release that Cargo.lock pins, and the matrix products' features.
+        ("Cargo.lock", "name = \"tokenizers\"\nversion = \"", "name = \"tokenizers\"\nversion = \"9", &Artefact::ALL),
+        (
+            "Cargo.toml",
+            "gemm = { version = \"0.19\", default-features = false, features = [",
+            "gemm = { version = \"0.19\", default-features = false, features = [\"nightly\", ",
+            &Artefact::ALL,
+        ),
     ];
     let before = scratch();
     for (file, from, to, kinds) in edits {
@@ -154,7 +231,18 @@ fn reordered_code_and_code_reached_through_other_crates_change_the_digest() {
     edit(after.path(), reach::VERSIONS, "Artefact::Raptor => ", "Artefact::Raptor => 1 + ");
     // Imports in another order (rustfmt's sorting) do not count either.
     edit(after.path(), "trainers/src/window.rs", "use crate::data::{TrainDoc, TrainQuery};", "use crate::data::{TrainQuery, TrainDoc};");
+    // Nor a dependency that computes nothing (the command line's parser).
+    edit(after.path(), "Cargo.lock", "name = \"clap\"\nversion = \"", "name = \"clap\"\nversion = \"9");
     assert_eq!(digest(Artefact::Dense, before.path()), digest(Artefact::Dense, after.path()));
+    // Swapped aliases in an import do count.
+    let after = scratch();
+    edit(
+        after.path(),
+        "trainers/src/window.rs",
+        "use crate::data::{TrainDoc, TrainQuery};",
+        "use crate::data::{TrainDoc as TrainQuery, TrainQuery as TrainDoc};",
+    );
+    assert_ne!(digest(Artefact::Dense, before.path()), digest(Artefact::Dense, after.path()));
 }
 
 /// Each kind reaches the files a reviewer listed as missing from the hand-written lists.

@@ -131,13 +131,13 @@ fn use_tree(tokens: &[Token], mut i: usize, prefix: &[String], out: &mut Vec<Vec
                 }
             }
         } else if t.is("as") {
-            out.push(path.clone());
+            aliased(&path, tokens.get(i + 1), out);
             return i + 2;
         } else if let Some(w) = t.word() {
             path.push(w.to_owned());
             i += 1;
             if tokens.get(i).is_some_and(|t| t.is("as")) {
-                out.push(path);
+                aliased(&path, tokens.get(i + 1), out);
                 return i + 2;
             }
             if !tokens.get(i).is_some_and(|t| t.is("::")) {
@@ -156,6 +156,15 @@ fn use_tree(tokens: &[Token], mut i: usize, prefix: &[String], out: &mut Vec<Vec
         }
     }
     i
+}
+
+/// An import under another name: the path (what it reaches) and the path with its alias (`a::b::as::P`,
+/// so that the imports' digest tells `A as P, B as Q` from `A as Q, B as P`).
+fn aliased(path: &[String], alias: Option<&Token>, out: &mut Vec<Vec<String>>) {
+    out.push(path.to_vec());
+    if let Some(alias) = alias.and_then(Token::word) {
+        out.push([path, &["as".to_owned(), alias.to_owned()]].concat());
+    }
 }
 
 /// The names of the modules a file declares (`mod x;`, `pub mod x;`).
@@ -248,9 +257,11 @@ mod tests {
     fn use_trees_and_chains_are_paths() {
         assert_eq!(
             names("use a::{b, c::{d, e as f}, g::*};\nfn x() { crate::h::i(super::j, k) }"),
-            ["a::b", "a::c::d", "a::c::e", "a::g", "crate::h::i", "super::j"]
+            ["a::b", "a::c::d", "a::c::e", "a::c::e::as::f", "a::g", "crate::h::i", "super::j"]
         );
         assert_eq!(names("pub use self::m::N;"), ["self::m::N"]);
+        // Swapped aliases are other imports.
+        assert_ne!(names("use a::{A as P, B as Q};"), names("use a::{A as Q, B as P};"));
     }
 
     #[test]

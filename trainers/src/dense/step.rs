@@ -13,7 +13,7 @@ use crate::config::TrainConfig;
 use crate::data::{TrainDoc, TrainQuery};
 use crate::encoder::{StepEncoder, Vectors};
 use crate::negatives::{CorpusBatch, StepMined};
-use crate::objective::{corpus_retrieval_loss, flat_on_held_out, retrieval_loss, validation_figures};
+use crate::objective::{corpus_retrieval_loss, flat_on_held_out, in_document_false_negatives, retrieval_loss, validation_figures};
 use crate::window::window;
 
 /// L_ret of a batch of `doc`'s `queries` (by index) and the units it encoded: a fine-tuned encoder runs
@@ -34,8 +34,9 @@ pub(crate) fn plain_loss<B: Backend>(
     let kept = window(doc, &queries, config.step_tokens.filter(|_| vectors.fine_tuned()));
     let positives: Vec<usize> = queries.iter().map(|q| q.positive).collect();
     let (units, eq) = (model.embed(vectors.units_within(doc, &kept, device)), model.embed(vectors.queries(&queries, device)));
+    let false_negatives = in_document_false_negatives(doc, &queries, &mined.map_or_else(Vec::new, |m| m.spans()), config);
     let mined = mined.map(|m| model.embed(vectors.units_across(m.docs, m.units, device)));
-    (retrieval_loss(units, eq, &positives, mined, config), kept.len())
+    (retrieval_loss(units, eq, &positives, mined, &false_negatives, config), kept.len())
 }
 
 /// L_ret of a corpus-wide batch ([`crate::negatives`]): its queries against its candidates, the fine-tuned

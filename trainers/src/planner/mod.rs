@@ -124,6 +124,19 @@ impl PlannerTraining {
         self.schedule.at_least(self.min_steps, examples.div_ceil(self.batch_size))
     }
 
+    /// The optimizer steps a training over `examples` queries, `labelled` of them with a pseudo-label,
+    /// takes: SFT over the labelled ones, GRPO (or STITCH) over every one, each phase `schedule.epochs`
+    /// or more to reach `min_steps` ([`train`]; early stopping by `schedule.patience` aside): what its
+    /// matched control runs.
+    pub fn steps(&self, examples: usize, labelled: usize) -> usize {
+        let phase = |n: usize| self.phase(n).epochs * n.div_ceil(self.batch_size);
+        match self.strategy {
+            Strategy::Sft => phase(labelled),
+            Strategy::SftRl => phase(labelled) + phase(examples),
+            Strategy::Rl | Strategy::Stitch => phase(examples),
+        }
+    }
+
     /// How many phases its strategy trains, each with its own epochs and floor of steps: SFT then GRPO
     /// two, every other strategy one.
     pub fn phases(&self) -> usize {
@@ -272,6 +285,17 @@ mod tests {
             min_steps: 0,
             ..Default::default()
         }
+    }
+
+    /// The case: 1,000 queries, 400 pseudo-labelled, batch 16, 10 epochs, at least 300 steps a
+    /// phase. SFT: 25 steps an epoch, 12 epochs to reach 300; GRPO: 63 an epoch, 10 epochs.
+    #[test]
+    fn the_steps_a_planner_takes_are_counted_by_phase_over_its_own_examples() {
+        let config = PlannerTraining { batch_size: 16, min_steps: 300, ..PlannerTraining::default() };
+        let with = |strategy| PlannerTraining { strategy, ..config.clone() }.steps(1000, 400);
+        assert_eq!(with(Strategy::Sft), 300);
+        assert_eq!(with(Strategy::Stitch), 630);
+        assert_eq!(with(Strategy::SftRl), 930);
     }
 
     #[test]

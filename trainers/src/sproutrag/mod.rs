@@ -298,7 +298,7 @@ mod tests {
             model.document(Vectors::<A>::Given.all_units(&docs[0], &device), false),
             model.queries(Vectors::<A>::Given.queries(&[&docs[0].queries[0]], &device)),
         );
-        let by = |rows: Tensor<A, 2>| retrieval_loss(out.embeddings.clone(), eq.clone(), &[0], Some(rows), &training).into_scalar();
+        let by = |rows: Tensor<A, 2>| retrieval_loss(out.embeddings.clone(), eq.clone(), &[0], Some(rows), &[], &training).into_scalar();
         let whole =
             model.document(Vectors::<A>::Given.all_units(&docs[1], &device), false).embeddings.select(0, crate::encoder::index(&[0, 2], &device));
         assert!((with - by(whole.clone())).abs() < 1e-6, "the rows of the other document run whole");

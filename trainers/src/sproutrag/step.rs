@@ -18,7 +18,7 @@ use crate::config::TrainConfig;
 use crate::data::{TrainDoc, TrainQuery};
 use crate::encoder::{StepEncoder, Vectors, index};
 use crate::negatives::StepMined;
-use crate::objective::{flat_on_held_out, retrieval_loss, validation_figures};
+use crate::objective::{flat_on_held_out, in_document_false_negatives, retrieval_loss, validation_figures};
 use crate::window::window;
 
 /// Validation IE and hit@1, 5 of `model` on the `holdout` documents (none when there is none), a
@@ -53,8 +53,9 @@ pub(crate) fn losses<B: Backend>(
     let out = model.document(vectors.units_within(doc, &kept, device), model.vae.is_some());
     let eq = model.queries(vectors.queries(&batch, device));
     let positives: Vec<usize> = queries.iter().map(|&q| doc.queries[q].positive).collect();
+    let false_negatives = in_document_false_negatives(doc, &batch, &mined.map_or_else(Vec::new, |m| m.spans()), config);
     let mined = mined.map(|m| mined_embeddings(model, vectors, m, device));
-    let mut terms = vec![("loss/ret", retrieval_loss(out.embeddings.clone(), eq.clone(), &positives, mined, config))];
+    let mut terms = vec![("loss/ret", retrieval_loss(out.embeddings.clone(), eq.clone(), &positives, mined, &false_negatives, config))];
     if !doc.pairs.is_empty() {
         terms.push(("loss/attn_weighted", attention_structure(out.m.clone(), &doc.pairs, config.eps) * config.lambda));
     }

@@ -90,7 +90,7 @@ impl MethodSpec for RerankConfig {
     /// The bi-encoder trained on the reranker's own examples, batches, groups, schedule, trunk rate and
     /// trainable blocks (arbor_trainers::rerank_control).
     fn dense_control(&self) -> Option<DenseConfig> {
-        Some(DenseConfig { training: self.control_training(), reranker: Some(self.training.clone()), summary: None })
+        Some(DenseConfig { training: self.control_training(), reranker: Some(self.training.clone()), summary: None, steps_of: None })
     }
 
     /// Its own training split and whatever the reranked method reads.
@@ -143,7 +143,7 @@ pub(crate) fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) 
         ctx.cache.dir(Artefact::Reranker, &key(&(&ctx.keys.encoder, "reranker", "gamma learned", training, format.max_len, train, holdout)))
     })?;
     let record =
-        TrainedModel { method: label.into(), settings: serde_json::to_value(training)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), trained_on: Vec::new() };
+        TrainedModel { method: label.into(), settings: serde_json::to_value(training)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), ..Default::default() };
     // A finished reranker's weights replace the trunk's: the encoder's loaded trunk gives the shape.
     let model = match arbor_trainers::reranker::finished::<DefaultBackend>(encoder.bert.clone(), &dir)? {
         Some(model) => {

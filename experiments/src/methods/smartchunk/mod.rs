@@ -213,6 +213,14 @@ impl MethodSpec for SmartChunkConfig {
         }
     }
 
+    /// The dense control as every query-trained method's ([`super::dense::DenseConfig::matching`]),
+    /// running exactly the steps the planner took over its own examples (SFT over the pseudo-labelled
+    /// queries, GRPO over every one), which only its training knows.
+    fn dense_control(&self) -> Option<super::dense::DenseConfig> {
+        let Trains::Queries(training) = self.trains() else { return None };
+        Some(super::dense::DenseConfig { steps_of: Some(self.label()), ..super::dense::DenseConfig::matching(&training) })
+    }
+
     /// The planner's split and the compressor's, both.
     fn reads_splits(&self) -> Vec<(&'static str, String)> {
         let mut splits = Vec::new();
@@ -253,6 +261,7 @@ impl MethodSpec for SmartChunkConfig {
             PlanConfig::Planner(settings) => {
                 let planned = plan::planned(ctx, self, settings, &retriever, compressor.as_ref().map(|(c, r)| (c, r)))?;
                 models.push(planned.record);
+                ctx.record_steps(&self.label(), planned.steps);
                 details = format!("; planner ({}): {}", planned.describe, planned.scores);
                 let by_query = planned.plans;
                 retriever.plan = Box::new(move |q: &QueryInput| by_query.get(&(q.text.clone(), q.docs.clone())).copied().unwrap_or((0, top)));

@@ -35,6 +35,7 @@ use super::{Context, MethodSpec, SmartChunkConfig, embed_levels, hierarchy, sect
 use crate::cache::{Artefact, key};
 use crate::progress::{bar, with_bar};
 use crate::trained::{Located, TrainedModel};
+use anyhow::Context as _;
 use crate::validation::VALIDATION;
 use arbor_trainers::config::Removed;
 
@@ -96,7 +97,12 @@ pub(super) struct Planned {
     pub record: TrainedModel,
     pub describe: String,
     pub scores: String,
+    /// The optimizer steps its training took (`steps.json` in its folder): what its control runs.
+    pub steps: usize,
 }
+
+/// The file in a planner's folder that records the steps its training took.
+const STEPS_FILE: &str = "steps.json";
 
 /// One hierarchy per document with its chunk embeddings, and the units' vectors.
 struct Indexed<'a> {
@@ -137,12 +143,18 @@ pub(super) fn planned(
         ctx.cache.dir(Artefact::Planner, &key(&(&ctx.keys.encoder, "planner", &trained_for, &compressor_key, data)))
     })?;
     let record =
-        TrainedModel { method: label.clone(), settings: serde_json::to_value(&trained_for)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), trained_on: Vec::new() };
+        TrainedModel { method: label.clone(), settings: serde_json::to_value(&trained_for)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), ..Default::default() };
     let d_features = 2 * ctx.encoder.dim() + 4;
-    let planner = match arbor_trainers::planner::finished::<DefaultBackend>(&settings.training, &settings.model, vocab, d_features, &dir)? {
+    let recorded_steps = || -> anyhow::Result<usize> {
+        let path = dir.join(STEPS_FILE);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("{}: the planner there recorded no steps (trained before arbor kept them): train it again", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{} is damaged", path.display()))
+    };
+    let (planner, steps) = match arbor_trainers::planner::finished::<DefaultBackend>(&settings.training, &settings.model, vocab, d_features, &dir)? {
         Some(p) => {
             eprintln!("using the planner trained in {}", dir.display());
-            p
+            (p, recorded_steps()?)
         }
         None => {
             anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", dir.display());
@@ -172,8 +184,11 @@ pub(super) fn planned(
             let holdout = examples(&held_queries, "planner validation queries")?;
             let labelled = train.iter().filter(|e| e.label.is_some()).count();
             eprintln!("training the planner on {} queries ({labelled} with a pseudo-label; {} held back)", train.len(), holdout.len());
-            
-            with_bar("training the planner", |progress| {
+            // Its steps are fixed by its examples: recorded before it trains, so a finished planner always has them.
+            let steps = settings.training.steps(train.len(), labelled);
+            std::fs::create_dir_all(&dir)?;
+            arbor_files::atomic_write(&dir.join(STEPS_FILE), serde_json::to_string(&steps)?.as_bytes())?;
+            let planner = with_bar("training the planner", |progress| {
                 arbor_trainers::planner::train::<Autodiff<DefaultBackend>>(
                     &settings.training,
                     &settings.model,
@@ -183,7 +198,8 @@ pub(super) fn planned(
                     &dir,
                     progress,
                 )
-            })?
+            })?;
+            (planner, steps)
         }
     };
     // The evaluated queries: plans, and the scores of Table 5 against their own pseudo-labels.
@@ -198,6 +214,7 @@ pub(super) fn planned(
     let s = assess(&planner, &examples, vocab, settings.model.max_len);
     let labelled = examples.iter().filter(|e| e.label.is_some()).count();
     Ok(Planned {
+        steps,
         plans: by_query,
         record,
         describe: format!("{:?}, trained in {}", settings.training.strategy, dir.display()),

@@ -75,7 +75,7 @@ pub(super) fn compressor(
         ctx.cache.dir(Artefact::Compressor, &key(&(&ctx.keys.encoder, "compressor", &trained_for, docs)))
     })?;
     let record =
-        TrainedModel { method: label.clone(), settings: serde_json::to_value(&trained_for)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), trained_on: Vec::new() };
+        TrainedModel { method: label.clone(), settings: serde_json::to_value(&trained_for)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), ..Default::default() };
     let d_input = ctx.encoder.dim();
     if let Some(model) = arbor_trainers::compressor::finished::<DefaultBackend>(&settings.model, d_input, &dir)? {
         eprintln!("using the compressor trained in {}", dir.display());

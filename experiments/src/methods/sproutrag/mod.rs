@@ -348,7 +348,7 @@ impl SproutRagConfig {
     /// The record of a model this row trained, in `dir`.
     fn record(&self, ctx: &Context<'_>, dir: PathBuf) -> anyhow::Result<TrainedModel> {
         let settings = serde_json::to_value(self.model_settings())?;
-        Ok(TrainedModel { method: self.label(), settings, encoder: ctx.keys.encoder.clone(), dir, trained_on: Vec::new() })
+        Ok(TrainedModel { method: self.label(), settings, encoder: ctx.keys.encoder.clone(), dir, ..Default::default() })
     }
 
     /// Token attention (Section 2.1: the encoder's heads aggregated, in windows): the head weights at their

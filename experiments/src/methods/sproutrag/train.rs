@@ -20,7 +20,7 @@ use burn::backend::Autodiff;
 use super::SproutRagConfig;
 use crate::cache::{Artefact, key};
 use crate::methods::Context;
-use crate::methods::training::{Needs, data_key, headed_key, evidence_by_doc, pretrained, queries_by_doc, train_docs, training_queries};
+use crate::methods::training::{Needs, data_key, evidence_of, headed_key, pretrained, queries_by_doc, train_docs, training_queries};
 use crate::progress::{bar, with_bar};
 use crate::trained::Located;
 use crate::validation::VALIDATION;
@@ -48,8 +48,9 @@ pub(super) fn train_head_weights(
     let of_split =
         |split: &str| -> Vec<usize> { (0..corpus.documents.len()).filter(|&d| corpus.documents[d].split.as_deref() == Some(split)).collect() };
     let (doc_ids, held_ids) = (of_split(&training.split), of_split(VALIDATION));
-    let evidence = evidence_by_doc(corpus, &training.split);
-    let held_evidence = evidence_by_doc(corpus, VALIDATION);
+    // The targets come from the training's own sample of questions (`train_queries`), as its control's.
+    let evidence = evidence_of(corpus, &training_queries(corpus, training));
+    let held_evidence = evidence_of(corpus, &queries_by_doc(corpus, VALIDATION));
     let Located { dir: train_dir, may_train } = ctx.training.locate(label, &config.model_settings(), &ctx.keys.encoder, || {
         let data = (ctx.keys.of_docs(&doc_ids), ctx.keys.of_docs(&held_ids));
         let gold: Vec<_> = evidence.iter().chain(&held_evidence).map(|(&d, spans)| (&ctx.keys.docs[d], spans)).collect();
