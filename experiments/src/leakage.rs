@@ -113,8 +113,7 @@ pub fn trained_on(corpus: &Corpus, splits: &[(&str, String)]) -> anyhow::Result<
     for split in &read {
         docs.extend(read_documents(corpus, split)?);
     }
-    let sorted = |keys: Vec<String>| -> Vec<String> {
-        let mut keys = keys;
+    let sorted = |mut keys: Vec<String>| -> Vec<String> {
         keys.sort();
         keys.dedup();
         keys

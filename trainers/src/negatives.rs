@@ -25,14 +25,18 @@
 //! - `Mined(..)`: one document's queries a step, as `InDocument` (its other units the negatives with
 //!   `hard_negatives`), and besides them `per_query` negatives a query mined, as above, from the *other*
 //!   training documents (their ranks `skip..top` counted among those only), shared by the step's
-//!   queries: a query's gold lies in its own document, so none of them is a false negative. The one
+//!   queries. The one
 //!   corpus-wide setting SproutRAG's joint step takes (its SLLM and trees read one document at a time:
 //!   a mined unit is embedded by running the SLLM over its own document), and so, through the matched
 //!   control, the dense trainer takes it too:
 //!
 //! ```text
-//! L = -(1/b) sum_i log( exp(cos(q_i, p_i) / tau) / sum_{c in units of the document and the step's mined units} exp(cos(q_i, c) / tau) )
+//! L = -(1/b) sum_i log( exp(cos(q_i, p_i) / tau) / sum_{c in units of the document and the step's mined units, c not a false negative of i} exp(cos(q_i, c) / tau) )
 //! ```
+//!
+//! In-document steps (`InDocument` and `Mined`) leave out the same false negatives as corpus-wide batches:
+//! a unit of a query's gold other than its positive, another query's positive that is its own too, a
+//! mined unit of its gold ([`crate::objective::in_document_false_negatives`]).
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -77,7 +77,16 @@ fn line(c: &Comparison) -> String {
 /// What the report's paired tests say of `row` (see [`judged`]).
 fn tested(report: &Report, row: &str) -> (Option<bool>, String) {
     let trained = report.methods.iter().any(|m| m.name == row && m.role.is_trained());
-    judged(&report.comparisons, row, trained, |c| c.why == Against::Untrained)
+    let Judged { holds, listed, decided } = judged(&report.comparisons, row, trained, |c| c.why == Against::Untrained);
+    (holds, format!("{listed}; {decided}"))
+}
+
+/// A claim's verdict ([`judged`]): whether it holds (`None`: no verdict), every comparison in words, and
+/// the one that decided (or why there is no verdict).
+struct Judged {
+    holds: Option<bool>,
+    listed: String,
+    decided: String,
 }
 
 /// The verdict of a claim about `row` on `comparisons`: it holds where the row beats every comparison
@@ -85,13 +94,13 @@ fn tested(report: &Report, row: &str) -> (Option<bool>, String) {
 /// every matched control too, so that a trained method's claim never stands on a win its control also
 /// has. No verdict without such a comparison (an old report's `BestUntrained`, one baseline chosen by its
 /// figures, is no longer read as the baselines), nor for a trained row without its control in the report.
-/// The words list every comparison and end with the one that decided.
-fn judged(comparisons: &[Comparison], row: &str, trained: bool, claimed: impl Fn(&Comparison) -> bool) -> (Option<bool>, String) {
+/// The words list every comparison and say which one decided.
+fn judged(comparisons: &[Comparison], row: &str, trained: bool, claimed: impl Fn(&Comparison) -> bool) -> Judged {
     let of = |pick: &dyn Fn(&Comparison) -> bool| comparisons.iter().filter(|c| c.row == row && pick(c)).collect::<Vec<_>>();
     let (baselines, controls) = (of(&|c| c.why != Against::MatchedControl && claimed(c)), of(&|c| c.why == Against::MatchedControl));
     let listed =
         |cs: &[&Comparison], none: &str| if cs.is_empty() { none.to_owned() } else { cs.iter().map(|c| line(c)).collect::<Vec<_>>().join("; ") };
-    let text = format!(
+    let listed = format!(
         "against the untrained baselines: {}; against its matched controls: {}",
         listed(&baselines, "none in the report"),
         listed(&controls, "none (an unfair comparison)")
@@ -114,7 +123,7 @@ fn judged(comparisons: &[Comparison], row: &str, trained: bool, claimed: impl Fn
             None => (Some(true), format!("holds: it beats all {} baselines and {} matched controls", baselines.len(), controls.len())),
         }
     };
-    (holds, format!("{text}; {decided}"))
+    Judged { holds, listed, decided }
 }
 
 /// Claims read on rows of several runs of one sweep (beam widths, layers, aggregations): each planned
@@ -203,21 +212,21 @@ pub(super) fn legalbench(sweep: &SweepOutcome) -> Section {
             let ratio = s.metrics.generous.ie_mean / r.metrics.generous.ie_mean.max(1e-9);
             let (_, rest) = tested(report, &s.name);
             let against = report.comparisons.iter().find(|c| c.row == s.name && c.against == r.name);
-            let (claim, decided) = judged(&report.comparisons, &s.name, true, |c| c.against == r.name);
+            let claim = judged(&report.comparisons, &s.name, true, |c| c.against == r.name);
             let raw = format!(
                 "IE {:.1} against {:.1}; ref. IE generous x{ratio:.2} (paper x{LEGALBENCH_RATIO:.2}, untested)",
                 s.metrics.ie_mean, r.metrics.ie_mean
             );
             match against {
                 Some(c) => (
-                    claim,
+                    claim.holds,
                     format!(
                         "`{}` (its search chosen on validation) {} (Holm over the report's {} comparisons); {raw}. The claim with its \
                          matched controls: {}. The same row {rest}.",
                         s.name,
                         line(c).replacen('`', "against `", 1),
                         report.comparisons.len(),
-                        decided.rsplit("; ").next().unwrap_or_default()
+                        claim.decided
                     ),
                 ),
                 None => (None, format!("no verdict (the report does not compare `{}` with `{}`): {raw}.", s.name, r.name)),
@@ -496,25 +505,25 @@ mod tests {
         let flat = comparison("Flat", Against::Untrained, 3.0, 0.001);
         let bm25 = comparison("BM25", Against::Untrained, 2.0, 0.01);
         let control = |d: f64, p: f64| comparison("Dense (control)", Against::MatchedControl, d, p);
-        let (holds, words) = judged(&[flat.clone(), bm25.clone(), control(0.4, 0.6)], "trained", true, untrained);
-        assert_eq!(holds, Some(false), "{words}");
-        assert!(words.ends_with("decided by its matched control `Dense (control)` (not significant)"), "{words}");
-        let (holds, words) = judged(&[flat.clone(), bm25.clone(), control(1.5, 0.02)], "trained", true, untrained);
-        assert_eq!(holds, Some(true), "{words}");
-        assert!(words.contains("beats all 2 baselines and 1 matched controls"), "{words}");
+        let j = judged(&[flat.clone(), bm25.clone(), control(0.4, 0.6)], "trained", true, untrained);
+        assert_eq!(j.holds, Some(false), "{}", j.decided);
+        assert_eq!(j.decided, "does not hold, decided by its matched control `Dense (control)` (not significant)");
+        assert!(j.listed.contains("against its matched controls: `Dense (control)`"), "{}", j.listed);
+        let j = judged(&[flat.clone(), bm25.clone(), control(1.5, 0.02)], "trained", true, untrained);
+        assert_eq!(j.holds, Some(true), "{}", j.decided);
+        assert_eq!(j.decided, "holds: it beats all 2 baselines and 1 matched controls");
         // A baseline not beaten decides when the controls are.
-        let (holds, words) =
-            judged(&[flat.clone(), comparison("BM25", Against::Untrained, -2.0, 0.01), control(1.5, 0.02)], "trained", true, untrained);
-        assert_eq!(holds, Some(false));
-        assert!(words.ends_with("decided by the baseline `BM25` (worse)"), "{words}");
+        let j = judged(&[flat.clone(), comparison("BM25", Against::Untrained, -2.0, 0.01), control(1.5, 0.02)], "trained", true, untrained);
+        assert_eq!(j.holds, Some(false));
+        assert_eq!(j.decided, "does not hold, decided by the baseline `BM25` (worse)");
         // Without its control, or with only an old report's best baseline: no verdict.
-        assert_eq!(judged(&[flat.clone(), bm25.clone()], "trained", true, untrained).0, None);
+        assert_eq!(judged(&[flat.clone(), bm25.clone()], "trained", true, untrained).holds, None);
         let old = comparison("BM25", Against::BestUntrained, 2.0, 0.01);
-        let (holds, words) = judged(&[old, control(1.5, 0.02)], "trained", true, untrained);
-        assert_eq!(holds, None);
-        assert!(words.contains("rerun it"), "{words}");
+        let j = judged(&[old, control(1.5, 0.02)], "trained", true, untrained);
+        assert_eq!(j.holds, None);
+        assert!(j.decided.contains("rerun it"), "{}", j.decided);
         // An untrained row needs no control.
-        assert_eq!(judged(&[flat, bm25], "trained", false, untrained).0, Some(true));
+        assert_eq!(judged(&[flat, bm25], "trained", false, untrained).holds, Some(true));
     }
 
     #[test]
