@@ -148,6 +148,7 @@ mod tests {
                 index_ms_per_doc: Some(1.0),
                 details: String::new(),
                 tree_shape: None,
+                documents_kept: None,
                 role: Default::default(),
                 per_query: vec![],
             },

@@ -202,6 +202,11 @@ pub trait Retriever: Sync {
     fn tree_shape(&self) -> Option<ShapeSummary> {
         None
     }
+    /// The documents a document level above the method's hierarchy keeps for the query, best first
+    /// (issue 62; `None`: the method has no such level).
+    fn kept_documents(&self, _query: &QueryInput) -> Option<Vec<usize>> {
+        None
+    }
 }
 
 /// One node on the way down a hierarchy to a retrieved item.

@@ -16,7 +16,7 @@ use arbor_eval::retrievers::hierarchy::{AutoMerging, Hierarchy};
 use arbor_eval::retrievers::level_retrieval::LevelRetriever;
 use arbor_eval::retrievers::raptor::{RaptorParams, RaptorRetriever, RaptorSearch, RaptorTree, Summary};
 use arbor_eval::retrievers::rse::{Rse, RsePreset};
-use arbor_eval::retrievers::tree_retrieval::{TreeRetriever, TreeSearch};
+use arbor_eval::retrievers::tree_retrieval::{DocumentLevel, DocumentVector, TreeRetriever, TreeSearch};
 use arbor_eval::scoring::budget::spend;
 use arbor_eval::scoring::parents::Widened;
 use arbor_eval::structures::levels::Levels;
@@ -118,8 +118,12 @@ proptest! {
             let beam = BeamConfig { beam_width, delta, strategy: Strategy::Threshold, max_leaves };
             for search in [TreeSearch::Beam(beam), TreeSearch::Collapsed, TreeSearch::LeavesOnly, TreeSearch::UpperOnly] {
                 let trees = trees.clone();
-                retrievers.push(Box::new(TreeRetriever { name: format!("{search:?}"), trees, leaves: &index.units, search }));
+                retrievers.push(Box::new(TreeRetriever::new(format!("{search:?}"), trees, &index.units, search)));
             }
+            // A document level keeping one document: its items first, the next documents' after while fewer than k.
+            let level = DocumentLevel { beam_docs: 1, vector: DocumentVector::LeafMean };
+            let search = TreeSearch::Beam(beam);
+            retrievers.push(Box::new(TreeRetriever::new("document level".into(), trees.clone(), &index.units, search).with_document_level(level)));
             let parts: Vec<Box<dyn Retriever + '_>> = vec![
                 Box::new(FlatDense { name: "dense".into(), chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings) }),
                 Box::new(Bm25::build(&corpus, &index.units, scope, &all)),

@@ -38,6 +38,10 @@ pub struct Experiment {
     /// report then says that its trained rows have no control.
     #[serde(default = "ControlKind::all")]
     pub controls: Vec<ControlKind>,
+    /// Rows (by their place in `methods`, from 0) that every trained row is also compared with, in the
+    /// report's Holm family: named comparators, such as the best row measured before (issue 62).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compare_with: Vec<usize>,
     /// How the configuration of the trained methods was chosen, for the report to say in words.
     #[serde(default)]
     pub selection: Selection,
@@ -207,6 +211,9 @@ impl Experiment {
         }
         if self.retrieval.top_k == 0 {
             bail!("retrieval.top_k must be at least 1 (metrics read the top 1, 3, 5 and 10)");
+        }
+        if let Some(&i) = self.compare_with.iter().find(|&&i| i >= self.methods.len()) {
+            bail!("compare_with names method {i}, but `methods` lists {} (counted from 0)", self.methods.len());
         }
         if let Some(v) = &self.data.validation {
             v.check()?;

@@ -164,6 +164,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         selection: exp.selection.describe(exp.data.split.as_deref()),
         queries: queries.iter().map(|q| q.id.clone()).collect(),
         comparisons: vec![],
+        comparators: vec![],
         provenance: Some(crate::provenance::current()),
     };
     if cache.root != dir {
@@ -249,6 +250,8 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     }
     record(dir, &models)?;
     retrievals::write(dir, &retrieved)?;
+    // The methods' rows come first, in the file's order, then their controls.
+    report.comparators = exp.compare_with.iter().map(|&i| report.methods[i].name.clone()).collect();
     report.compare();
     report.write(dir)?;
     Ok(report)

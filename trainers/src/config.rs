@@ -21,8 +21,19 @@ pub struct TrainConfig {
     pub holdout_docs: Option<Removed>,
     /// Epochs, seed, warmup, weight decay, clipping, checkpoints, early stopping.
     pub schedule: Schedule,
-    /// Queries per step (all from one document: the others' units are its negatives).
+    /// Queries per step and document (one document a step by default: the others' units are its negatives).
     pub batch_size: usize,
+    /// Documents a step of SproutRAG's joint training (and its dense control) reads (issue 62): that many
+    /// batches of one document each ([`crate::data::epoch_steps`]), the SLLM over each document, L_ret
+    /// over the units of them all (every other document's units are in-batch negatives), L_attn and
+    /// L_node per document. 1: one document a step, the paper's step.
+    #[serde(skip_serializing_if = "is_one")]
+    pub docs_per_step: usize,
+    /// Weight of the document term (issue 62's document level, trained): each query of a step against the
+    /// step's documents, each a document vector (the mean of its SLLM unit embeddings), its own document
+    /// the positive; needs `docs_per_step` of at least 2. 0 is off.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub doc_loss: f64,
     /// AdamW learning rate of the HeadAggregator's alpha.
     pub lr_aggregation: f64,
     /// AdamW learning rate of the modules trained from scratch (SentenceVAE, SLLM).
@@ -98,6 +109,8 @@ impl Default for TrainConfig {
             holdout_docs: None,
             schedule: Schedule::default(),
             batch_size: 32,
+            docs_per_step: 1,
+            doc_loss: 0.0,
             lr_aggregation: 1e-3,
             lr_new: 1e-4,
             freeze_encoder: true,
@@ -131,6 +144,22 @@ impl TrainConfig {
         self.schedule.check()?;
         if self.batch_size == 0 {
             return Err("training.batch_size must be at least 1".into());
+        }
+        if self.docs_per_step == 0 {
+            return Err("training.docs_per_step must be at least 1 (1: one document a step)".into());
+        }
+        if !(self.doc_loss >= 0.0) {
+            return Err(format!("training.doc_loss must be 0 (off) or positive, got {}", self.doc_loss));
+        }
+        if self.doc_loss > 0.0 && self.docs_per_step < 2 {
+            return Err("training.doc_loss ranks a query's document among the step's documents: it needs docs_per_step of at least 2".into());
+        }
+        if self.docs_per_step > 1 && self.negatives.corpus().is_some() {
+            return Err("training.docs_per_step groups one-document batches; negatives: Corpus(..) already draws each batch across                  documents: set one"
+                .into());
+        }
+        if self.docs_per_step > 1 && self.schedule.devices.is_some() {
+            return Err("training.docs_per_step is read by arbor's own loop, not by the Learner over schedule.devices: set one".into());
         }
         if !(self.node_loss >= 0.0) {
             return Err(format!("training.node_loss must be 0 (off) or positive, got {}", self.node_loss));
@@ -173,6 +202,11 @@ impl TrainConfig {
         Ok(())
     }
 
+    /// How a label names the documents a step reads (`None`: one, the paper's step).
+    pub fn describe_docs_per_step(&self) -> Option<String> {
+        (self.docs_per_step > 1).then(|| format!("{} documents a step", self.docs_per_step))
+    }
+
     /// The schedule over `per_epoch` steps an epoch: `schedule.epochs`, or more to reach `min_steps`; with
     /// `schedule.steps`, as many epochs as those steps begin.
     pub fn schedule_over(&self, per_epoch: usize) -> Schedule {
@@ -198,6 +232,10 @@ pub fn removed<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Removed>
 /// keys of earlier runs still hold.
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+fn is_one(x: &usize) -> bool {
+    *x == 1
 }
 
 #[cfg(test)]

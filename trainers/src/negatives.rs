@@ -36,7 +36,7 @@
 //!
 //! In-document steps (`InDocument` and `Mined`) leave out the same false negatives as corpus-wide batches:
 //! a unit of a query's gold other than its positive, another query's positive that is its own too, a
-//! mined unit of its gold ([`crate::objective::in_document_false_negatives`]).
+//! mined unit of its gold ([`crate::objective::step_false_negatives`]).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -230,8 +230,7 @@ impl CorpusNegatives {
 
 /// Whether unit `r` overlaps any gold span of `q`.
 pub fn is_gold(docs: &[TrainDoc], r: UnitRef, q: &TrainQuery) -> bool {
-    let unit: DocSpan = docs[r.0].units[r.1];
-    q.gold.iter().any(|g| g.overlaps(&unit))
+    q.is_gold(&docs[r.0].units[r.1])
 }
 
 /// Candidates ranked for a query, best first, with their scores.
@@ -397,11 +396,18 @@ pub fn step_negatives(mined: &Mined, per_query: usize, doc: usize, queries: &[us
     units
 }
 
-/// The mined negatives from other documents an in-document `batch` of `epoch` brings (`negatives:
-/// Mined`; `None` without, or when its queries drew none).
-pub fn step_mined(mined: Option<&(Mined, usize)>, batch: &Batch, seed: u64, epoch: usize) -> Option<Vec<UnitRef>> {
+/// The mined negatives from other documents a step's `batches` (one a document) of `epoch` bring
+/// (`negatives: Mined`; `None` without, or when its queries drew none), each unit once, sorted. With
+/// `hard_negatives` a unit of one of the step's own documents is left out: it is a candidate already.
+pub fn step_mined(mined: Option<&(Mined, usize)>, batches: &[Batch], seed: u64, epoch: usize, hard_negatives: bool) -> Option<Vec<UnitRef>> {
     let (mined, per_query) = mined?;
-    Some(step_negatives(mined, *per_query, batch.doc, &batch.queries, seed, epoch)).filter(|units| !units.is_empty())
+    let mut units: Vec<UnitRef> = batches.iter().flat_map(|b| step_negatives(mined, *per_query, b.doc, &b.queries, seed, epoch)).collect();
+    if hard_negatives {
+        units.retain(|u| batches.iter().all(|b| b.doc != u.0));
+    }
+    units.sort_unstable();
+    units.dedup();
+    Some(units).filter(|units| !units.is_empty())
 }
 
 /// A run's mined negatives, when its setting mines any: mined (for `Mined`, from the other documents),
@@ -526,7 +532,21 @@ mod tests {
         let batch = Batch { doc: 1, queries: vec![0, 1] };
         let (mined, _) =
             Negatives::Mined(CorpusNegatives { mine: Mine::Random, per_query: 0, top: 2, ..Default::default() }).mine(&corpus, &docs, 0).unwrap();
-        assert_eq!(step_mined(Some(&(mined, 0)), &batch, 0, 0), None, "nothing drawn: no mined rows");
+        assert_eq!(step_mined(Some(&(mined, 0)), std::slice::from_ref(&batch), 0, 0, true), None, "nothing drawn: no mined rows");
+        // A step of two documents: what each batch draws, once, sorted; with hard negatives, none of
+        // the step's own documents' units (they are its candidates already).
+        let (mined, _) =
+            Negatives::Mined(CorpusNegatives { mine: Mine::Random, per_query: 2, top: 4, ..Default::default() }).mine(&corpus, &docs, 0).unwrap();
+        let other = Batch { doc: 0, queries: vec![0] };
+        let pair = [batch.clone(), other.clone()];
+        let mut union: Vec<UnitRef> = [&batch, &other].iter().flat_map(|b| step_negatives(&mined, 2, b.doc, &b.queries, 0, 0)).collect();
+        union.sort_unstable();
+        union.dedup();
+        assert!(union.iter().any(|u| u.0 < 2) && union.iter().any(|u| u.0 == 2), "{union:?}");
+        let m = Some(&(mined, 2));
+        assert_eq!(step_mined(m, &pair, 0, 0, false), Some(union.clone()).filter(|u| !u.is_empty()));
+        let kept: Vec<UnitRef> = union.into_iter().filter(|u| u.0 != 0 && u.0 != 1).collect();
+        assert_eq!(step_mined(m, &pair, 0, 0, true), Some(kept).filter(|u| !u.is_empty()));
         assert!(Negatives::InDocument.mine(&corpus, &docs, 0).is_none());
     }
 

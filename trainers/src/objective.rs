@@ -17,7 +17,7 @@ use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
 
 use crate::config::{HeldOut, TrainConfig};
-use crate::data::{TrainDoc, TrainQuery};
+use crate::data::{StepRows, TrainDoc};
 use crate::encoder::index;
 use crate::negatives::CorpusBatch;
 
@@ -29,7 +29,7 @@ pub fn validation_figures(m: &Metrics) -> Vec<(&'static str, f64)> {
 /// L_ret: InfoNCE between the batch's query embeddings and their positive units, the batch's other
 /// positives as negatives, (with `hard_negatives`) every other unit of the document too, and `mined`, the
 /// step's negatives from other documents (`negatives: Mined`), shared by every query of the batch; each
-/// `(i, j)` of `false_negatives` ([`in_document_false_negatives`]) leaves candidate `j` (in that order:
+/// `(i, j)` of `false_negatives` ([`step_false_negatives`]) leaves candidate `j` (in that order:
 /// positives, other units, mined) out of query `i`'s denominator. Without any, exactly
 /// [`arbor_losses::info_nce`].
 ///
@@ -65,21 +65,21 @@ fn other_units(n: usize, positives: &[usize]) -> Vec<usize> {
     (0..n).filter(|u| !positives.contains(u)).collect()
 }
 
-/// The false negatives of an in-document batch of `doc` ([`retrieval_loss`]'s candidates: the batch's
-/// positives, with `hard_negatives` the document's other units, then the `mined` units' spans): every
-/// candidate other than a query's own positive that overlaps that query's gold, as (query, candidate).
-/// So a unit holding part of a query's gold, or another query's positive that is this query's too, is
-/// never its negative, as corpus-wide batches leave them out ([`crate::negatives::CorpusBatch`]).
-pub fn in_document_false_negatives(doc: &TrainDoc, queries: &[&TrainQuery], mined: &[DocSpan], config: &TrainConfig) -> Vec<(usize, usize)> {
-    let positives: Vec<usize> = queries.iter().map(|q| q.positive).collect();
-    let mut spans: Vec<DocSpan> = positives.iter().map(|&p| doc.units[p]).collect();
+/// The false negatives of a step's batch ([`retrieval_loss`]'s candidates: the batch's positives, with
+/// `hard_negatives` the step's other units, then the `mined` units' spans; `rows` holds the step's
+/// documents one after another, [`StepRows`]): every candidate other than a query's own positive that
+/// overlaps that query's gold, as (query, candidate). So a unit holding part of a query's gold, or
+/// another query's positive that is this query's too, is never its negative, as corpus-wide batches
+/// leave them out ([`crate::negatives::CorpusBatch`]); a unit of another document never overlaps.
+pub fn step_false_negatives(rows: &StepRows<'_>, mined: &[DocSpan], config: &TrainConfig) -> Vec<(usize, usize)> {
+    let mut spans: Vec<DocSpan> = rows.positives.iter().map(|&p| rows.spans[p]).collect();
     if config.hard_negatives {
-        spans.extend(other_units(doc.units.len(), &positives).into_iter().map(|u| doc.units[u]));
+        spans.extend(other_units(rows.spans.len(), &rows.positives).into_iter().map(|u| rows.spans[u]));
     }
     spans.extend_from_slice(mined);
     let mut out = Vec::new();
-    for (i, q) in queries.iter().enumerate() {
-        out.extend(spans.iter().enumerate().filter(|&(j, s)| j != i && q.gold.iter().any(|g| g.overlaps(s))).map(|(j, _)| (i, j)));
+    for (i, q) in rows.queries.iter().enumerate() {
+        out.extend(spans.iter().enumerate().filter(|&(j, s)| j != i && q.is_gold(s)).map(|(j, _)| (i, j)));
     }
     out
 }
@@ -219,7 +219,8 @@ mod tests {
         let queries = t(&[1.0, 0.0, 1.0, 0.0], 2);
         for hard_negatives in [false, true] {
             let config = TrainConfig { tau: 0.5, hard_negatives, ..TrainConfig::default() };
-            let excluded = in_document_false_negatives(&doc, &[&q0, &q1], &[], &config);
+            let rows = StepRows { queries: vec![&q0, &q1], spans: doc.units.clone(), positives: vec![0, 0] };
+            let excluded = step_false_negatives(&rows, &[], &config);
             assert_eq!(excluded, [(0, 1), (1, 0)]);
             let got: f32 = retrieval_loss(units.clone(), queries.clone(), &[0, 0], None, &excluded, &config).into_scalar();
             let want = if hard_negatives { -(2f32 - (2f32.exp() + 2.0).ln()) } else { 0.0 };
@@ -228,7 +229,8 @@ mod tests {
         // A query whose gold spans units 0 and 1: unit 1 (a hard negative) and a mined unit of the gold are left out.
         let config = TrainConfig { hard_negatives: true, ..TrainConfig::default() };
         let wide = query(vec![DocSpan { doc: 0, span: Span::new(5, 15) }]);
-        assert_eq!(in_document_false_negatives(&doc, &[&wide], &[unit(1), unit(2)], &config), [(0, 1), (0, 3)]);
+        let rows = StepRows { queries: vec![&wide], spans: doc.units.clone(), positives: vec![0] };
+        assert_eq!(step_false_negatives(&rows, &[unit(1), unit(2)], &config), [(0, 1), (0, 3)]);
     }
 
     proptest::proptest! {
@@ -244,7 +246,6 @@ mod tests {
         ) {
             use arbor_datasets::Span;
             let units: Vec<DocSpan> = (0..n).map(|i| DocSpan { doc: 0, span: Span::new(10 * i, 10 * i + 10) }).collect();
-            let doc = TrainDoc { units: units.clone(), pooled: vec![], ids: vec![], pairs: vec![], tokens: vec![], queries: vec![] };
             let queries: Vec<TrainQuery> = golds
                 .iter()
                 .map(|&(a, len)| {
@@ -256,8 +257,9 @@ mod tests {
             let batch: Vec<&TrainQuery> = queries.iter().collect();
             let mined: Vec<DocSpan> = mined.iter().map(|&(d, a)| DocSpan { doc: d, span: Span::new(a, a + 10) }).collect();
             let config = TrainConfig { hard_negatives: hard, ..TrainConfig::default() };
-            let excluded = in_document_false_negatives(&doc, &batch, &mined, &config);
             let positives: Vec<usize> = batch.iter().map(|q| q.positive).collect();
+            let rows = StepRows { queries: batch.clone(), spans: units.clone(), positives: positives.clone() };
+            let excluded = step_false_negatives(&rows, &mined, &config);
             let mut candidates: Vec<DocSpan> = positives.iter().map(|&p| units[p]).collect();
             if hard {
                 candidates.extend((0..n).filter(|u| !positives.contains(u)).map(|u| units[u]));

@@ -183,6 +183,7 @@ mod tests {
                 index_ms_per_doc: None,
                 details: String::new(),
                 tree_shape: None,
+                documents_kept: None,
                 role: Default::default(),
                 per_query: vec![],
             },
@@ -217,6 +218,7 @@ mod tests {
             selection: String::new(),
             queries: (0..n).map(|i| format!("q{i}")).collect(),
             comparisons: vec![],
+            comparators: vec![],
             provenance: None,
         };
         let mut rows = Vec::new();

@@ -87,6 +87,7 @@ mod tests {
                     index_ms_per_doc: None,
                     details: String::new(),
                     tree_shape: None,
+                    documents_kept: None,
                     role: Role::Untrained,
                     per_query: per_query.clone(),
                 })
@@ -94,6 +95,7 @@ mod tests {
             selection: String::new(),
             queries: queries.iter().map(|q| (*q).into()).collect(),
             comparisons: vec![],
+            comparators: vec![],
             provenance: None,
         }
     }

@@ -168,7 +168,7 @@ mod tests {
         let trees = vec![Some(Tree::build(index.units.spans.clone(), &emb, 2, &Similarity::Dense { n: 4, values: &m }))];
         let ranked = crate::retrievers::beam::collapsed(trees[0].as_ref().unwrap(), &[1.0, 0.0], Layers::Upper, 1);
         assert_eq!(ranked[0].0, 4, "node 4 (6 tokens) ranks first");
-        let tree = TreeRetriever { name: "t".into(), trees, leaves: &index.units, search: TreeSearch::Collapsed };
+        let tree = TreeRetriever::new("t".into(), trees, &index.units, TreeSearch::Collapsed);
         let q = query();
         let items = tree.retrieve(&q, 7);
         // A budget of 5: the root (12 tokens) and node 4 (6 tokens) are too large, so leaf 0 (3 tokens) is
@@ -230,7 +230,7 @@ mod tests {
         let m: Vec<f32> = (0..n * n).map(|i| if (i / n).abs_diff(i % n) == 1 { 0.9 - 0.1 * (i / n).min(i % n) as f32 } else { 0.0 }).collect();
         let emb: Vec<f32> = (0..n).flat_map(|u| if u + 1 == n { [1.0, 0.0] } else { [0.0, 1.0] }).collect();
         let trees = vec![Some(Tree::build(index.units.spans.clone(), &emb, 2, &Similarity::Dense { n, values: &m }))];
-        let tree = TreeRetriever { name: "t".into(), trees, leaves: &index.units, search: TreeSearch::Collapsed };
+        let tree = TreeRetriever::new("t".into(), trees, &index.units, TreeSearch::Collapsed);
         let root = tree.retrieve(&query(), 2 * n).into_iter().max_by_key(|i| index.tokens.of(&i.spans)).unwrap();
         assert!(index.tokens.of(&root.spans) > 31, "the root holds the prose and the table");
         // The root and every node over the table are larger than 24 tokens: the node nearest the query is

@@ -70,6 +70,7 @@ pub const STRICT_P_5: Column = Column::new("ref. strict P@5", "ref_strict_precis
 pub const STRICT_R_5: Column = Column::new("ref. strict R@5", "ref_strict_recall@5", |r| Some(r.metrics.strict.recall[2]));
 pub const DOC_HIT_1: Column = Column::new("doc hit@1", "doc_hit@1", |r| Some(r.metrics.doc_hit[0]));
 pub const DOC_HIT_5: Column = Column::new("doc hit@5", "doc_hit@5", |r| Some(r.metrics.doc_hit[1]));
+pub const DOC_LEVEL: Column = Column::new("doc level kept", "documents_kept", |r| r.documents_kept);
 pub const TOKENS: Column = Column::new("tokens/query", "tokens_per_query", |r| Some(r.tokens_per_query)).decimals(0);
 pub const LATENCY_MEAN: Column = Column::new("latency ms (mean)", "latency_ms_mean", |r| Some(r.latency_ms.mean)).decimals(3);
 pub const LATENCY_P50: Column = Column::new("latency ms (p50)", "latency_ms_p50", |r| Some(r.latency_ms.p50)).decimals(3);
@@ -77,11 +78,15 @@ pub const LATENCY_P95: Column = Column::new("latency ms (p95)", "latency_ms_p95"
 pub const INDEX_MS: Column = Column::new("index ms/doc", "index_ms_per_doc", |r| r.index_ms_per_doc);
 
 /// report.md's table after the method and its role; in corpus scope (where a query may rank other
-/// documents than its own) the document hits go before tokens/query.
-pub fn report(doc_hits: bool) -> Vec<Column> {
+/// documents than its own) the document hits go before tokens/query, and where a row has a document
+/// level above its trees, how often its beam kept a gold document.
+pub fn report(doc_hits: bool, doc_level: bool) -> Vec<Column> {
     let mut columns = vec![IE_1, IE_3, IE_5, IE_MEAN, GENEROUS, STRICT, P_5, R_5, HIT_1, HIT_5, NDCG_10, EVIDENCE_R_5, IOU_5];
     if doc_hits {
         columns.extend([DOC_HIT_1, DOC_HIT_5]);
+    }
+    if doc_level {
+        columns.push(DOC_LEVEL);
     }
     columns.extend([TOKENS, LATENCY_P50, INDEX_MS]);
     columns
@@ -91,7 +96,7 @@ pub fn report(doc_hits: bool) -> Vec<Column> {
 pub const SWEEP: [Column; 10] = [IE_1, IE_3, IE_5, IE_MEAN, GENEROUS, STRICT, HIT_5, EVIDENCE_R_5, TOKENS, LATENCY_P50];
 
 /// A sweep's table.csv: every figure of a row.
-pub const CSV: [Column; 29] = [
+pub const CSV: [Column; 30] = [
     IE_1,
     IE_3,
     IE_5,
@@ -116,6 +121,7 @@ pub const CSV: [Column; 29] = [
     IOU_5,
     DOC_HIT_1,
     DOC_HIT_5,
+    DOC_LEVEL,
     TOKENS,
     LATENCY_MEAN,
     LATENCY_P50,
@@ -161,9 +167,10 @@ mod tests {
         let names: Vec<&str> = CSV.iter().map(|c| c.csv).collect();
         let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
         assert_eq!(unique.len(), names.len(), "a CSV column named twice");
-        for c in report(true).iter().chain(&SWEEP) {
+        for c in report(true, true).iter().chain(&SWEEP) {
             assert!(names.contains(&c.csv), "{} is shown but not in table.csv", c.heading);
         }
-        assert_eq!(report(false).len() + 2, report(true).len());
+        assert_eq!(report(false, false).len() + 2, report(true, false).len());
+        assert_eq!(report(true, false).len() + 1, report(true, true).len());
     }
 }

@@ -85,6 +85,10 @@ pub struct MethodResult {
     /// searches trees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tree_shape: Option<ShapeSummary>,
+    /// How often, in percent of the queries, a document level above the method's trees kept a gold
+    /// document in its beam (issue 62; `None`: no document level).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documents_kept: Option<f64>,
     #[serde(default)]
     pub role: Role,
     /// Each query's IE mean (the mean of IE@1, 3, 5, in percent), in [`Report::queries`]' order: what the
@@ -105,6 +109,9 @@ pub enum Against {
     MatchedControl,
     /// The same row in another run over the same queries (`arbor compare`).
     OtherRun,
+    /// A row the experiment names as the comparator of every trained row (`compare_with`: the best row
+    /// measured before, say), in the same Holm family.
+    Comparator,
 }
 
 /// One paired comparison of a report's rows on character IE (row minus `against`).
@@ -217,6 +224,9 @@ pub struct Report {
     pub queries: Vec<String>,
     #[serde(default)]
     pub comparisons: Vec<Comparison>,
+    /// The rows every trained row is also compared with (the experiment's `compare_with`), by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comparators: Vec<String>,
     /// None in reports written before provenance was recorded.
     #[serde(default)]
     pub provenance: Option<Provenance>,
@@ -225,7 +235,8 @@ pub struct Report {
 impl Report {
     /// Draws the report's comparisons from its rows' per-query IE: every row against every untrained
     /// baseline (two baselines once: the later row against the earlier), every trained row against each
-    /// of its controls; Holm over all of them. No comparator is chosen by a figure of the evaluated split
+    /// of its controls and each named comparator (`comparators`; not itself, nor a control met already);
+    /// Holm over all of them. No comparator is chosen by a figure of the evaluated split
     /// (picking the best baseline on it would make a "worse than the baseline" verdict anti-conservative).
     pub fn compare(&mut self) {
         let rows = &self.methods;
@@ -239,6 +250,11 @@ impl Report {
         for control in rows.iter().filter(|r| usable(r)) {
             let of = control.role.controls();
             pairs.extend(rows.iter().filter(|r| of.contains(&r.name) && usable(r)).map(|r| (r, control, Against::MatchedControl)));
+        }
+        for comparator in rows.iter().filter(|r| self.comparators.contains(&r.name) && usable(r)) {
+            let met = |r: &MethodResult| comparator.role.controls().contains(&r.name) || comparator.role == Role::Untrained;
+            let trained = rows.iter().filter(|r| r.role.is_trained() && r.name != comparator.name && usable(r) && !met(r));
+            pairs.extend(trained.map(|r| (r, comparator, Against::Comparator)).collect::<Vec<_>>());
         }
         let tested: Vec<Paired> = pairs.iter().map(|(a, b, _)| paired(&a.per_query, &b.per_query)).collect();
         let adjusted = holm(&tested.iter().map(|t| t.p).collect::<Vec<_>>());
@@ -258,7 +274,7 @@ impl Report {
         // Document hits tell methods apart only when a query may rank other documents than its own (a mean
         // of 100s may fall short of 100 by rounding).
         let doc_hits = self.methods.iter().any(|r| r.metrics.doc_hit[0] < 100.0 - 1e-6 && r.metrics.queries > 0 && r.metrics.doc_hit != [0.0; 2]);
-        let columns = columns::report(doc_hits);
+        let columns = columns::report(doc_hits, self.methods.iter().any(|r| r.documents_kept.is_some()));
         md.push_str(&format!("| method | role |{}\n|{}\n", columns::headings(&columns), "---|".repeat(columns.len() + 2)));
         for r in &self.methods {
             md.push_str(&format!("| {} | {} |{}\n", r.name, role_cell(&r.role, &self.methods), columns::cells(&columns, r)));
@@ -279,6 +295,7 @@ impl Report {
              - **IoU@5**: characters of the top 5 items that are gold over the characters of their union with the gold \
              (Chroma's chunking evaluation).\n\
              - **doc hit@k** (corpus scope): a gold document among the first k distinct documents ranked.\n\
+             - **doc level kept** (a document level above the trees): a gold document among the documents its beam kept.\n\
              - tokens/query: encoder tokens of the union of the top 5 items (what a reader is handed).\n\
              - index ms/doc: wall time to build the method's index (encoding included) per document, artefacts read back \
              from a cache counted at the time their first build took; n/a where one was built before such times were kept.\n",
@@ -325,6 +342,7 @@ impl Report {
                     Against::BestUntrained => "best untrained baseline",
                     Against::MatchedControl => "its matched control",
                     Against::OtherRun => "the other run",
+                    Against::Comparator => "named comparator",
                 };
                 md.push_str(&format!("| {} | {} ({why}) | {} |\n", c.row, c.against, c.cells()));
             }
@@ -332,7 +350,8 @@ impl Report {
                 "\nPaired over the {} queries on their character IE mean: the bootstrap 95 % percentile interval of the \
                  difference ({} resamples) and Fisher's two-sided randomization test ({} sign flips, exact when fewer \
                  suffice), seed {:#x}; p (Holm) is adjusted over the {} comparisons of this report. Every row meets every \
-                 untrained baseline (none is chosen by its figures), every trained row each of its matched controls. A \
+                 untrained baseline (none is chosen by its figures), every trained row each of its matched controls and each \
+                 comparator the experiment names. A \
                  difference holds only where p (Holm) < 0.05; the id readings are not tested.\n",
                 self.queries.len(),
                 crate::scoring::stats::RESAMPLES,
@@ -403,12 +422,14 @@ mod tests {
                 index_ms_per_doc: Some(1.0),
                 details: "a tree".into(),
                 tree_shape: None,
+                documents_kept: None,
                 role: Role::Untrained,
                 per_query: vec![20.0, 23.4],
             }],
             selection: String::new(),
             queries: vec!["q1".into(), "q2".into()],
             comparisons: vec![],
+            comparators: vec![],
             provenance: Some(Provenance { commit: "abc".into(), ..Default::default() }),
         };
         report.write(&dir).unwrap();
@@ -432,6 +453,7 @@ mod tests {
             index_ms_per_doc: None,
             details: String::new(),
             tree_shape: None,
+            documents_kept: None,
             role,
             per_query,
         }
@@ -448,6 +470,7 @@ mod tests {
             selection: String::new(),
             queries,
             comparisons: vec![],
+            comparators: vec![],
             provenance: None,
         }
     }
@@ -495,6 +518,32 @@ mod tests {
         assert!(md.contains("| control | control of row 3 |"), "{md}");
         assert!(md.contains("**No matched control** for `lone`"), "{md}");
         assert!(!md.contains("`sprout`,"), "sprout has its control");
+    }
+
+    /// A named comparator (issue 62: the best row measured before) meets every trained row but itself,
+    /// after the baselines and controls, in the same Holm family; untrained rows do not meet it.
+    #[test]
+    fn a_named_comparator_meets_every_trained_row() {
+        let queries: Vec<String> = (0..20).map(|i| format!("q{i}")).collect();
+        let base: Vec<f64> = (0..20).map(|i| (i % 4) as f64).collect();
+        let plus = |d: f64| base.iter().map(|x| x + d).collect::<Vec<f64>>();
+        let mut report = report_of(
+            vec![
+                row("flat", Role::Untrained, base.clone()),
+                row("sac tuned", Role::Trained, plus(3.0)),
+                row("sprout", Role::Trained, plus(1.0)),
+                row("control", Role::Control { of: vec!["sprout".into()] }, plus(2.0)),
+            ],
+            queries,
+        );
+        report.comparators = vec!["sac tuned".into()];
+        report.compare();
+        let named: Vec<(&str, &str)> =
+            report.comparisons.iter().filter(|c| c.why == Against::Comparator).map(|c| (c.row.as_str(), c.against.as_str())).collect();
+        assert_eq!(named, [("sprout", "sac tuned")]);
+        assert_eq!(report.comparisons.len(), 3 + 1 + 1, "three against flat, one control, one comparator");
+        assert_eq!(report.comparisons.last().unwrap().verdict(), "worse");
+        assert!(report.markdown().contains("| sprout | sac tuned (named comparator) |"));
     }
 
     #[test]

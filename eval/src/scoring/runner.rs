@@ -52,7 +52,12 @@ pub fn evaluate(
     let mut handed_tokens = 0usize;
     let mut retrieved = Vec::with_capacity(queries.len());
     let leaves = retriever.leaves();
+    // Per query with a document level: whether its beam kept a gold document.
+    let mut kept_gold: Vec<bool> = Vec::new();
     for q in queries {
+        if let Some(kept) = retriever.kept_documents(&q.input) {
+            kept_gold.push(q.gold.iter().any(|g| kept.contains(&g.doc)));
+        }
         let start = Instant::now();
         let mut items = retriever.retrieve(&q.input, k);
         // Handed on as their parents, several children of one parent are one item: ask for twice as many while fewer
@@ -104,6 +109,7 @@ pub fn evaluate(
         index_ms_per_doc: None,
         details: String::new(),
         tree_shape: None,
+        documents_kept: (!kept_gold.is_empty()).then(|| 100.0 * kept_gold.iter().filter(|&&k| k).count() as f64 / kept_gold.len() as f64),
         role: Default::default(),
         per_query: per_query.iter().map(ie_percent).collect(),
     };

@@ -104,12 +104,12 @@ mod tests {
     }
 
     /// SproutRAG's joint training and its dense control: over the same training documents, both configs
-    /// give the same batches in every epoch, the same schedule over them (epochs, warmup, floor of steps),
+    /// give the same steps in every epoch (three documents' batches a step, issue 62), the same schedule over them (epochs, warmup, floor of steps),
     /// and the same optimiser settings and window rule; only the method's own terms differ.
     #[test]
     fn sproutrags_control_takes_the_methods_batches_schedule_and_optimiser() {
         use arbor_datasets::{DocSpan, Span};
-        use arbor_trainers::data::{TrainDoc, TrainQuery, epoch_batches};
+        use arbor_trainers::data::{TrainDoc, TrainQuery, epoch_steps};
         let query = |positive: usize| TrainQuery { text: String::new(), pooled: vec![], ids: vec![], positive, gold: vec![] };
         let docs: Vec<TrainDoc> = (0..5)
             .map(|d| TrainDoc {
@@ -122,7 +122,7 @@ mod tests {
             })
             .collect();
         let row = "SproutRag((attention: Sllm, training: Some((schedule: (epochs: 3, seed: 11, warmup_fraction: 0.2, weight_decay: 0.02, \
-                   grad_clip: 0.5), batch_size: 2, freeze_encoder: false, lr_encoder: 3e-5, lr_new: 2e-3, tau: 0.07, step_tokens: Some(512), \
+                   grad_clip: 0.5), batch_size: 2, docs_per_step: 3, doc_loss: 0.5, freeze_encoder: false, lr_encoder: 3e-5, lr_new: 2e-3, tau: 0.07, step_tokens: Some(512), \
                    frozen_layers: Some(2), hard_negatives: false, train_queries: Some(9), lambda: 0.3, \
                    negatives: Mined((mine: Encoder, per_query: 2, skip: 1, top: 20, margin: Some(0.9))), validation: Corpus))))";
         let list = methods(&format!("Flat, {row}"));
@@ -130,11 +130,9 @@ mod tests {
         let Method::Dense(dense) = &matched(&list, &[ControlKind::Dense])[0].0 else { panic!("a dense control") };
         let control = &dense.training;
         for epoch in 0..3 {
-            assert_eq!(
-                epoch_batches(&docs, control.batch_size, control.schedule.seed, epoch),
-                epoch_batches(&docs, method.batch_size, method.schedule.seed, epoch),
-                "epoch {epoch}"
-            );
+            let steps = |t: &arbor_trainers::config::TrainConfig| epoch_steps(&docs, t.batch_size, t.docs_per_step, t.schedule.seed, epoch);
+            assert_eq!(steps(control), steps(&method), "epoch {epoch}");
+            assert!(steps(&method).iter().any(|step| step.len() > 1), "steps of several documents");
         }
         assert_eq!(control.schedule_over(7), method.schedule_over(7), "epochs, warmup, decay, clipping");
         let optimiser = |t: &arbor_trainers::config::TrainConfig| (t.lr_encoder, t.lr_new, t.tau, t.freeze_encoder, t.frozen_layers);
@@ -154,6 +152,8 @@ mod tests {
             assert!(label.contains("the epoch chosen over every validation document"), "{label}");
         }
         assert_eq!((control.lambda, method.lambda), (0.1, 0.3), "the method's own terms are not the control's");
+        assert_eq!((control.doc_loss, method.doc_loss), (0.0, 0.5));
+        assert!(Method::Dense(dense.clone()).label().contains("3 documents a step"));
     }
 
     /// SmartChunk's planner: its control trains at the planner's rate, queries per step, seed and epochs,

@@ -65,6 +65,7 @@ impl DenseConfig {
                 holdout_docs: None,
                 schedule: t.schedule.clone(),
                 batch_size: t.batch_size,
+                docs_per_step: t.docs_per_step,
                 lr_new: t.lr_new,
                 freeze_encoder: t.freeze_encoder,
                 lr_encoder: t.lr_encoder,
@@ -115,6 +116,9 @@ impl MethodSpec for DenseConfig {
             let cached = t.grad_cache.map_or(String::new(), |k| format!(", GradCache chunks of {k}"));
             format!(", {n}{cached}")
         });
+        if let Some(docs) = t.describe_docs_per_step() {
+            negatives += &format!(", {docs}");
+        }
         if !t.validation.is_documents() {
             negatives += ", the epoch chosen over every validation document";
         }

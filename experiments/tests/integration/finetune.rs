@@ -263,10 +263,10 @@ fn an_exported_encoder_ranks_as_its_row() {
     assert!(moved > 0, "Flat over the export ranks as Flat over the pretrained encoder: the export holds no fine-tuning");
 }
 
-type Rankings = std::collections::HashMap<String, std::collections::HashMap<String, Vec<crate::common::Ranked>>>;
+pub(crate) type Rankings = std::collections::HashMap<String, std::collections::HashMap<String, Vec<crate::common::Ranked>>>;
 
 /// A run's retrievals: method -> query -> ranked items.
-fn rankings(run: &Path) -> Rankings {
+pub(crate) fn rankings(run: &Path) -> Rankings {
     let mut out = Rankings::new();
     for line in std::fs::read_to_string(run.join("retrievals.jsonl")).unwrap().lines() {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -293,7 +293,7 @@ fn repeats(positives: &serde_json::Value) -> usize {
 
 /// The fixture's articles cut after the last sentence ending before byte `cut`, with the questions whose
 /// evidence lies in what is kept, as a JSONL corpus in `dir`; returns its folder.
-fn short_articles(dir: &Path, cut: usize) -> std::path::PathBuf {
+pub(crate) fn short_articles(dir: &Path, cut: usize) -> std::path::PathBuf {
     use serde_json::Value;
     let fixture = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/squad-mini"));
     let mut kept = std::collections::HashMap::new();

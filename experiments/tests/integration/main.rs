@@ -9,5 +9,6 @@
 
 mod common;
 mod finetune;
+mod hierarchy;
 mod library;
 mod pipeline;

@@ -21,7 +21,7 @@ use arbor_models::sproutrag::{SproutRagModel, SproutRagModelConfig};
 
 use super::{FixedBatch, StepTiming, measure};
 use crate::config::TrainConfig;
-use crate::data::TrainDoc;
+use crate::data::{Part, TrainDoc};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
 use crate::sproutrag::step::losses;
 use crate::sproutrag::{groups, initial};
@@ -161,7 +161,7 @@ pub fn time_joint_steps<B: AutodiffBackend>(
     let timing = measure::<B>(steps, &device, |first| {
         let now = model.take().expect("each step puts the model back");
         let vectors = Vectors::step(Some(&encoder), now.encoder.as_ref());
-        let terms = losses(&now, &vectors, config, doc, queries, None, 0);
+        let terms = losses(&now, &vectors, config, &[Part { doc, queries }], None, 0);
         let loss = terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b).expect("L_ret is always a term");
         let value = first.then(|| loss.clone().into_scalar().elem::<f32>());
         let mut grads = loss.backward();
@@ -212,7 +212,7 @@ mod tests {
         assert!(start.output.weight.iter().flatten().all(|&w| w == 0.0), "the SLLM's output starts at zero");
         let encoder = StepEncoder::new(&tune, None).unwrap();
         let vectors = Vectors::step(Some(&encoder), model.encoder.as_ref());
-        let terms = losses(&model, &vectors, &config, doc, &queries, None, 0);
+        let terms = losses(&model, &vectors, &config, &[Part { doc, queries: &queries }], None, 0);
         assert_eq!(terms.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["loss/ret", "loss/attn_weighted"]);
         let loss: f32 = terms.into_iter().map(|(_, t)| t.into_scalar().elem::<f32>()).sum();
         assert!((timing.first_loss - loss).abs() < 1e-5, "{} against {loss}", timing.first_loss);

@@ -20,7 +20,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use serde::{Deserialize, Serialize};
 
 use crate::config::TrainConfig;
-use crate::data::{TrainDoc, TrainQuery};
+use crate::data::{Part, TrainDoc, TrainQuery};
 use crate::dense::step::plain_loss;
 use crate::encoder::{FineTune, StepEncoder, Vectors, window_rows};
 use crate::window::window;
@@ -149,7 +149,7 @@ pub fn time_steps<B: AutodiffBackend>(
     measure::<B>(steps, &device, |first| {
         let now = model.take().expect("each step puts the model back");
         let vectors = Vectors::step(Some(&encoder), now.encoder.as_ref());
-        let (loss, _) = plain_loss(&now, &vectors, config, doc, queries, None, &device);
+        let (loss, _) = plain_loss(&now, &vectors, config, &[Part { doc, queries }], None, &device);
         let value = first.then(|| loss.clone().into_scalar().elem::<f32>());
         let mut grads = loss.backward();
         let params = GradientsParams::from_module(&mut grads, &now);
@@ -226,7 +226,7 @@ mod tests {
             arbor_models::dense::DenseModel::new(tune.bert.embeddings.word_embeddings.weight.dims()[1], Some(tune.bert.clone()), &Default::default());
         let encoder = StepEncoder::new(&tune, None).unwrap();
         let vectors = Vectors::step(Some(&encoder), model.encoder.as_ref());
-        let (loss, kept) = plain_loss(&model, &vectors, &config, doc, &queries, None, &Default::default());
+        let (loss, kept) = plain_loss(&model, &vectors, &config, &[Part { doc, queries: &queries }], None, &Default::default());
         assert_eq!(kept, batch.window.len());
         let loss: f32 = loss.into_scalar();
         assert!((timing.first_loss - loss).abs() < 1e-5, "{} against {loss}", timing.first_loss);

@@ -1,5 +1,6 @@
 //! The matched control's training ([`arbor_models::dense::DenseModel`]): per step, one document and a
-//! batch of its queries, exactly the batches, epochs, seed and schedule of SproutRAG's joint training
+//! batch of its queries (`docs_per_step` of them with that setting, issue 62), exactly the batches,
+//! epochs, seed and schedule of SproutRAG's joint training
 //! ([`crate::sproutrag`]) on the same documents, with its retrieval term alone,
 //!
 //! ```text
@@ -35,7 +36,7 @@ use burn::tensor::Tensor;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 
 use crate::config::TrainConfig;
-use crate::data::{EpochBatches, TrainDoc, step_batch};
+use crate::data::{EpochBatches, Part, TrainDoc, describe, step_batch};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
 use crate::grad_cache::{self, Side};
 use crate::negatives::{self, CorpusBatch, Mined, Negatives, StepMined, step_mined};
@@ -71,7 +72,7 @@ pub fn train<B: AutodiffBackend>(
     let mined = negatives::prepare(&config.negatives, corpus, train, config.schedule.seed, run_dir)?.map(|(m, how)| (m, how.per_query));
     let batches = match (mined, &config.negatives) {
         (Some((mined, per_query)), Negatives::Corpus(_)) => Batches::Corpus { queries: negatives::all_queries(train), mined, per_query },
-        (mined, _) => Batches::InDocument(EpochBatches::new(train, config.batch_size, config.schedule.seed), mined),
+        (mined, _) => Batches::InDocument(EpochBatches::with_docs(train, config.batch_size, config.docs_per_step, config.schedule.seed), mined),
     };
     let schedule = config.schedule_over(batches.per_epoch(config.batch_size));
     let mut task = PlainRetrieval { config, corpus, train, holdout, batches, encoder: step_encoder };
@@ -126,18 +127,15 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
                 return Ok(corpus_step(loss, &batch));
             }
         };
-        let (epoch, batch) = (step / batches.per_epoch(), batches.at(self.train, step));
-        let doc = &self.train[batch.doc];
-        let mined = step_mined(mined.as_ref(), batch, self.config.schedule.seed, epoch);
+        let (epoch, batches) = (step / batches.per_epoch(), batches.at(self.train, step));
+        let mined = step_mined(mined.as_ref(), batches, self.config.schedule.seed, epoch, self.config.hard_negatives);
         let step_mined = mined.as_ref().map(|units| StepMined { docs: self.train, units });
-        let (loss, kept) = plain_loss(model, &vectors, self.config, doc, &batch.queries, step_mined, &Default::default());
+        let parts: Vec<Part<'_>> = batches.iter().map(|b| b.part(self.train)).collect();
+        let (loss, kept) = plain_loss(model, &vectors, self.config, &parts, step_mined, &Default::default());
         let mut scalars = vec![("step/units", kept as f64)];
         scalars.extend(mined.as_ref().map(|m| ("negatives/mined", m.len() as f64)));
-        Ok(Step {
-            terms: vec![("loss/ret", loss)],
-            scalars,
-            context: format!("document {}, {} queries, {kept} of {} units", batch.doc, batch.queries.len(), doc.units.len()),
-        })
+        let units: usize = parts.iter().map(|p| p.doc.units.len()).sum();
+        Ok(Step { terms: vec![("loss/ret", loss)], scalars, context: format!("{}, {kept} of {units} units", describe(batches)) })
     }
 
     fn cached_step(&mut self, model: &DenseModel<B>, step: usize, add: &mut dyn FnMut(B::Gradients)) -> Option<anyhow::Result<Step<B>>> {
@@ -391,7 +389,7 @@ mod tests {
         let encoder = StepEncoder::new(&tune, None).unwrap();
         let vectors = Vectors::step(Some(&encoder), model.encoder.as_ref());
         let config = TrainConfig { batch_size: 2, ..TrainConfig::default() };
-        let (whole, _) = plain_loss(&model, &vectors, &config, &docs[0], &[0, 1], None, &device);
+        let (whole, _) = plain_loss(&model, &vectors, &config, &[Part { doc: &docs[0], queries: &[0, 1] }], None, &device);
         let n = docs[0].units.len();
         let how = crate::negatives::CorpusNegatives { mine: crate::negatives::Mine::Encoder, per_query: n - 1, skip: 0, top: n, margin: None };
         let mined = how.mine(&corpus, &docs, 0, false);

@@ -1,6 +1,6 @@
 //! The dense control's step and its held-out reading, which the skeleton's task ([`super`]) and the
-//! data-parallel path ([`crate::parallel::dense`]) both call: L_ret of one document's batch (the window of
-//! a fine-tuned encoder, the document's other units by their frozen vectors), of a corpus-wide batch, and
+//! data-parallel path ([`crate::parallel::dense`]) both call: L_ret of one or more documents' batches
+//! (the window of a fine-tuned encoder, the documents' other units by their frozen vectors), of a corpus-wide batch, and
 //! the validation figures the epoch is chosen by ([`crate::objective`]).
 
 use arbor_datasets::Corpus;
@@ -10,33 +10,41 @@ use burn::tensor::backend::Backend;
 
 use crate::config::HeldOut;
 use crate::config::TrainConfig;
-use crate::data::{TrainDoc, TrainQuery};
+use crate::data::{Part, StepRows, TrainDoc, TrainQuery};
 use crate::encoder::{StepEncoder, Vectors};
 use crate::negatives::{CorpusBatch, StepMined};
-use crate::objective::{corpus_retrieval_loss, flat_on_held_out, in_document_false_negatives, retrieval_loss, validation_figures};
+use crate::objective::{corpus_retrieval_loss, flat_on_held_out, retrieval_loss, step_false_negatives, validation_figures};
 use crate::window::window;
 
-/// L_ret of a batch of `doc`'s `queries` (by index) and the units it encoded: a fine-tuned encoder runs
-/// over the window of `step_tokens` and the document's other units enter by their frozen vectors (as in
-/// SproutRAG's step); the adapter reads frozen vectors, every unit at no cost, so only the encoder's step
-/// is windowed. `mined`: the step's negatives from other documents (`negatives: Mined`), embedded as the
-/// batch's units are.
+/// L_ret of a step over `parts` (one document's batch each; several with `docs_per_step`, exactly as
+/// SproutRAG's joint step reads them) and the units it encoded: a fine-tuned encoder runs over each
+/// document's window of `step_tokens` and the document's other units enter by their frozen vectors (as
+/// in SproutRAG's step); the adapter reads frozen vectors, every unit at no cost, so only the encoder's
+/// step is windowed. Every unit of the step's documents is a negative of every query (with
+/// `hard_negatives`). `mined`: the step's negatives from other documents (`negatives: Mined`), embedded
+/// as the batch's units are.
 pub(crate) fn plain_loss<B: Backend>(
     model: &DenseModel<B>,
     vectors: &Vectors<B>,
     config: &TrainConfig,
-    doc: &TrainDoc,
-    queries: &[usize],
+    parts: &[Part<'_>],
     mined: Option<StepMined<'_>>,
     device: &B::Device,
 ) -> (Tensor<B, 1>, usize) {
-    let queries: Vec<&TrainQuery> = queries.iter().map(|&q| &doc.queries[q]).collect();
-    let kept = window(doc, &queries, config.step_tokens.filter(|_| vectors.fine_tuned()));
-    let positives: Vec<usize> = queries.iter().map(|q| q.positive).collect();
-    let (units, eq) = (model.embed(vectors.units_within(doc, &kept, device)), model.embed(vectors.queries(&queries, device)));
-    let false_negatives = in_document_false_negatives(doc, &queries, &mined.map_or_else(Vec::new, |m| m.spans()), config);
+    let rows = StepRows::of(parts);
+    let mut kept_units = 0;
+    let mut units = Vec::with_capacity(parts.len());
+    for part in parts {
+        let queries: Vec<&TrainQuery> = part.queries.iter().map(|&q| &part.doc.queries[q]).collect();
+        let kept = window(part.doc, &queries, config.step_tokens.filter(|_| vectors.fine_tuned()));
+        kept_units += kept.len();
+        units.push(model.embed(vectors.units_within(part.doc, &kept, device)));
+    }
+    let units = if units.len() == 1 { units.pop().expect("one") } else { Tensor::cat(units, 0) };
+    let eq = model.embed(vectors.queries(&rows.queries, device));
+    let false_negatives = step_false_negatives(&rows, &mined.map_or_else(Vec::new, |m| m.spans()), config);
     let mined = mined.map(|m| model.embed(vectors.units_across(m.docs, m.units, device)));
-    (retrieval_loss(units, eq, &positives, mined, &false_negatives, config), kept.len())
+    (retrieval_loss(units, eq, &rows.positives, mined, &false_negatives, config), kept_units)
 }
 
 /// L_ret of a corpus-wide batch ([`crate::negatives`]): its queries against its candidates, the fine-tuned

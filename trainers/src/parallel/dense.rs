@@ -57,7 +57,7 @@ impl<B: Backend> DenseStep<B> {
         let vectors = Vectors::step(self.encoder.as_ref(), self.model.encoder.as_ref());
         let sum = items
             .iter()
-            .map(|item| plain_loss(&self.model, &vectors, &self.config, &item.doc, &item.queries, None, &device).0)
+            .map(|item| plain_loss(&self.model, &vectors, &self.config, &[item.part()], None, &device).0)
             .reduce(|a, b| a + b)
             .expect("a batch holds an item");
         sum / items.len() as f32

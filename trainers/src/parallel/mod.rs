@@ -54,7 +54,7 @@ use burn_train::ItemLazy;
 use burn_train::metric::{Adaptor, LossInput};
 
 use crate::config::TrainConfig;
-use crate::data::{TrainDoc, epoch_batches};
+use crate::data::{Part, TrainDoc, epoch_batches};
 use crate::learner::Fit;
 use crate::schedule::Schedule;
 use crate::skeleton::SelectBy;
@@ -90,6 +90,13 @@ pub struct DocItem {
     doc: Arc<TrainDoc>,
     at: usize,
     queries: Vec<usize>,
+}
+
+impl DocItem {
+    /// The item as a step's one part.
+    pub(crate) fn part(&self) -> Part<'_> {
+        Part { doc: &self.doc, queries: &self.queries }
+    }
 }
 
 impl std::fmt::Debug for DocItem {

@@ -1,12 +1,14 @@
-//! SproutRAG's joint training (Section 4): per step, one document and a batch of its queries,
+//! SproutRAG's joint training (Section 4): per step, one document and a batch of its queries (or, with
+//! `docs_per_step`, that many documents and a batch of each one's queries: issue 62),
 //!
 //! ```text
 //! L = L_ret + lambda * L_attn (+ CE + beta * KL with a SentenceVAE) (+ mu * L_node)
 //! ```
 //!
 //! with L_ret InfoNCE between query embeddings and their positive units (in-batch negatives, plus the
-//! document's other units as hard negatives), and L_attn on the aggregated attention M of the document's
-//! gold merge pairs. L_node (`node_loss` = mu > 0; arbor's addition, `arbor_losses::node_contrastive`)
+//! step's documents' other units as hard negatives), and L_attn on the aggregated attention M of each
+//! document's gold merge pairs (the mean over the step's documents). With `doc_loss` (issue 62) a
+//! document term ranks each query's document among the step's by the mean of their unit embeddings. L_node (`node_loss` = mu > 0; arbor's addition, `arbor_losses::node_contrastive`)
 //! ranks the nodes of the document's tree, built from the current M and held fixed, against each other:
 //! a query's smallest node covering its gold above that node's ancestors and the siblings on its path.
 //! The encoder is frozen (units and queries arrive as pooled vectors), or fine-tuned: it
@@ -30,7 +32,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 
 use crate::config::TrainConfig;
-use crate::data::{EpochBatches, TrainDoc};
+use crate::data::{EpochBatches, Part, TrainDoc, describe};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
 use crate::negatives::{self, Mined, StepMined, step_mined};
 use crate::objective::start;
@@ -56,8 +58,8 @@ pub fn train<B: AutodiffBackend>(
 ) -> anyhow::Result<SproutRagModel<B::InnerBackend>> {
     anyhow::ensure!(
         config.negatives.corpus().is_none(),
-        "SproutRAG's joint step reads one document at a time: its negatives are that document's, with `Mined` also units \
-         mined from the other documents; batches across documents (`Corpus`) are the dense trainer's"
+        "SproutRAG's joint step reads whole documents (`docs_per_step` of them): its negatives are their units, with `Mined` also \
+         units mined from the other documents; batches of queries across documents (`Corpus`) are the dense trainer's"
     );
     let device = start::<B>(config, train)?;
     anyhow::ensure!(
@@ -76,7 +78,7 @@ pub fn train<B: AutodiffBackend>(
         return parallel::sproutrag::fit(model, step_encoder, &data, max_tokens, 1, progress);
     }
     let mined = negatives::prepare(&config.negatives, corpus, train, config.schedule.seed, run_dir)?.map(|(m, how)| (m, how.per_query));
-    let batches = EpochBatches::new(train, config.batch_size, config.schedule.seed);
+    let batches = EpochBatches::with_docs(train, config.batch_size, config.docs_per_step, config.schedule.seed);
     let schedule = config.schedule_over(batches.per_epoch());
     let mut task = Joint { config, corpus, train, holdout, max_tokens, batches, mined, encoder: step_encoder };
     Ok(skeleton::train(&mut task, model, &groups, &schedule, run_dir, progress)?.valid())
@@ -169,13 +171,14 @@ impl<B: AutodiffBackend> Task<B> for Joint<'_> {
     }
 
     fn step(&mut self, model: &SproutRagModel<B>, step: usize) -> anyhow::Result<Step<B>> {
-        let (epoch, batch) = (step / self.batches.per_epoch(), self.batches.at(self.train, step));
+        let (epoch, batches) = (step / self.batches.per_epoch(), self.batches.at(self.train, step));
         let vectors = Vectors::step(self.encoder.as_ref(), model.encoder.as_ref());
-        let mined = step_mined(self.mined.as_ref(), batch, self.config.schedule.seed, epoch);
+        let mined = step_mined(self.mined.as_ref(), batches, self.config.schedule.seed, epoch, self.config.hard_negatives);
         let step_mined = mined.as_ref().map(|units| StepMined { docs: self.train, units });
-        let terms = losses(model, &vectors, self.config, &self.train[batch.doc], &batch.queries, step_mined, self.max_tokens);
+        let parts: Vec<Part<'_>> = batches.iter().map(|b| b.part(self.train)).collect();
+        let terms = losses(model, &vectors, self.config, &parts, step_mined, self.max_tokens);
         let scalars = mined.as_ref().map(|m| ("negatives/mined", m.len() as f64)).into_iter().collect();
-        Ok(Step { terms, scalars, context: format!("document {}, {} queries", batch.doc, batch.queries.len()) })
+        Ok(Step { terms, scalars, context: describe(batches) })
     }
 
     fn monitor(&self, model: &SproutRagModel<B>) -> Vec<(&'static str, f64)> {
@@ -254,10 +257,12 @@ mod tests {
         let pooled = vec![vec![1.0, 0.0], vec![0.8, 0.6], vec![0.0, 1.0], vec![-0.6, 0.8]];
         let query = TrainQuery { text: String::new(), pooled: vec![1.0, 0.2], ids: vec![], positive: 0, gold: vec![span(0)] };
         let doc = TrainDoc { units: (0..4).map(span).collect(), pooled, ids: vec![], pairs: vec![(0, 1)], tokens: vec![], queries: vec![query] };
-        let names = |c: &TrainConfig| losses(&model, &Vectors::Given, c, &doc, &[0], None, 0).into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+        let names = |c: &TrainConfig| {
+            losses(&model, &Vectors::Given, c, &[Part { doc: &doc, queries: &[0] }], None, 0).into_iter().map(|(n, _)| n).collect::<Vec<_>>()
+        };
         assert_eq!(names(&TrainConfig::default()), ["loss/ret", "loss/attn_weighted"]);
         let with = TrainConfig { node_loss: 0.5, ..TrainConfig::default() };
-        let terms = losses(&model, &Vectors::Given, &with, &doc, &[0], None, 0);
+        let terms = losses(&model, &Vectors::Given, &with, &[Part { doc: &doc, queries: &[0] }], None, 0);
         assert_eq!(terms.iter().map(|t| t.0).collect::<Vec<_>>(), ["loss/ret", "loss/attn_weighted", "loss/node_weighted"]);
         let value: f32 = terms[2].1.clone().into_scalar();
         assert!(value.is_finite() && value > 0.0, "{value}");
@@ -288,7 +293,7 @@ mod tests {
         ];
         let training = TrainConfig::default();
         let ret = |mined: Option<StepMined<'_>>| -> f32 {
-            let terms = losses(&model, &Vectors::Given, &training, &docs[0], &[0], mined, 0);
+            let terms = losses(&model, &Vectors::Given, &training, &[Part { doc: &docs[0], queries: &[0] }], mined, 0);
             terms.into_iter().find(|t| t.0 == "loss/ret").unwrap().1.into_scalar()
         };
         let units = [(1, 0), (1, 2)];
@@ -308,6 +313,98 @@ mod tests {
         assert!(with > ret(None), "more negatives, a larger loss: {with} vs {}", ret(None));
     }
 
+    /// Two documents whose SLLM starts at e_i = x_i (its output layer zero), unit k of document d
+    /// holding query k's gold; `contextual` draws the output layer, so each embedding depends on its
+    /// document.
+    fn two_documents(contextual: bool) -> (SproutRagModel<A>, [TrainDoc; 2]) {
+        use arbor_models::sllm::SllmConfig;
+        let config = SproutRagModelConfig { sllm: SllmConfig { layers: 1, heads: 2, d_model: 16, d_ff: 32 }, vae: None };
+        let mut model = config.init::<A>(2, 0, AggregationInit::Uniform, &Default::default());
+        if contextual {
+            model.sllm.output = burn::nn::LinearConfig::new(16, 2).init(&Default::default());
+        }
+        let doc = |d: usize, pooled: Vec<Vec<f32>>, queries: Vec<(Vec<f32>, usize)>| {
+            let units: Vec<DocSpan> = (0..pooled.len()).map(|i| DocSpan { doc: d, ..span(i) }).collect();
+            let queries = queries
+                .into_iter()
+                .map(|(v, k)| TrainQuery { text: String::new(), pooled: v, ids: vec![], positive: k, gold: vec![units[k]] })
+                .collect();
+            TrainDoc { units, pooled, ids: vec![], pairs: vec![(0, 1)], tokens: vec![], queries }
+        };
+        let docs = [
+            doc(0, vec![vec![1.0, 0.0], vec![0.8, 0.6], vec![0.0, 1.0]], vec![(vec![1.0, 0.2], 0), (vec![0.1, 1.0], 2)]),
+            doc(1, vec![vec![0.6, 0.8], vec![-1.0, 0.0]], vec![(vec![0.5, 0.9], 0)]),
+        ];
+        (model, docs)
+    }
+
+    /// Issue 62: a step of one document is the paper's step exactly, loss and gradients: the same
+    /// numbers, bit for bit, as its terms composed by hand from the model, L_ret and L_attn.
+    #[test]
+    fn one_document_a_step_is_the_papers_step_exactly() {
+        use crate::objective::{retrieval_loss, step_false_negatives};
+        use arbor_losses::attention_structure;
+        let (model, docs) = two_documents(true);
+        let training = TrainConfig { lambda: 0.3, ..TrainConfig::default() };
+        let part = Part { doc: &docs[0], queries: &[1, 0] };
+        let step: Tensor<A, 1> = losses(&model, &Vectors::Given, &training, &[part], None, 0).into_iter().map(|t| t.1).reduce(|a, b| a + b).unwrap();
+        let device = Default::default();
+        let out = model.document(Vectors::<A>::Given.all_units(&docs[0], &device), false);
+        let batch = [&docs[0].queries[1], &docs[0].queries[0]];
+        let eq = model.queries(Vectors::<A>::Given.queries(&batch, &device));
+        let rows = crate::data::StepRows::of(&[part]);
+        assert_eq!(rows.positives, [2, 0]);
+        let by_hand = retrieval_loss(out.embeddings, eq, &[2, 0], None, &step_false_negatives(&rows, &[], &training), &training)
+            + attention_structure(out.m, &docs[0].pairs, training.eps) * training.lambda;
+        let bits = |t: &Tensor<A, 1>| t.clone().into_scalar().to_bits();
+        assert_eq!(bits(&step), bits(&by_hand), "the loss");
+        let (g1, g2) = (step.backward(), by_hand.backward());
+        let grad = |g: &<A as AutodiffBackend>::Gradients| -> Vec<u32> {
+            let w = model.sllm.output.weight.grad(g).unwrap().into_data().to_vec::<f32>().unwrap();
+            let a = model.aggregator.alpha.grad(g).unwrap().into_data().to_vec::<f32>().unwrap();
+            w.into_iter().chain(a).map(f32::to_bits).collect()
+        };
+        assert_eq!(grad(&g1), grad(&g2), "the gradients");
+    }
+
+    /// Issue 62: with two documents a step, L_ret is InfoNCE whose denominators hold the other document's
+    /// units, by hand (e_i = x_i, so each logit is a cosine over tau); L_attn is the mean of each
+    /// document's; the document term ranks each query's document by the mean of its units.
+    #[test]
+    fn two_documents_a_step_put_the_other_documents_units_in_the_denominator() {
+        let (model, docs) = two_documents(false);
+        let tau = 0.5f32;
+        let training = TrainConfig { tau: tau.into(), docs_per_step: 2, doc_loss: 0.7, ..TrainConfig::default() };
+        let parts = [Part { doc: &docs[0], queries: &[0] }, Part { doc: &docs[1], queries: &[0] }];
+        let terms = losses(&model, &Vectors::Given, &training, &parts, None, 0);
+        assert_eq!(terms.iter().map(|t| t.0).collect::<Vec<_>>(), ["loss/ret", "loss/attn_weighted", "loss/doc_weighted"]);
+        let value = |name: &str| -> f32 { terms.iter().find(|t| t.0 == name).unwrap().1.clone().into_scalar() };
+        let cos = |a: &[f32], b: &[f32]| (a[0] * b[0] + a[1] * b[1]) / (a[0].hypot(a[1]) * b[0].hypot(b[1]));
+        let nll = |q: &[f32], target: &[f32], all: &[&[f32]]| -(cos(q, target) / tau - all.iter().map(|c| (cos(q, c) / tau).exp()).sum::<f32>().ln());
+        // The step's units: document 0's three, then document 1's two; every one is a candidate.
+        let units: Vec<&[f32]> = docs.iter().flat_map(|d| d.pooled.iter().map(Vec::as_slice)).collect();
+        let (q0, q1) = (&docs[0].queries[0].pooled, &docs[1].queries[0].pooled);
+        let want = (nll(q0, units[0], &units) + nll(q1, units[3], &units)) / 2.0;
+        assert!((value("loss/ret") - want).abs() < 1e-4, "{} vs {want}", value("loss/ret"));
+        let alone = |d: usize| -> f32 {
+            let one = TrainConfig { tau: tau.into(), ..TrainConfig::default() };
+            let terms = losses(&model, &Vectors::Given, &one, &[parts[d]], None, 0);
+            terms.into_iter().find(|t| t.0 == "loss/attn_weighted").unwrap().1.into_scalar()
+        };
+        assert!((value("loss/attn_weighted") - (alone(0) + alone(1)) / 2.0).abs() < 1e-6);
+        let mean = |d: &TrainDoc| {
+            let n = d.pooled.len() as f32;
+            [d.pooled.iter().map(|v| v[0]).sum::<f32>() / n, d.pooled.iter().map(|v| v[1]).sum::<f32>() / n]
+        };
+        let (m0, m1) = (mean(&docs[0]), mean(&docs[1]));
+        let doc_term = (nll(q0, &m0, &[&m0, &m1]) + nll(q1, &m1, &[&m0, &m1])) / 2.0;
+        assert!((value("loss/doc_weighted") - 0.7 * doc_term).abs() < 1e-4, "{} vs {}", value("loss/doc_weighted"), 0.7 * doc_term);
+        // One document a step: its own units only, so a smaller denominator and a smaller loss.
+        let one = TrainConfig { tau: tau.into(), ..TrainConfig::default() };
+        let own: f32 = losses(&model, &Vectors::Given, &one, &parts[..1], None, 0)[0].1.clone().into_scalar();
+        assert!((own - nll(q0, units[0], &units[..3])).abs() < 1e-4 && own < value("loss/ret") * 2.0);
+    }
+
     /// A real joint step with the pretrained encoder: a window holding the whole document is the
     /// whole-document step exactly; a window of three units still gives the SLLM all five (the others by
     /// their frozen vectors, the same function at the pretrained weights), so the loss is the same to
@@ -321,7 +418,14 @@ mod tests {
         let loss = |step_tokens: Option<usize>| -> (f32, Tensor<A, 1>) {
             let training = TrainConfig { step_tokens, ..TrainConfig::default() };
             let encoder = StepEncoder::new(&tune, None).unwrap();
-            let terms = losses(&model, &Vectors::step(Some(&encoder), model.encoder.as_ref()), &training, &docs[0], &[0, 1], None, 0);
+            let terms = losses(
+                &model,
+                &Vectors::step(Some(&encoder), model.encoder.as_ref()),
+                &training,
+                &[Part { doc: &docs[0], queries: &[0, 1] }],
+                None,
+                0,
+            );
             let total = terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b).unwrap();
             (total.clone().into_scalar(), total)
         };

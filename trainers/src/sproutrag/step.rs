@@ -1,6 +1,7 @@
 //! SproutRAG's joint step and its held-out reading, which the skeleton's task ([`super`]) and the
-//! data-parallel path ([`crate::parallel::sproutrag`]) both call: the loss terms of one document's batch
-//! (L_ret, lambda * L_attn, mu * L_node over the tree M builds now, the SentenceVAE's CE and beta * KL),
+//! data-parallel path ([`crate::parallel::sproutrag`]) both call: the loss terms of a step over one or
+//! more documents' batches (L_ret, lambda * L_attn, mu * L_node over the tree M builds now, the
+//! SentenceVAE's CE and beta * KL, the document term of issue 62),
 //! and flat retrieval over the SLLM's unit embeddings of held-back documents, scored on their gold spans.
 
 use arbor_datasets::Corpus;
@@ -8,17 +9,18 @@ use arbor_datasets::span::gold_units;
 use arbor_eval::scoring::metrics::Metrics;
 use arbor_eval::structures::node_targets::{NodeTargets, leaf_weights, node_targets, parents};
 use arbor_eval::structures::tree::{Similarity, Tree};
-use arbor_losses::{attention_structure, node_contrastive, vae_loss};
-use arbor_models::sproutrag::SproutRagModel;
+use arbor_losses::{attention_structure, info_nce_over, node_contrastive, vae_loss};
+use arbor_models::sentence_vae::{SentenceVae, VaeOutput};
+use arbor_models::sproutrag::{DocumentOutput, SproutRagModel};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor, TensorData};
 
 use crate::config::HeldOut;
 use crate::config::TrainConfig;
-use crate::data::{TrainDoc, TrainQuery};
+use crate::data::{Part, StepRows, TrainDoc, TrainQuery};
 use crate::encoder::{StepEncoder, Vectors, index};
 use crate::negatives::StepMined;
-use crate::objective::{flat_on_held_out, in_document_false_negatives, retrieval_loss, validation_figures};
+use crate::objective::{flat_on_held_out, retrieval_loss, step_false_negatives, validation_figures};
 use crate::window::window;
 
 /// Validation IE and hit@1, 5 of `model` on the `holdout` documents (none when there is none), a
@@ -36,56 +38,135 @@ pub(crate) fn held_out_figures<B: Backend>(
     validation_figures(&evaluate(model, &Vectors::validation(encoder, model.encoder.as_ref()), corpus, holdout, scope))
 }
 
-/// The loss terms of one batch, by name: InfoNCE, lambda * L_attn, and the VAE's CE and beta * KL.
+/// The loss terms of one step, by name, over its `parts` (one document each, issue 62: `docs_per_step`):
+/// InfoNCE over the units of every part (each document run through the SLLM on its own, its units then
+/// the others' negatives), lambda * L_attn and mu * L_node per document and the VAE's CE and beta * KL
+/// per document, each the mean over the step's documents, and with `doc_loss` the document term. One
+/// part is the paper's step, exactly (every mean is of one term, taken as it is).
 pub(crate) fn losses<B: Backend>(
     model: &SproutRagModel<B>,
     vectors: &Vectors<B>,
     config: &TrainConfig,
-    doc: &TrainDoc,
-    queries: &[usize],
+    parts: &[Part<'_>],
     mined: Option<StepMined<'_>>,
     max_tokens: usize,
 ) -> Vec<(&'static str, Tensor<B, 1>)> {
     let device = &model.aggregator.head_weights().device();
-    let batch: Vec<&TrainQuery> = queries.iter().map(|&q| &doc.queries[q]).collect();
-    // A fine-tuned encoder runs over the window only; the SLLM still reads the whole document.
-    let kept = window(doc, &batch, config.step_tokens.filter(|_| vectors.fine_tuned()));
-    let out = model.document(vectors.units_within(doc, &kept, device), model.vae.is_some());
-    let eq = model.queries(vectors.queries(&batch, device));
-    let positives: Vec<usize> = queries.iter().map(|&q| doc.queries[q].positive).collect();
-    let false_negatives = in_document_false_negatives(doc, &batch, &mined.map_or_else(Vec::new, |m| m.spans()), config);
+    let rows = StepRows::of(parts);
+    let outs: Vec<DocumentOutput<B>> = parts
+        .iter()
+        .map(|part| {
+            let batch: Vec<&TrainQuery> = part.queries.iter().map(|&q| &part.doc.queries[q]).collect();
+            // A fine-tuned encoder runs over the window only; the SLLM still reads the whole document.
+            let kept = window(part.doc, &batch, config.step_tokens.filter(|_| vectors.fine_tuned()));
+            model.document(vectors.units_within(part.doc, &kept, device), model.vae.is_some())
+        })
+        .collect();
+    let eq = model.queries(vectors.queries(&rows.queries, device));
+    let false_negatives = step_false_negatives(&rows, &mined.map_or_else(Vec::new, |m| m.spans()), config);
     let mined = mined.map(|m| mined_embeddings(model, vectors, m, device));
-    let mut terms = vec![("loss/ret", retrieval_loss(out.embeddings.clone(), eq.clone(), &positives, mined, &false_negatives, config))];
-    if !doc.pairs.is_empty() {
-        terms.push(("loss/attn_weighted", attention_structure(out.m.clone(), &doc.pairs, config.eps) * config.lambda));
-    }
-    if config.node_loss > 0.0
-        && let Some(l_node) = node_loss(out.embeddings.clone(), out.m.clone(), doc, &batch, eq, config.tau)
-    {
-        terms.push(("loss/node_weighted", l_node * config.node_loss));
-    }
-    if let (Some(vae), Some(latents)) = (&model.vae, out.vae) {
-        // Reconstruct the positive units (teacher forcing): inputs are the tokens shifted right.
-        let rows: Vec<&[u32]> = positives.iter().map(|&u| doc.tokens[u].as_slice()).collect();
-        let t = rows.iter().map(|r| r.len().saturating_sub(1).min(max_tokens)).max().unwrap_or(0).max(1);
-        let b = rows.len();
-        let (mut inputs, mut targets, mut mask) = (vec![0i64; b * t], vec![0i64; b * t], vec![false; b * t]);
-        for (r, row) in rows.iter().enumerate() {
-            for k in 0..row.len().saturating_sub(1).min(t) {
-                inputs[r * t + k] = i64::from(row[k]);
-                targets[r * t + k] = i64::from(row[k + 1]);
-                mask[r * t + k] = true;
-            }
+    let units = one_or_cat(outs.iter().map(|o| o.embeddings.clone()).collect());
+    let mut terms = vec![("loss/ret", retrieval_loss(units, eq.clone(), &rows.positives, mined, &false_negatives, config))];
+    let mut per_doc = PerDocument::default();
+    let mut first = 0;
+    for (part, out) in parts.iter().zip(&outs) {
+        let (doc, queries) = (part.doc, first..first + part.queries.len());
+        first = queries.end;
+        if !doc.pairs.is_empty() {
+            per_doc.attn.push(attention_structure(out.m.clone(), &doc.pairs, config.eps));
         }
-        let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(mask, [b, t]), device);
-        let pick = index(&positives, device);
-        let logits = vae.decode(latents.z.select(0, pick.clone()), Tensor::from_data(TensorData::new(inputs, [b, t]), device), mask.clone());
-        let targets = Tensor::from_data(TensorData::new(targets, [b, t]), device);
-        let (ce, kl) = vae_loss(logits, targets, mask, latents.mu.select(0, pick.clone()), latents.log_var.select(0, pick));
-        terms.push(("loss/vae_ce", ce));
-        terms.push(("loss/vae_kl_weighted", kl * config.beta));
+        if config.node_loss > 0.0 {
+            let eq = if parts.len() == 1 { eq.clone() } else { eq.clone().slice([queries.clone()]) };
+            per_doc.node.extend(node_loss(out.embeddings.clone(), out.m.clone(), doc, &rows.queries[queries.clone()], eq, config.tau));
+        }
+        if let (Some(vae), Some(latents)) = (&model.vae, &out.vae) {
+            let positives: Vec<usize> = part.queries.iter().map(|&q| doc.queries[q].positive).collect();
+            let (ce, kl) = reconstruction(vae, latents, doc, &positives, max_tokens, device);
+            per_doc.ce.push(ce);
+            per_doc.kl.push(kl);
+        }
+    }
+    if !per_doc.attn.is_empty() {
+        terms.push(("loss/attn_weighted", mean(per_doc.attn) * config.lambda));
+    }
+    if !per_doc.node.is_empty() {
+        terms.push(("loss/node_weighted", mean(per_doc.node) * config.node_loss));
+    }
+    if config.doc_loss > 0.0 && parts.len() > 1 {
+        terms.push(("loss/doc_weighted", document_loss(&outs, eq, parts, config.tau) * config.doc_loss));
+    }
+    if !per_doc.ce.is_empty() {
+        terms.push(("loss/vae_ce", mean(per_doc.ce)));
+        terms.push(("loss/vae_kl_weighted", mean(per_doc.kl) * config.beta));
     }
     terms
+}
+
+/// The per-document terms of a step, gathered before each is averaged over the step's documents.
+struct PerDocument<B: Backend> {
+    attn: Vec<Tensor<B, 1>>,
+    node: Vec<Tensor<B, 1>>,
+    ce: Vec<Tensor<B, 1>>,
+    kl: Vec<Tensor<B, 1>>,
+}
+
+impl<B: Backend> Default for PerDocument<B> {
+    fn default() -> Self {
+        PerDocument { attn: Vec::new(), node: Vec::new(), ce: Vec::new(), kl: Vec::new() }
+    }
+}
+
+/// The mean of a step's per-document terms; one term is returned as it is (the one-document step).
+fn mean<B: Backend>(mut terms: Vec<Tensor<B, 1>>) -> Tensor<B, 1> {
+    match terms.len() {
+        1 => terms.pop().expect("one"),
+        n => Tensor::cat(terms, 0).sum() / n as f32,
+    }
+}
+
+/// Rows of several tensors one after another; one is returned as it is.
+fn one_or_cat<B: Backend>(mut parts: Vec<Tensor<B, 2>>) -> Tensor<B, 2> {
+    match parts.len() {
+        1 => parts.pop().expect("one"),
+        _ => Tensor::cat(parts, 0),
+    }
+}
+
+/// The document term (issue 62, `doc_loss`): InfoNCE of each query of the step against the step's
+/// documents, each the mean of its SLLM unit embeddings (the vector the document level ranks documents
+/// by, `DocumentVector::LeafMean`), its own document the positive.
+pub(crate) fn document_loss<B: Backend>(outs: &[DocumentOutput<B>], eq: Tensor<B, 2>, parts: &[Part<'_>], tau: f64) -> Tensor<B, 1> {
+    let docs = Tensor::cat(outs.iter().map(|o| o.embeddings.clone().mean_dim(0)).collect(), 0);
+    let targets: Vec<usize> = parts.iter().enumerate().flat_map(|(d, p)| std::iter::repeat_n(d, p.queries.len())).collect();
+    info_nce_over(eq, docs, &targets, &[], tau)
+}
+
+/// The SentenceVAE's CE and KL on reconstructing a document's `positives` (teacher forcing: inputs are
+/// the tokens shifted right), at most `max_tokens` each.
+fn reconstruction<B: Backend>(
+    vae: &SentenceVae<B>,
+    latents: &VaeOutput<B>,
+    doc: &TrainDoc,
+    positives: &[usize],
+    max_tokens: usize,
+    device: &B::Device,
+) -> (Tensor<B, 1>, Tensor<B, 1>) {
+    let rows: Vec<&[u32]> = positives.iter().map(|&u| doc.tokens[u].as_slice()).collect();
+    let t = rows.iter().map(|r| r.len().saturating_sub(1).min(max_tokens)).max().unwrap_or(0).max(1);
+    let b = rows.len();
+    let (mut inputs, mut targets, mut mask) = (vec![0i64; b * t], vec![0i64; b * t], vec![false; b * t]);
+    for (r, row) in rows.iter().enumerate() {
+        for k in 0..row.len().saturating_sub(1).min(t) {
+            inputs[r * t + k] = i64::from(row[k]);
+            targets[r * t + k] = i64::from(row[k + 1]);
+            mask[r * t + k] = true;
+        }
+    }
+    let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(mask, [b, t]), device);
+    let pick = index(positives, device);
+    let logits = vae.decode(latents.z.clone().select(0, pick.clone()), Tensor::from_data(TensorData::new(inputs, [b, t]), device), mask.clone());
+    let targets = Tensor::from_data(TensorData::new(targets, [b, t]), device);
+    vae_loss(logits, targets, mask, latents.mu.clone().select(0, pick.clone()), latents.log_var.clone().select(0, pick))
 }
 
 /// The SLLM's embeddings of a step's mined negatives (`negatives: Mined`): each of their documents run

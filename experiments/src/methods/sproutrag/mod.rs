@@ -22,7 +22,8 @@ use anyhow::bail;
 use arbor_datasets::DocSpan;
 use arbor_datasets::merge_pairs::MergePairs;
 use arbor_eval::retrievers::beam::BeamConfig;
-use arbor_eval::retrievers::tree_retrieval::{TreeRetriever, TreeSearch};
+use arbor_eval::index::Chunks;
+use arbor_eval::retrievers::tree_retrieval::{DocumentLevel, TreeRetriever, TreeSearch};
 use arbor_eval::structures::tree::{Similarity, Tree};
 use arbor_eval::structures::linkage::Linkage;
 use arbor_models::{DefaultBackend, SentenceEncoder};
@@ -65,6 +66,11 @@ pub struct SproutRagConfig {
     /// Its matched control is the dense fine-tune over the same inputs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<DocumentSummary>,
+    /// A document level above the trees (issue 62): each query descends only into the documents whose
+    /// vectors rank best for it (`beam_docs`, by their leaves' mean or their root). A search setting: the
+    /// trees and the trained model are the row's without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documents: Option<DocumentLevel>,
     /// With `Sllm`: the joint training (required). With `TokenBlocks`: `None` keeps the initial head
     /// weights; `Some` learns them on L_attn over the training split (only the head-weight settings:
     /// lr_aggregation, epochs, warmup, clipping, merge pairs, holdout, seed are read).
@@ -81,6 +87,7 @@ impl Default for SproutRagConfig {
             vectors: SllmVectors::Model,
             linkage: Linkage::Single,
             summary: None,
+            documents: None,
             training: None,
         }
     }
@@ -140,7 +147,16 @@ impl SproutRagConfig {
     /// The settings the index depends on (everything but the search): methods equal here share one
     /// index and one training run.
     pub fn index_settings(&self) -> SproutRagConfig {
-        SproutRagConfig { search: TreeSearch::Collapsed, ..self.clone() }
+        SproutRagConfig { search: TreeSearch::Collapsed, documents: None, ..self.clone() }
+    }
+
+    /// The retriever over `trees`: this row's search, under its document level if it has one.
+    fn retriever<'a>(&self, trees: Vec<Option<Tree>>, leaves: &'a Chunks) -> TreeRetriever<'a> {
+        let retriever = TreeRetriever::new(self.label(), trees, leaves, self.search);
+        match self.documents {
+            Some(level) => retriever.with_document_level(level),
+            None => retriever,
+        }
     }
 
     /// The settings the trained model depends on (the index's, but for the vectors read from it): the
@@ -184,6 +200,10 @@ impl MethodSpec for SproutRagConfig {
             None => search,
             Some(summary) => format!("{}, {search}", summary.describe()),
         };
+        let search = match self.documents {
+            None => search,
+            Some(level) => format!("{search}, document level: top {} by {:?}", level.beam_docs, level.vector),
+        };
         match (&self.attention, &self.training) {
             (AttentionSource::TokenBlocks { window_tokens, leaf_vectors }, None) => {
                 format!("SproutRAG untrained ({:?} weights, token attention w={window_tokens}{}, {search})", self.aggregation, leaves(*leaf_vectors))
@@ -215,6 +235,10 @@ impl MethodSpec for SproutRagConfig {
                     parts.push(format!("L_node x{}", t.node_loss));
                 }
                 parts.extend(t.negatives.describe(t.batch_size));
+                parts.extend(t.describe_docs_per_step());
+                if t.doc_loss > 0.0 {
+                    parts.push(format!("document term x{}", t.doc_loss));
+                }
                 if !t.validation.is_documents() {
                     parts.push("the epoch chosen over every validation document".into());
                 }
@@ -271,11 +295,17 @@ impl MethodSpec for SproutRagConfig {
         }
         if let Some(t) = self.training.as_ref().filter(|t| t.negatives.corpus().is_some()) {
             bail!(
-                "SproutRag training.negatives: {:?}: SproutRAG's joint step reads one document at a time (its SLLM and trees are a \
-                 document's), so its batches cannot mix documents: use Mined((...)) (its document's units and negatives mined \
-                 from the other documents) or leave negatives out (InDocument), or train Dense with Corpus",
+                "SproutRag training.negatives: {:?}: SproutRAG's joint step reads whole documents (its SLLM and trees are a \
+                 document's), so its batches are documents' queries, not queries drawn across documents: set docs_per_step to read \
+                 several documents a step, use Mined((...)) (negatives mined from the other documents) or leave negatives out \
+                 (InDocument), or train Dense with Corpus",
                 t.negatives
             );
+        }
+        if let (AttentionSource::TokenBlocks { .. }, Some(t)) = (&self.attention, &self.training)
+            && (t.docs_per_step > 1 || t.doc_loss > 0.0)
+        {
+            bail!("SproutRag training.docs_per_step and doc_loss are the joint step's (attention: Sllm); attention: TokenBlocks learns head weights alone");
         }
         if let (AttentionSource::TokenBlocks { .. }, Some(t)) = (&self.attention, &self.training)
             && !t.negatives.is_in_document()
@@ -284,6 +314,9 @@ impl MethodSpec for SproutRagConfig {
         }
         if self.vectors == SllmVectors::Encoder && self.attention != AttentionSource::Sllm {
             bail!("SproutRag vectors: Encoder needs attention: Sllm (token-attention trees take leaf_vectors)");
+        }
+        if self.documents.is_some_and(|level| level.beam_docs == 0) {
+            bail!("SproutRag documents.beam_docs must be at least 1");
         }
         if let TreeSearch::Beam(b) = self.search
             && (b.beam_width == 0 || b.max_leaves == Some(0)) {
@@ -325,7 +358,7 @@ impl MethodSpec for SproutRagConfig {
              trees built otherwise: run it in an experiment (only `search` may differ)",
             self.label()
         );
-        let retriever = TreeRetriever { name: self.label(), trees: index.sproutrag_trees()?, leaves: &index.units, search: self.search };
+        let retriever = self.retriever(index.sproutrag_trees()?, &index.units);
         Ok(Served { retriever: Box::new(retriever), embeds_queries: true })
     }
 }
@@ -382,7 +415,7 @@ impl SproutRagConfig {
             Ok((leaves, e.dim(), M::Sparse(links.edges)))
         })?;
         Ok(Built {
-            retriever: Box::new(TreeRetriever { name: self.label(), trees, leaves: &ctx.leaves.units, search: self.search }),
+            retriever: Box::new(self.retriever(trees, &ctx.leaves.units)),
             queries: QueryVectors::Encoder,
             models: model_dir.map(|dir| self.record(ctx, dir)).transpose()?.into_iter().collect(),
             details: None,
@@ -439,7 +472,7 @@ impl SproutRagConfig {
         let dim = q.dims()[1];
         let vectors = to_vec(q).chunks(dim).map(<[f32]>::to_vec).collect();
         Ok(Built {
-            retriever: Box::new(TreeRetriever { name: self.label(), trees, leaves: &ctx.leaves.units, search: self.search }),
+            retriever: Box::new(self.retriever(trees, &ctx.leaves.units)),
             queries: QueryVectors::Own(vectors),
             models: vec![self.record(ctx, model_dir)?],
             details: None,
