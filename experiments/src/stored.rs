@@ -6,10 +6,12 @@
 use std::path::Path;
 
 use anyhow::Context;
-use arbor_datasets::{Corpus, Document, TokenStarts};
+use arbor_datasets::{Corpus, Document, TokenStarts, UnitConfig};
+use arbor_eval::LeafIndex;
 use arbor_eval::formats::raptor_io;
 use arbor_eval::index::{Chunks, Tokens};
 use arbor_eval::retrievers::raptor::RaptorTree;
+use arbor_eval::scoring::parents::Parents;
 use arbor_eval::structures::tree::Tree;
 use arbor_store::Store;
 
@@ -28,6 +30,11 @@ pub struct StoredIndex {
     pub encoder: String,
     /// The trained model it embeds with, as the index records it (`meta.model` JSON), if any.
     pub model: Option<String>,
+    /// Its unit rule (`meta.units`): the default, or the plain rule of an index built before it.
+    pub rule: UnitConfig,
+    /// Under the default rule each document's cut tables with their heads, in which an item is handed on
+    /// whole (the experiments' `hand_on: Tables`); `None` under the plain rule (items handed on as ranked).
+    pub parents: Option<Parents>,
 }
 
 impl StoredIndex {
@@ -53,7 +60,10 @@ impl StoredIndex {
         let merges = (!meta.trees.is_empty()).then_some(merges);
         let raptor = (!meta.raptor.is_empty()).then_some(raptor);
         let model = (!meta.model.is_empty()).then_some(meta.model);
-        Ok(StoredIndex { corpus, units, vectors, tokens: Tokens(tokens), merges, raptor, encoder: meta.encoder, model })
+        let rule: UnitConfig = serde_json::from_str(&meta.units).context("meta.units is damaged")?;
+        let tokens = Tokens(tokens);
+        let parents = tables(&corpus, &rule, &tokens, &units)?;
+        Ok(StoredIndex { corpus, units, vectors, tokens, merges, raptor, encoder: meta.encoder, model, rule, parents })
     }
 
     /// Every document's index: corpus scope.
@@ -100,6 +110,19 @@ impl StoredIndex {
         }
         keys.iter().map(|k| self.corpus.doc_index(k).with_context(|| format!("the index holds no document {k:?}"))).collect()
     }
+}
+
+/// Each document's cut tables with their heads, as the experiments hand them on (`hand_on: Tables`), cut
+/// again from the stored text by the index's rule; `None` under the plain rule (`context: None`, the rule of
+/// indexes built before the default), whose items are handed on as ranked. Units cut again otherwise than
+/// stored are an error: the index was built by other code.
+fn tables(corpus: &Corpus, rule: &UnitConfig, tokens: &Tokens, units: &Chunks) -> anyhow::Result<Option<Parents>> {
+    if rule.context.is_none() {
+        return Ok(None);
+    }
+    let leaves = LeafIndex::build(corpus, rule, tokens.0.clone()).context("cannot cut the index's documents by its unit rule")?;
+    anyhow::ensure!(leaves.units.spans == units.spans, "the index's units are not what its unit rule cuts now: index into a new file");
+    Ok(Some(Parents::with_heads(&leaves.segments, |s| s.tables.clone())))
 }
 
 /// Every document has its tree (an index whose `arbor index` was killed while building them has not).

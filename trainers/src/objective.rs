@@ -84,6 +84,15 @@ pub fn step_false_negatives(rows: &StepRows<'_>, mined: &[DocSpan], config: &Tra
     out
 }
 
+/// A step's rows of its documents one after another ([`StepRows`]' order); one document's are returned as
+/// they are, so the one-document step is the paper's step exactly.
+pub(crate) fn one_or_cat<B: Backend>(mut parts: Vec<Tensor<B, 2>>) -> Tensor<B, 2> {
+    match parts.len() {
+        1 => parts.pop().expect("one"),
+        _ => Tensor::cat(parts, 0),
+    }
+}
+
 /// L_ret over a corpus-wide batch ([`crate::negatives`]): each query against every candidate, its
 /// positive the target, the batch's false negatives of it left out.
 ///

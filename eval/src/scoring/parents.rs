@@ -143,14 +143,13 @@ pub fn around(w: &Widened, parents: &Parents, handed: &[DocSpan], budget: usize,
     }
     // The head, line by line in reading order, while it fits beside the piece.
     for h in heads {
-        let mut with = taken.clone();
-        with.push(h);
-        if cost(&with) <= budget {
-            taken = with;
+        taken.push(h);
+        if cost(&taken) > budget {
+            taken.pop();
         }
     }
     // The lines nearest the piece, after and before it in turn, within its parent.
-    for s in w.matched.clone() {
+    for &s in &w.matched {
         let Some(p) = parents.touched(s.doc, s.span).next().map(|p| parents.spans[s.doc][p]) else { continue };
         let text = &corpus.documents[s.doc].text;
         let (mut left, mut right) = (s.span.start.max(p.start), s.span.end.min(p.end));
@@ -169,13 +168,12 @@ pub fn around(w: &Widened, parents: &Parents, handed: &[DocSpan], budget: usize,
                         Span::new(before.rfind('\n').map_or(p.start, |i| p.start + i + 1), left)
                     }
                 };
-                let mut with = taken.clone();
-                with.push(DocSpan { doc: s.doc, span: line });
-                if cost(&with) > budget {
+                taken.push(DocSpan { doc: s.doc, span: line });
+                if cost(&taken) > budget {
+                    taken.pop();
                     *open = false;
                     continue;
                 }
-                taken = with;
                 if after {
                     right = line.end;
                     open_right = right < p.end;

@@ -251,10 +251,13 @@ impl Report {
             let of = control.role.controls();
             pairs.extend(rows.iter().filter(|r| of.contains(&r.name) && usable(r)).map(|r| (r, control, Against::MatchedControl)));
         }
-        for comparator in rows.iter().filter(|r| self.comparators.contains(&r.name) && usable(r)) {
-            let met = |r: &MethodResult| comparator.role.controls().contains(&r.name) || comparator.role == Role::Untrained;
-            let trained = rows.iter().filter(|r| r.role.is_trained() && r.name != comparator.name && usable(r) && !met(r));
-            pairs.extend(trained.map(|r| (r, comparator, Against::Comparator)).collect::<Vec<_>>());
+        // A named comparator meets every trained row it has not met already: an untrained one met them all
+        // as their baseline, a control the rows it controls.
+        let named = rows.iter().filter(|r| self.comparators.contains(&r.name) && r.role != Role::Untrained && usable(r));
+        for comparator in named {
+            let controlled = comparator.role.controls();
+            let trained = rows.iter().filter(|r| r.role.is_trained() && r.name != comparator.name && usable(r) && !controlled.contains(&r.name));
+            pairs.extend(trained.map(|r| (r, comparator, Against::Comparator)));
         }
         let tested: Vec<Paired> = pairs.iter().map(|(a, b, _)| paired(&a.per_query, &b.per_query)).collect();
         let adjusted = holm(&tested.iter().map(|t| t.p).collect::<Vec<_>>());
@@ -520,22 +523,26 @@ mod tests {
         assert!(!md.contains("`sprout`,"), "sprout has its control");
     }
 
+    /// Rows over 20 queries whose per-query figures are one pattern shifted by each row's offset.
+    fn shifted(rows: Vec<(&str, Role, f64)>) -> Report {
+        let queries: Vec<String> = (0..20).map(|i| format!("q{i}")).collect();
+        let base: Vec<f64> = (0..20).map(|i| (i % 4) as f64).collect();
+        report_of(rows.into_iter().map(|(name, role, d)| row(name, role, base.iter().map(|x| x + d).collect())).collect(), queries)
+    }
+
     /// A named comparator (issue 62: the best row measured before) meets every trained row but itself,
     /// after the baselines and controls, in the same Holm family; untrained rows do not meet it.
     #[test]
     fn a_named_comparator_meets_every_trained_row() {
-        let queries: Vec<String> = (0..20).map(|i| format!("q{i}")).collect();
-        let base: Vec<f64> = (0..20).map(|i| (i % 4) as f64).collect();
-        let plus = |d: f64| base.iter().map(|x| x + d).collect::<Vec<f64>>();
-        let mut report = report_of(
-            vec![
-                row("flat", Role::Untrained, base.clone()),
-                row("sac tuned", Role::Trained, plus(3.0)),
-                row("sprout", Role::Trained, plus(1.0)),
-                row("control", Role::Control { of: vec!["sprout".into()] }, plus(2.0)),
-            ],
-            queries,
-        );
+        let rows = || {
+            shifted(vec![
+                ("flat", Role::Untrained, 0.0),
+                ("sac tuned", Role::Trained, 3.0),
+                ("sprout", Role::Trained, 1.0),
+                ("control", Role::Control { of: vec!["sprout".into()] }, 2.0),
+            ])
+        };
+        let mut report = rows();
         report.comparators = vec!["sac tuned".into()];
         report.compare();
         let named: Vec<(&str, &str)> =
@@ -544,22 +551,22 @@ mod tests {
         assert_eq!(report.comparisons.len(), 3 + 1 + 1, "three against flat, one control, one comparator");
         assert_eq!(report.comparisons.last().unwrap().verdict(), "worse");
         assert!(report.markdown().contains("| sprout | sac tuned (named comparator) |"));
+        // Naming an untrained row adds nothing: every trained row met it as its baseline.
+        let mut untrained = rows();
+        untrained.comparators = vec!["flat".into()];
+        untrained.compare();
+        assert_eq!(untrained.comparisons.len(), 3 + 1);
+        assert!(untrained.comparisons.iter().all(|c| c.why != Against::Comparator));
     }
 
     #[test]
     fn a_trained_row_that_controls_others_is_compared_as_both() {
-        let queries: Vec<String> = (0..20).map(|i| format!("q{i}")).collect();
-        let base: Vec<f64> = (0..20).map(|i| (i % 4) as f64).collect();
-        let plus = |d: f64| base.iter().map(|x| x + d).collect::<Vec<f64>>();
-        let mut report = report_of(
-            vec![
-                row("flat", Role::Untrained, base.clone()),
-                row("dense", Role::TrainedControl { of: vec!["sprout".into()] }, plus(2.0)),
-                row("sprout", Role::Trained, plus(1.0)),
-                row("exemplars", Role::Control { of: vec!["dense".into(), "sprout".into()] }, plus(3.0)),
-            ],
-            queries,
-        );
+        let mut report = shifted(vec![
+            ("flat", Role::Untrained, 0.0),
+            ("dense", Role::TrainedControl { of: vec!["sprout".into()] }, 2.0),
+            ("sprout", Role::Trained, 1.0),
+            ("exemplars", Role::Control { of: vec!["dense".into(), "sprout".into()] }, 3.0),
+        ]);
         report.compare();
         let pairs: Vec<(&str, &str)> =
             report.comparisons.iter().filter(|c| c.why == Against::MatchedControl).map(|c| (c.row.as_str(), c.against.as_str())).collect();

@@ -33,6 +33,42 @@ pub struct EvalSettings {
     pub max_tokens: Option<usize>,
 }
 
+/// What a method hands on for one query: its first `k` items, each handed on as the parent it touches where
+/// `parents` is given (several children of one parent being one item, it asks for twice as many while fewer
+/// than `k` remain and the retriever gave all it was asked for), then spent under `max_tokens` ([`spend`]).
+/// Returns the retriever's own ranking too. [`evaluate`] and `arbor query` both call it, so a served ranking
+/// is the evaluated one.
+pub fn hand_on(
+    retriever: &dyn Retriever,
+    input: &QueryInput,
+    k: usize,
+    parents: Option<&Parents>,
+    max_tokens: Option<usize>,
+    tokens: &Tokens,
+    corpus: &Corpus,
+) -> (Vec<Item>, Vec<Item>) {
+    let mut items = retriever.retrieve(input, k);
+    let widened = match parents {
+        None => items.iter().cloned().map(Widened::plain).collect(),
+        Some(parents) => {
+            let mut want = k;
+            loop {
+                let w = hand_on_parents(items.clone(), parents);
+                if w.len() >= k || items.len() < want {
+                    break w;
+                }
+                want *= 2;
+                items = retriever.retrieve(input, want);
+            }
+        }
+    };
+    let handed = match max_tokens {
+        Some(budget) => spend(widened, budget, retriever, input, tokens, corpus, parents),
+        None => widened.into_iter().map(|w| w.item).collect(),
+    };
+    (items, handed)
+}
+
 /// Evaluates `retriever` on every query; `tokens` counts what it hands on; `parents`, when given, holds each
 /// document's parents, in which every item is handed on whole (or, under the budget, around its piece) ([`crate::scoring::parents`]); `progress` is called once per
 /// query. Returns the row and, per query, the items it handed on. A retriever that breaks the metric contract (fewer than min(k, leaves in scope) items, unless
@@ -59,20 +95,7 @@ pub fn evaluate(
             kept_gold.push(q.gold.iter().any(|g| kept.contains(&g.doc)));
         }
         let start = Instant::now();
-        let mut items = retriever.retrieve(&q.input, k);
-        // Handed on as their parents, several children of one parent are one item: ask for twice as many while fewer
-        // than k remain and the retriever gave all it was asked for.
-        let widened = parents.map(|parents| {
-            let mut want = k;
-            loop {
-                let w = hand_on_parents(items.clone(), parents);
-                if w.len() >= k || items.len() < want {
-                    break w;
-                }
-                want *= 2;
-                items = retriever.retrieve(&q.input, want);
-            }
-        });
+        let (items, handed_on) = hand_on(retriever, &q.input, k, parents, settings.max_tokens, tokens, corpus);
         let in_scope: Vec<usize> = leaves.candidates(&q.input).collect();
         assert!(
             items.len() >= k.min(in_scope.len()) || covers(&items, leaves, &in_scope),
@@ -82,11 +105,7 @@ pub fn evaluate(
             k.min(in_scope.len()),
             q.id
         );
-        let widened = widened.unwrap_or_else(|| items.into_iter().map(Widened::plain).collect());
-        let items = match settings.max_tokens {
-            Some(budget) => spend(widened, budget, retriever, &q.input, tokens, corpus, parents),
-            None => widened.into_iter().map(|w| w.item).collect(),
-        };
+        let items = handed_on;
         latencies.push(start.elapsed().as_secs_f64() * 1e3);
         let gold_leaves: Vec<DocSpan> = leaves.overlapping(&q.gold).into_iter().map(|c| leaves.spans[c]).collect();
         let scored = score_query(corpus, &q.gold, &gold_leaves, &items);

@@ -1,8 +1,9 @@
 //! `arbor index DIR --into INDEX`: brings the index in line with the folder. New files are added, files
 //! whose text changed (by SHA-256 of title and text) are indexed again, files gone from the folder are
-//! removed; nothing else is touched. Each document is cut into leaf units (the experiments' plain rule: at
-//! most N sentences of a paragraph, cut to the encoder's limit, no table header: `units: (context: None)`,
-//! items handed on as ranked; `super::unit_rule`), encoded, and written in one transaction,
+//! removed; nothing else is touched. Each document is cut into leaf units (a new index: the experiments'
+//! default rule, at most N sentences of a paragraph, cut to the encoder's limit, a cut table's pieces read
+//! after its head, `super::unit_rule`; an index built before keeps the plain rule it holds), encoded, and
+//! written in one transaction,
 //! so a kill loses at most the document in flight. With `--trees` each document's SproutRAG tree (the
 //! default row's: token attention, uniform head weights) is built and stored with it. `--remove KEY` removes one document (or every
 //! document of a JSONL file). Unreadable, empty and unknown files are listed by path and counted.
@@ -23,7 +24,7 @@ use sha2::{Digest, Sha256};
 
 use super::structures::{Builder, Kept, RAPTOR, TREES};
 use super::trained::Tuned;
-use super::{EncoderArgs, unit_rule};
+use super::{EncoderArgs, rule_name, unit_rule};
 use crate::provenance::utc_stamp;
 
 #[derive(Debug, Parser)]
@@ -36,9 +37,10 @@ pub struct IndexArgs {
     /// Remove this document (its key as `arbor query` prints it: the path below the folder) and stop
     #[arg(long)]
     pub remove: Vec<String>,
-    /// At most this many sentences of one paragraph per unit
-    #[arg(long, default_value_t = UnitConfig::default().max_sentences)]
-    pub max_sentences: usize,
+    /// At most this many sentences of one paragraph per unit (a new index; default 2, the experiments'
+    /// default); an existing index keeps the rule it was built with
+    #[arg(long)]
+    pub max_sentences: Option<usize>,
     /// Also build SproutRAG's attention-guided tree of every document (the untrained default row:
     /// token attention, uniform head weights), for `arbor query --method sproutrag`; about doubles the
     /// indexing time. Given to an index without trees, it builds the trees of the documents it holds
@@ -125,6 +127,7 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
     for s in &skipped {
         eprintln!("skipped {}: {}", s.file.display(), s.reason);
     }
+    let held_rule = held_rule(store, args.max_sentences)?;
     let held: HashMap<String, String> = store.list()?.into_iter().map(|l| (l.key, l.digest)).collect();
     let mut out = Outcome { skipped: skipped.len(), ..Outcome::default() };
     let present: HashSet<&str> = docs.iter().map(|d| d.key.as_str()).collect();
@@ -141,7 +144,7 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
         return Ok(out);
     }
     let encoder = args.encoder.load()?;
-    let rule = unit_rule(args.max_sentences, &encoder);
+    let rule = held_rule.unwrap_or_else(|| unit_rule(args.max_sentences.unwrap_or(UnitConfig::default().max_sentences), &encoder));
     let tuned = args.from.as_deref().map(|run| Tuned::from_run(run, &args.row, &encoder)).transpose()?;
     anyhow::ensure!(!(args.trees && tuned.is_some()), "--trees reads the pretrained encoder's attention: not with --from");
     anyhow::ensure!(!(args.raptor && tuned.is_some()), "--raptor embeds with the pretrained encoder, as the experiment row does: not with --from");
@@ -172,6 +175,20 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
         out.trees += builder.add_missing(store, s)?;
     }
     Ok(out)
+}
+
+/// The unit rule `store` holds, if it holds documents: an index built before the default holds the plain
+/// rule and keeps it (said on standard error); `max_sentences`, if given, must be its.
+fn held_rule(store: &Store, max_sentences: Option<usize>) -> anyhow::Result<Option<UnitConfig>> {
+    let Some(meta) = store.meta()? else { return Ok(None) };
+    let held: UnitConfig = serde_json::from_str(&meta.units).context("the index's meta.units is damaged")?;
+    if let Some(n) = max_sentences.filter(|&n| n != held.max_sentences) {
+        anyhow::bail!("this index cuts units of at most {} sentences, not {n}: index into a new file", held.max_sentences);
+    }
+    if held.context.is_none() {
+        eprintln!("this index holds {}; index into a new file for the default", rule_name(&held));
+    }
+    Ok(Some(held))
 }
 
 /// SHA-256 of a document's title (after its length) and text, in hex.

@@ -41,9 +41,18 @@ impl EncoderArgs {
     }
 }
 
-/// The unit rule of an index: at most `max_sentences` sentences of one paragraph, cut to what the
-/// encoder reads, no header (an experiment's `units: (context: None)`; the index hands on items as
-/// ranked, `retrieval: (hand_on: Items)`); stored as JSON in the index, which every later run must match.
+/// The unit rule of a new index: the experiments' default (at most `max_sentences` sentences of one
+/// paragraph, cut to what the encoder reads, a cut table's pieces read after its head; `units: ()`), so
+/// that `arbor query` ranks and hands on as `evaluate` does on the same documents; stored as JSON in the
+/// index, which every later run keeps. An index built before holds the plain rule (`context: None`).
 pub fn unit_rule(max_sentences: usize, encoder: &SentenceEncoder<DefaultBackend>) -> UnitConfig {
-    UnitConfig { max_sentences, max_tokens: Some(encoder.max_content_tokens()), context: None, ..UnitConfig::default() }
+    crate::leaves::unit_rule(&UnitConfig { max_sentences, ..UnitConfig::default() }, encoder)
+}
+
+/// How `rule` reads, for messages: the default, or the plain rule of an index built before it.
+pub fn rule_name(rule: &UnitConfig) -> &'static str {
+    match rule.context {
+        Some(_) => "the default unit rule (a cut table read after its head and handed on whole)",
+        None => "the plain unit rule of an index built before the default (no table head; items handed on as ranked)",
+    }
 }

@@ -5,7 +5,9 @@
 //! token budget rule of its experiment row, so a ranking here is the runner's for the same documents,
 //! method and k. SproutRAG's and RAPTOR's trees come from an index built with `--trees` / `--raptor`.
 //! Each result names its document, its offsets in Unicode code points and in UTF-8 bytes, its score and
-//! its text; `--json` prints one JSON object per query. `--queries FILE` asks one question per line
+//! its text; under the index's default unit rule an item holding part of a cut table is handed on as the
+//! whole table with its head, as `evaluate` hands it on (`retrieval: (hand_on: Tables)`); `--json` prints
+//! one JSON object per query. `--queries FILE` asks one question per line
 //! against one opened index; `--timings` reports opening and per-query latency on standard error.
 
 use std::path::PathBuf;
@@ -14,8 +16,7 @@ use std::time::Instant;
 use anyhow::Context;
 use arbor_datasets::DocSpan;
 use arbor_datasets::span::char_offset;
-use arbor_eval::scoring::budget::spend;
-use arbor_eval::scoring::parents::Widened;
+use arbor_eval::scoring::runner::hand_on;
 use arbor_eval::{Item, QueryInput, Retriever};
 use arbor_models::pooling::Role;
 use arbor_store::Store;
@@ -154,11 +155,8 @@ pub fn query(args: &QueryArgs) -> anyhow::Result<()> {
             None => encoder.embed_queries(&[question], 1, &mut |_| {}).remove(0),
         });
         let input = QueryInput { text: question.clone(), docs: docs.clone(), embedding };
-        let mut items = retriever.retrieve(&input, args.k);
-        if let Some(budget) = args.max_tokens {
-            let ranked = items.into_iter().map(Widened::plain).collect();
-            items = spend(ranked, budget, retriever.as_ref(), &input, &opened.tokens, &opened.corpus, None);
-        }
+        let parents = opened.parents.as_ref();
+        let (_, items) = hand_on(retriever.as_ref(), &input, args.k, parents, args.max_tokens, &opened.tokens, &opened.corpus);
         latencies.push(t.elapsed().as_secs_f64() * 1e3);
         let results: Vec<Hit> = items.iter().enumerate().map(|(i, item)| hit(&opened, i + 1, item, retriever.as_ref(), &input)).collect();
         print(question, args, results)?;

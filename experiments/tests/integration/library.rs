@@ -29,8 +29,8 @@ fn articles() -> Vec<(String, String)> {
 
 /// The same articles as an arbor JSONL corpus whose document ids are the file names, with the fixture's
 /// questions, and an experiment ranking every unit of every article (corpus scope) by flat, BM25,
-/// hybrid and the untrained SproutRAG, k = 10, no token budget, under the index's plain unit rule (no
-/// table header, items handed on as ranked).
+/// hybrid and the untrained SproutRAG, k = 10, no token budget, under the index's unit rule (the
+/// experiments' default).
 fn experiment(dir: &Path, files: &[(String, String)]) -> Experiment {
     let corpus = dir.join("corpus");
     std::fs::create_dir_all(&corpus).unwrap();
@@ -58,7 +58,7 @@ fn experiment(dir: &Path, files: &[(String, String)]) -> Experiment {
     std::fs::write(corpus.join("queries.jsonl"), queries.join("\n")).unwrap();
     let ron = format!(
         "(name: \"library\", data: (format: Jsonl, path: {:?}, max_queries: Some(12), validation: None),
-          units: (context: None), retrieval: (scope: Corpus, top_k: 10, max_tokens: None, hand_on: Items), methods: [Flat, Bm25, Hybrid(()), SproutRag(()), Raptor(()), Hierarchy(())])",
+          retrieval: (scope: Corpus, top_k: 10, max_tokens: None), methods: [Flat, Bm25, Hybrid(()), SproutRag(()), Raptor(()), Hierarchy(())])",
         corpus.display().to_string()
     );
     Experiment::parse(&ron, Path::new("library.ron")).unwrap()
@@ -72,6 +72,24 @@ fn written(dir: &Path, files: &[(String, String)]) -> std::path::PathBuf {
         std::fs::write(folder.join(name), text).unwrap();
     }
     folder
+}
+
+/// An answer of `arbor query --json` as a ranking.
+fn ranked(answer: &Value) -> Vec<Ranked> {
+    let bytes = |h: &Value| -> Vec<[usize; 2]> {
+        h["spans"].as_array().unwrap().iter().map(|s| [0, 1].map(|i| s["bytes"][i].as_u64().unwrap() as usize)).collect()
+    };
+    answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["document"].as_str().unwrap().to_owned(), bytes(h), h["score"].as_f64().unwrap() as f32))
+        .collect()
+}
+
+/// What a run handed on for one query as a ranking, its documents named by `key`.
+fn ranked_in_run(run: &retrievals::Retrieval, key: impl Fn(&str) -> String) -> Vec<Ranked> {
+    run.items.iter().map(|i| (key(&i.doc), i.spans.clone(), i.score)).collect()
 }
 
 /// `arbor ARGS`'s standard error, the command having failed.
@@ -109,16 +127,7 @@ fn index_query_add_change_and_remove() {
         assert_eq!(answers.len(), questions.len());
         for (answer, id) in answers.iter().zip(&report.queries) {
             let expected = handed.iter().find(|r| &r.query == id && r.method == row.name).unwrap();
-            let bytes = |h: &Value| -> Vec<[usize; 2]> {
-                h["spans"].as_array().unwrap().iter().map(|s| [0, 1].map(|i| s["bytes"][i].as_u64().unwrap() as usize)).collect()
-            };
-            let got: Vec<Ranked> = answer["results"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|h| (h["document"].as_str().unwrap().to_owned(), bytes(h), h["score"].as_f64().unwrap() as f32))
-                .collect();
-            let want: Vec<Ranked> = expected.items.iter().map(|i| (i.doc.clone(), i.spans.clone(), i.score)).collect();
+            let (got, want) = (ranked(answer), ranked_in_run(expected, |d| d.to_owned()));
             assert_eq!(got.len(), want.len(), "{method} {id}");
             // A tree's items say where they sit: depth and leaves as the beam path of the run has them.
             for (h, i) in answer["results"].as_array().unwrap().iter().zip(&expected.items) {
@@ -233,4 +242,57 @@ fn a_kill_mid_index_leaves_whole_documents_and_a_rerun_finishes() {
         let found: Value = serde_json::from_str(&ok(&["query", killed.to_str().unwrap(), question, "--method", method, "--json"])).unwrap();
         assert_eq!(found["results"].as_array().unwrap().len(), 5, "{method}");
     }
+}
+
+/// A new index cuts by the experiments' default unit rule (issue 63): over a 10-K's statements as pdftotext
+/// lays them out, `arbor query` ranks as `evaluate` does on the same text, an item holding part of a cut
+/// table handed on as the whole table with its head, under the same token budget. An index built with the
+/// plain rule keeps it, and says so.
+#[test]
+fn an_index_of_a_filing_ranks_and_hands_on_tables_as_evaluate_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = workspace().join("experiments/fixtures/filing-pdftotext-mini");
+    let folder = tmp.path().join("filing");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::copy(fixture.join("documents.jsonl"), folder.join("documents.jsonl")).unwrap();
+    let index = tmp.path().join("filing.arbor");
+    let index_s = index.to_str().unwrap();
+    ok(&["index", folder.to_str().unwrap(), "--into", index_s]);
+    let rule: Value = serde_json::from_str(&Store::open(&index).unwrap().meta().unwrap().unwrap().units).unwrap();
+    assert_eq!(rule["context"], Value::from(64), "the default rule: {rule}");
+
+    let ron = format!(
+        "(name: \"filing\", data: (format: Jsonl, path: {:?}, split: Some(\"test\")), retrieval: (scope: Corpus, top_k: 10, max_tokens: Some(300)), methods: [Flat, Bm25])",
+        fixture.display().to_string()
+    );
+    let exp = Experiment::parse(&ron, Path::new("filing.ron")).unwrap();
+    let (run, report) = evaluate_only(&exp, &tmp.path().join("runs"), None, None).unwrap();
+    assert!(report.units.cut_tables > 0 && report.setting.contains("handed on as the whole table"), "{}", report.setting);
+    let handed = retrievals::read(&run).unwrap();
+    let corpus = arbor_experiments::run::load_corpus(&exp).unwrap().0;
+    let qfile = tmp.path().join("questions.txt");
+    let questions: Vec<&str> = report.queries.iter().map(|id| corpus.queries.iter().find(|q| &q.id == id).unwrap().text.as_str()).collect();
+    std::fs::write(&qfile, questions.join("\n")).unwrap();
+    let mut whole_tables = 0;
+    for (method, row) in ["flat", "bm25"].iter().zip(&report.methods) {
+        let answers = ok(&["query", index_s, "--queries", qfile.to_str().unwrap(), "-k", "10", "--max-tokens", "300", "--method", method, "--json"]);
+        for (answer, id) in answers.lines().zip(&report.queries) {
+            let expected = handed.iter().find(|r| &r.query == id && r.method == row.name).unwrap();
+            let got = ranked(&serde_json::from_str(answer).unwrap());
+            let want = ranked_in_run(expected, |d| format!("documents.jsonl#{d}"));
+            same_ranking(&got, &want).unwrap_or_else(|e| panic!("{method} query {id}: {e}"));
+            whole_tables += got.iter().filter(|(_, spans, _)| spans.len() > 1).count();
+        }
+    }
+    assert!(whole_tables > 0, "some item is a table handed on with its head");
+
+    // An index of the plain rule (as built before the default) keeps it: its items are handed on as ranked.
+    let mut store = Store::open(&index).unwrap();
+    let meta = store.meta().unwrap().unwrap();
+    let plain = serde_json::to_string(&arbor_datasets::UnitConfig { context: None, ..serde_json::from_str(&meta.units).unwrap() }).unwrap();
+    store.set_meta(&Meta { units: plain, ..meta }).unwrap();
+    drop(store);
+    let said = arbor(&["index", folder.to_str().unwrap(), "--into", index_s]);
+    assert!(String::from_utf8_lossy(&said.stderr).contains("holds the plain unit rule"), "{}", String::from_utf8_lossy(&said.stderr));
+    assert!(err(&["index", folder.to_str().unwrap(), "--into", index_s, "--max-sentences", "1"]).contains("at most 2 sentences, not 1"));
 }

@@ -13,7 +13,7 @@ use crate::config::TrainConfig;
 use crate::data::{Part, StepRows, TrainDoc, TrainQuery};
 use crate::encoder::{StepEncoder, Vectors};
 use crate::negatives::{CorpusBatch, StepMined};
-use crate::objective::{corpus_retrieval_loss, flat_on_held_out, retrieval_loss, step_false_negatives, validation_figures};
+use crate::objective::{corpus_retrieval_loss, flat_on_held_out, one_or_cat, retrieval_loss, step_false_negatives, validation_figures};
 use crate::window::window;
 
 /// L_ret of a step over `parts` (one document's batch each; several with `docs_per_step`, exactly as
@@ -40,7 +40,7 @@ pub(crate) fn plain_loss<B: Backend>(
         kept_units += kept.len();
         units.push(model.embed(vectors.units_within(part.doc, &kept, device)));
     }
-    let units = if units.len() == 1 { units.pop().expect("one") } else { Tensor::cat(units, 0) };
+    let units = one_or_cat(units);
     let eq = model.embed(vectors.queries(&rows.queries, device));
     let false_negatives = step_false_negatives(&rows, &mined.map_or_else(Vec::new, |m| m.spans()), config);
     let mined = mined.map(|m| model.embed(vectors.units_across(m.docs, m.units, device)));

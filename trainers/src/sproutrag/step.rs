@@ -20,7 +20,7 @@ use crate::config::TrainConfig;
 use crate::data::{Part, StepRows, TrainDoc, TrainQuery};
 use crate::encoder::{StepEncoder, Vectors, index};
 use crate::negatives::StepMined;
-use crate::objective::{flat_on_held_out, retrieval_loss, step_false_negatives, validation_figures};
+use crate::objective::{flat_on_held_out, one_or_cat, retrieval_loss, step_false_negatives, validation_figures};
 use crate::window::window;
 
 /// Validation IE and hit@1, 5 of `model` on the `holdout` documents (none when there is none), a
@@ -121,14 +121,6 @@ fn mean<B: Backend>(mut terms: Vec<Tensor<B, 1>>) -> Tensor<B, 1> {
     match terms.len() {
         1 => terms.pop().expect("one"),
         n => Tensor::cat(terms, 0).sum() / n as f32,
-    }
-}
-
-/// Rows of several tensors one after another; one is returned as it is.
-fn one_or_cat<B: Backend>(mut parts: Vec<Tensor<B, 2>>) -> Tensor<B, 2> {
-    match parts.len() {
-        1 => parts.pop().expect("one"),
-        _ => Tensor::cat(parts, 0),
     }
 }
 

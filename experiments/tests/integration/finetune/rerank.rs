@@ -9,11 +9,11 @@ use arbor_experiments::run::{evaluate_only, run};
 
 const EXPERIMENT: &str = r#"Experiment(
     name: "rerank",
-    data: (format: Jsonl, path: "experiments/fixtures/squad-mini", split: Some("test"), max_queries: Some(30)),
+    data: (format: Jsonl, path: "experiments/fixtures/squad-mini", split: Some("test"), max_queries: Some(20)),
     methods: [
         Flat,
-        Rerank((over: Flat, candidates: 8, training: (schedule: (epochs: 1, checkpoint_every: 4), train_queries: Some(24), negatives: 3, hard_negatives: 6, trainable_layers: 1))),
-        Distill((teacher: (schedule: (epochs: 1, checkpoint_every: 4), train_queries: Some(24), negatives: 3, hard_negatives: 6, trainable_layers: 1))),
+        Rerank((over: Flat, candidates: 8, training: (schedule: (epochs: 1, checkpoint_every: 4), train_queries: Some(12), negatives: 3, hard_negatives: 6, trainable_layers: 1))),
+        Distill((teacher: (schedule: (epochs: 1, checkpoint_every: 4), train_queries: Some(12), negatives: 3, hard_negatives: 6, trainable_layers: 1))),
     ],
     controls: [],
 )"#;
@@ -49,7 +49,7 @@ fn a_trained_reranker_reloads_from_its_run_folder_and_its_control_takes_its_step
         serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(state).unwrap()).unwrap()["step"].as_u64().unwrap()
     };
     let (student_model, control_model) = (model("Dense, encoder distilled"), model("Dense, encoder fine-tuned"));
-    assert_eq!(steps(teacher), steps(control_model), "the same steps: 24 queries in batches of 4, one epoch");
+    assert_eq!(steps(teacher), steps(control_model), "the same steps: 12 queries in batches of 4, one epoch");
     assert_eq!(steps(student_model), steps(control_model));
     let control_log = log(control_model);
     assert!(control_log.contains("eval/loss") && control_log.contains("loss/rank") && control_log.contains("lr/encoder"), "{control_log}");
