@@ -133,7 +133,8 @@ impl Artefact {
             // 37: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); no tree changed
             // 38: the document level above the trees (eval tree_retrieval.rs `DocumentLevel`, `Retriever::kept_documents`, the report's `documents_kept`, its named comparators `compare_with`; issue 62); without them nothing changes
             // 39: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
-            Artefact::Raptor => 39,
+            // 40: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
+            Artefact::Raptor => 40,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -173,7 +174,8 @@ impl Artefact {
             // 40: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); no tree changed
             // 41: the document level above the trees (eval tree_retrieval.rs `DocumentLevel`, `Retriever::kept_documents`, the report's `documents_kept`, its named comparators `compare_with`; issue 62); without them nothing changes
             // 42: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
-            Artefact::Trees => 42,
+            // 43: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
+            Artefact::Trees => 43,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -213,7 +215,8 @@ impl Artefact {
             // 37: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); the head weights' targets from the training's own sample of questions (`train_queries`), not every question of the split
             // 38: the document level above the trees (eval tree_retrieval.rs `DocumentLevel`, `Retriever::kept_documents`, the report's `documents_kept`, its named comparators `compare_with`; issue 62); without them nothing changes
             // 39: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
-            Artefact::HeadWeights => 39,
+            // 40: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
+            Artefact::HeadWeights => 40,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -250,7 +253,8 @@ impl Artefact {
             // 38: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); no behaviour of this kind changed
             // 39: the document level above the trees (eval tree_retrieval.rs `DocumentLevel`, `Retriever::kept_documents`, the report's `documents_kept`, its named comparators `compare_with`; issue 62); without them nothing changes; the trainers' step over several documents (`docs_per_step`), not read by this kind
             // 40: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
-            Artefact::Reranker => 40,
+            // 41: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
+            Artefact::Reranker => 41,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -290,7 +294,8 @@ impl Artefact {
             // 42: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); the merge pairs from the training's own sample (`train_queries`); an in-document step's false negatives (a unit of the query's gold, a shared positive, a mined unit of its gold) left out of its denominator
             // 43: SproutRAG's joint step over `docs_per_step` documents (L_ret over all their units, L_attn, L_node and the VAE's terms averaged per document; one document is the paper's step exactly), the document term `doc_loss`, the document level above the trees (issue 62); with neither set nothing changes
             // 44: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
-            Artefact::SproutRag => 44,
+            // 45: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
+            Artefact::SproutRag => 45,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -328,7 +333,8 @@ impl Artefact {
             // 41: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); no behaviour of this kind changed
             // 42: the document level above the trees (eval tree_retrieval.rs `DocumentLevel`, `Retriever::kept_documents`, the report's `documents_kept`, its named comparators `compare_with`; issue 62); without them nothing changes; no behaviour of this kind changed
             // 43: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
-            Artefact::Compressor => 43,
+            // 44: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
+            Artefact::Compressor => 44,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -367,7 +373,8 @@ impl Artefact {
             // 42: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); an in-document step's false negatives left out of its denominator, as SproutRAG's
             // 43: the dense control's step over `docs_per_step` documents, as SproutRAG's (issue 62); with one nothing changes
             // 44: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
-            Artefact::Dense => 44,
+            // 45: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
+            Artefact::Dense => 45,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -406,7 +413,8 @@ impl Artefact {
             // 42: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); no behaviour of this kind changed
             // 43: the document level above the trees (eval tree_retrieval.rs `DocumentLevel`, `Retriever::kept_documents`, the report's `documents_kept`, its named comparators `compare_with`; issue 62); without them nothing changes; no behaviour of this kind changed
             // 44: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
-            Artefact::Planner => 44,
+            // 45: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
+            Artefact::Planner => 45,
         }
     }
 

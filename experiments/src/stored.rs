@@ -13,7 +13,7 @@ use arbor_eval::index::{Chunks, Tokens};
 use arbor_eval::retrievers::raptor::RaptorTree;
 use arbor_eval::scoring::parents::Parents;
 use arbor_eval::structures::tree::Tree;
-use arbor_store::Store;
+use arbor_store::{Meta, Store};
 
 /// An opened index: its documents as a corpus, units as chunks, vectors and token starts.
 pub struct StoredIndex {
@@ -30,8 +30,6 @@ pub struct StoredIndex {
     pub encoder: String,
     /// The trained model it embeds with, as the index records it (`meta.model` JSON), if any.
     pub model: Option<String>,
-    /// Its unit rule (`meta.units`): the default, or the plain rule of an index built before it.
-    pub rule: UnitConfig,
     /// Under the default rule each document's cut tables with their heads, in which an item is handed on
     /// whole (the experiments' `hand_on: Tables`); `None` under the plain rule (items handed on as ranked).
     pub parents: Option<Parents>,
@@ -59,11 +57,11 @@ impl StoredIndex {
         let corpus = Corpus::new(documents, Vec::new(), Path::new("index"))?;
         let merges = (!meta.trees.is_empty()).then_some(merges);
         let raptor = (!meta.raptor.is_empty()).then_some(raptor);
+        let rule = unit_rule(&meta)?;
         let model = (!meta.model.is_empty()).then_some(meta.model);
-        let rule: UnitConfig = serde_json::from_str(&meta.units).context("meta.units is damaged")?;
         let tokens = Tokens(tokens);
         let parents = tables(&corpus, &rule, &tokens, &units)?;
-        Ok(StoredIndex { corpus, units, vectors, tokens, merges, raptor, encoder: meta.encoder, model, rule, parents })
+        Ok(StoredIndex { corpus, units, vectors, tokens, merges, raptor, encoder: meta.encoder, model, parents })
     }
 
     /// Every document's index: corpus scope.
@@ -110,6 +108,11 @@ impl StoredIndex {
         }
         keys.iter().map(|k| self.corpus.doc_index(k).with_context(|| format!("the index holds no document {k:?}"))).collect()
     }
+}
+
+/// The unit rule an index holds (`meta.units`): the default, or the plain rule of an index built before it.
+pub fn unit_rule(meta: &Meta) -> anyhow::Result<UnitConfig> {
+    serde_json::from_str(&meta.units).context("the index's meta.units is damaged")
 }
 
 /// Each document's cut tables with their heads, as the experiments hand them on (`hand_on: Tables`), cut

@@ -181,7 +181,7 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
 /// rule and keeps it (said on standard error); `max_sentences`, if given, must be its.
 fn held_rule(store: &Store, max_sentences: Option<usize>) -> anyhow::Result<Option<UnitConfig>> {
     let Some(meta) = store.meta()? else { return Ok(None) };
-    let held: UnitConfig = serde_json::from_str(&meta.units).context("the index's meta.units is damaged")?;
+    let held = crate::stored::unit_rule(&meta)?;
     if let Some(n) = max_sentences.filter(|&n| n != held.max_sentences) {
         anyhow::bail!("this index cuts units of at most {} sentences, not {n}: index into a new file", held.max_sentences);
     }
