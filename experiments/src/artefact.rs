@@ -134,7 +134,8 @@ impl Artefact {
             // 38: the document level above the trees (eval tree_retrieval.rs `DocumentLevel`, `Retriever::kept_documents`, the report's `documents_kept`, its named comparators `compare_with`; issue 62); without them nothing changes
             // 39: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 40: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
-            Artefact::Raptor => 40,
+            // 41: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
+            Artefact::Raptor => 41,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -175,7 +176,8 @@ impl Artefact {
             // 41: the document level above the trees (eval tree_retrieval.rs `DocumentLevel`, `Retriever::kept_documents`, the report's `documents_kept`, its named comparators `compare_with`; issue 62); without them nothing changes
             // 42: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 43: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
-            Artefact::Trees => 43,
+            // 44: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
+            Artefact::Trees => 44,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -216,7 +218,8 @@ impl Artefact {
             // 38: the document level above the trees (eval tree_retrieval.rs `DocumentLevel`, `Retriever::kept_documents`, the report's `documents_kept`, its named comparators `compare_with`; issue 62); without them nothing changes
             // 39: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 40: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
-            Artefact::HeadWeights => 40,
+            // 41: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
+            Artefact::HeadWeights => 41,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -254,7 +257,8 @@ impl Artefact {
             // 39: the document level above the trees (eval tree_retrieval.rs `DocumentLevel`, `Retriever::kept_documents`, the report's `documents_kept`, its named comparators `compare_with`; issue 62); without them nothing changes; the trainers' step over several documents (`docs_per_step`), not read by this kind
             // 40: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 41: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
-            Artefact::Reranker => 41,
+            // 42: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
+            Artefact::Reranker => 42,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -295,7 +299,8 @@ impl Artefact {
             // 43: SproutRAG's joint step over `docs_per_step` documents (L_ret over all their units, L_attn, L_node and the VAE's terms averaged per document; one document is the paper's step exactly), the document term `doc_loss`, the document level above the trees (issue 62); with neither set nothing changes
             // 44: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 45: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
-            Artefact::SproutRag => 45,
+            // 46: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
+            Artefact::SproutRag => 46,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -334,7 +339,8 @@ impl Artefact {
             // 42: the document level above the trees (eval tree_retrieval.rs `DocumentLevel`, `Retriever::kept_documents`, the report's `documents_kept`, its named comparators `compare_with`; issue 62); without them nothing changes; no behaviour of this kind changed
             // 43: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 44: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
-            Artefact::Compressor => 44,
+            // 45: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
+            Artefact::Compressor => 45,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -374,7 +380,8 @@ impl Artefact {
             // 43: the dense control's step over `docs_per_step` documents, as SproutRAG's (issue 62); with one nothing changes
             // 44: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 45: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
-            Artefact::Dense => 45,
+            // 46: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
+            Artefact::Dense => 46,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -414,7 +421,8 @@ impl Artefact {
             // 43: the document level above the trees (eval tree_retrieval.rs `DocumentLevel`, `Retriever::kept_documents`, the report's `documents_kept`, its named comparators `compare_with`; issue 62); without them nothing changes; no behaviour of this kind changed
             // 44: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 45: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
-            Artefact::Planner => 45,
+            // 46: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
+            Artefact::Planner => 46,
         }
     }
 

@@ -294,7 +294,7 @@ fn rerank_queries(docs: &[TrainDoc], first: usize, batch_size: usize) -> Vec<(us
 
 /// The documents of median and of largest word-piece count among those with at least `batch_size`
 /// training queries (all documents with a query when none has that many).
-fn median_and_longest(docs: &[TrainDoc], batch_size: usize) -> Option<(usize, usize)> {
+pub fn median_and_longest(docs: &[TrainDoc], batch_size: usize) -> Option<(usize, usize)> {
     let tokens = |d: &TrainDoc| d.ids.iter().map(Vec::len).sum::<usize>();
     let full: Vec<usize> = (0..docs.len()).filter(|&d| docs[d].queries.len() >= batch_size).collect();
     let mut pool = match full.is_empty() {
@@ -303,24 +303,4 @@ fn median_and_longest(docs: &[TrainDoc], batch_size: usize) -> Option<(usize, us
     };
     pool.sort_by_key(|&d| (tokens(&docs[d]), d));
     Some((*pool.get(pool.len().checked_sub(1)? / 2)?, *pool.last()?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn doc(tokens: usize, queries: usize) -> TrainDoc {
-        let query = arbor_trainers::data::TrainQuery { text: String::new(), pooled: vec![], ids: vec![], positive: 0, gold: vec![] };
-        TrainDoc { units: vec![], pooled: vec![], ids: vec![vec![0; tokens]], pairs: vec![], tokens: vec![], queries: vec![query; queries] }
-    }
-
-    #[test]
-    fn the_median_and_the_longest_document_with_a_full_batch() {
-        let docs = [doc(50, 4), doc(10, 4), doc(900, 1), doc(30, 4), doc(70, 4)];
-        // With a full batch of 4: 10, 30, 50, 70 tokens; the lower median and the largest.
-        assert_eq!(median_and_longest(&docs, 4), Some((3, 4)));
-        // None has 8 queries: every document with a query.
-        assert_eq!(median_and_longest(&docs, 8), Some((0, 2)));
-        assert_eq!(median_and_longest(&[doc(10, 0)], 4), None);
-    }
 }

@@ -20,7 +20,7 @@ pub mod methods;
 pub mod progress;
 pub mod provenance;
 pub mod run;
-mod source_state;
+pub mod source_state;
 pub mod stored;
 pub mod summaries;
 pub mod trained;

@@ -174,12 +174,15 @@ fn item_line(html: &mut String, corpus: &Corpus, item: &Handed) {
 /// A marked interval of a document: gold (`row` None) or a span of the item of rank `rank` of shown row
 /// `row` (its rank number printed before the item's first span only).
 #[derive(Clone, Copy)]
-struct Mark {
-    start: usize,
-    end: usize,
-    row: Option<usize>,
-    rank: usize,
-    first: bool,
+pub struct Mark {
+    /// The interval's byte offsets in the document.
+    pub start: usize,
+    pub end: usize,
+    /// The shown row whose item it is; None for gold.
+    pub row: Option<usize>,
+    pub rank: usize,
+    /// Whether it is the item's first span.
+    pub first: bool,
 }
 
 /// The excerpts of every document holding gold or one of the shown items, gold documents first.
@@ -213,7 +216,7 @@ fn excerpts(html: &mut String, corpus: &Corpus, query: &Query, shown: &[Option<&
 
 /// The windows of `text` around `marks`, merged, with "…" between them; each piece styled by the marks
 /// covering it.
-fn excerpt(html: &mut String, text: &str, marks: &[Mark]) {
+pub fn excerpt(html: &mut String, text: &str, marks: &[Mark]) {
     let floor = |mut b: usize| {
         b = b.min(text.len());
         while !text.is_char_boundary(b) {
@@ -289,34 +292,3 @@ details.query{border-top:1px solid #ccc;padding:4px 0}summary{cursor:pointer}.n{
 const SCRIPT: &str = "function show(){var e=document.getElementById(location.hash.slice(1));if(e&&e.tagName==='DETAILS')e.open=true;}\
 function all(o){document.querySelectorAll('details.query').forEach(function(d){d.open=o;});}\
 window.addEventListener('hashchange',show);show();";
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn excerpts_mark_gold_and_items_and_escape_text() {
-        let text = "a<b & c said \"x\" then more words follow here";
-        let marks = [Mark { start: 0, end: 4, row: None, rank: 0, first: false }, Mark { start: 2, end: 8, row: Some(1), rank: 2, first: true }];
-        let mut html = String::new();
-        excerpt(&mut html, text, &marks);
-        // Pieces: [0,2) gold; [2,4) gold + row 1 (its rank number first); [4,8) row 1; the rest plain.
-        assert!(html.starts_with("<span class=\"gold\" data-rows=\"\" style=\"box-shadow:none\" title=\"gold\">a&lt;</span>"), "{html}");
-        assert!(html.contains("<sup class=\"rank\" data-row=\"1\" style=\"color:#D55E00\">2</sup><span class=\"gold\" data-rows=\"1\""), "{html}");
-        assert!(html.contains("title=\"gold, row 2 #2\">b </span>"), "{html}");
-        assert!(html.ends_with("said &quot;x&quot; then more words follow here"), "the window reaches the end: no gap: {html}");
-    }
-
-    #[test]
-    fn windows_apart_are_separated_by_a_gap_and_cut_on_character_boundaries() {
-        let text = format!("{}é{}", "x".repeat(400), "y".repeat(400));
-        let marks = [Mark { start: 0, end: 1, row: Some(0), rank: 1, first: true }, Mark { start: 799, end: 801, row: None, rank: 0, first: false }];
-        let mut html = String::new();
-        excerpt(&mut html, &text, &marks);
-        assert_eq!(html.matches("&hellip;").count(), 1, "two windows, the second reaching the end: {html}");
-        let mut near = String::new();
-        // A window edge falling inside "é" (bytes 400..402) moves back to its start.
-        excerpt(&mut near, &text, &[Mark { start: 561, end: 562, row: None, rank: 0, first: false }]);
-        assert!(near.starts_with("<span class=\"gap\">&hellip;</span>é"), "{near}");
-    }
-}

@@ -8,7 +8,6 @@
 //! default row's: token attention, uniform head weights) is built and stored with it. `--remove KEY` removes one document (or every
 //! document of a JSONL file). Unreadable, empty and unknown files are listed by path and counted.
 
-use arbor_models::pooling::Role;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -38,7 +37,7 @@ pub struct IndexArgs {
     #[arg(long)]
     pub remove: Vec<String>,
     /// At most this many sentences of one paragraph per unit (a new index; default 2, the experiments'
-    /// default); an existing index keeps the rule it was built with
+    /// default; with --from, the run's rule); an existing index keeps the rule it was built with
     #[arg(long)]
     pub max_sentences: Option<usize>,
     /// Also build SproutRAG's attention-guided tree of every document (the untrained default row:
@@ -52,11 +51,13 @@ pub struct IndexArgs {
     /// --method raptor`. Given to an index without them, it builds them for the documents it holds.
     #[arg(long)]
     pub raptor: bool,
-    /// Embed with a trained model of this run folder (a `train` run): its dense control's fine-tuned
-    /// encoder, or map over the frozen one, as the run's row embeds. Fixed when the index is created.
+    /// Embed with a trained model of this run folder (a `train` run), as the run's row embeds: a dense
+    /// row's fine-tuned encoder or map over the frozen one, or a fine-tuned SAC's encoder over every unit
+    /// read after its document's summary (written for each new document as the run wrote it). Fixed when
+    /// the index is created.
     #[arg(long)]
     pub from: Option<PathBuf>,
-    /// With --from: the row whose model to use (a part of its name)
+    /// With --from: the row whose model to use (a part of its name: "Dense", "SAC")
     #[arg(long, default_value = "Dense")]
     pub row: String,
     #[command(flatten)]
@@ -144,7 +145,11 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
         return Ok(out);
     }
     let encoder = args.encoder.load()?;
-    let rule = held_rule.unwrap_or_else(|| unit_rule(args.max_sentences.unwrap_or(UnitConfig::default().max_sentences), &encoder));
+    let rule = match (held_rule, &args.from) {
+        (Some(held), _) => held,
+        (None, Some(run)) => run_rule(run, args.max_sentences, &encoder)?,
+        (None, None) => unit_rule(args.max_sentences.unwrap_or(UnitConfig::default().max_sentences), &encoder),
+    };
     let tuned = args.from.as_deref().map(|run| Tuned::from_run(run, &args.row, &encoder)).transpose()?;
     anyhow::ensure!(!(args.trees && tuned.is_some()), "--trees reads the pretrained encoder's attention: not with --from");
     anyhow::ensure!(!(args.raptor && tuned.is_some()), "--raptor embeds with the pretrained encoder, as the experiment row does: not with --from");
@@ -152,9 +157,9 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
     let kept = check_meta(store, &encoder, &rule, asked, model)?;
     let batch = args.encoder.batch_size.max(1);
     let builder = Builder { encoder: &encoder, rule: &rule, batch };
-    let embed = |texts: &[&str]| match &tuned {
-        Some(t) => t.embed(&encoder, Role::Passage, texts, batch),
-        None => encoder.embed(texts, batch, &mut |_| {}),
+    let embed = |doc: (&Corpus, &LeafIndex, &str), texts: &[&str]| match &tuned {
+        Some(t) => t.embed_units(&encoder, doc, texts, batch),
+        None => Ok(encoder.embed(texts, batch, &mut |_| {})),
     };
     let pb = crate::progress::bar(todo.len(), "indexing");
     for (doc, digest) in todo {
@@ -189,6 +194,16 @@ fn held_rule(store: &Store, max_sentences: Option<usize>) -> anyhow::Result<Opti
         eprintln!("this index holds {}; index into a new file for the default", rule_name(&held));
     }
     Ok(Some(held))
+}
+
+/// The unit rule of the run a new index embeds `--from`: its experiment's, which its model was trained and
+/// scored on, so that the index ranks as the row did; `max_sentences`, if given, must be its.
+fn run_rule(run: &Path, max_sentences: Option<usize>, encoder: &SentenceEncoder<DefaultBackend>) -> anyhow::Result<UnitConfig> {
+    let units = crate::experiment::Experiment::load(&run.join("experiment.ron"))?.units;
+    if let Some(n) = max_sentences.filter(|&n| n != units.max_sentences) {
+        anyhow::bail!("the run {} cut units of at most {} sentences, not {n}: its models serve that rule", run.display(), units.max_sentences);
+    }
+    Ok(crate::leaves::unit_rule(&units, encoder))
 }
 
 /// SHA-256 of a document's title (after its length) and text, in hex.
@@ -235,12 +250,24 @@ fn check_meta(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, rule
     Ok(kept)
 }
 
-/// One document cut into units and encoded, ready to store.
+/// What a run over the same text names `doc` (a summary's header starts with it): its title, else its id,
+/// which for a line of a JSONL corpus is the line's `id` (the key without `path#`).
+fn run_name(doc: &FileDocument) -> &str {
+    let file = doc.file.file_name().map(|f| format!("{}#", f.to_string_lossy()));
+    match file.and_then(|f| doc.key.find(&f).map(|at| &doc.key[at + f.len()..])) {
+        _ if !doc.title.is_empty() => &doc.title,
+        Some(id) => id,
+        None => &doc.key,
+    }
+}
+
+/// One document cut into units and encoded (`embed`: the units' vectors from the document, its units and
+/// its name, and their inputs), ready to store.
 fn encode(
     doc: &FileDocument,
     digest: String,
     encoder: &SentenceEncoder<DefaultBackend>,
-    embed: &dyn Fn(&[&str]) -> Vec<Vec<f32>>,
+    embed: &dyn Fn((&Corpus, &LeafIndex, &str), &[&str]) -> anyhow::Result<Vec<Vec<f32>>>,
     rule: &UnitConfig,
 ) -> anyhow::Result<DocumentRow> {
     let one = Document { id: doc.key.clone(), title: doc.title.clone(), text: doc.text.clone(), sections: Vec::new(), split: None };
@@ -252,7 +279,7 @@ fn encode(
     let inputs: Vec<String> = (0..leaves.units.len()).map(|c| leaves.units.input(&corpus, c).into_owned()).collect();
     let texts: Vec<&str> = inputs.iter().map(String::as_str).collect();
     let units = (0..leaves.units.len())
-        .zip(embed(&texts))
+        .zip(embed((&corpus, &leaves, run_name(doc)), &texts)?)
         .map(|(c, vector)| UnitRow { span: leaves.units.spans[c].span, header: leaves.units.headers.get(c).cloned().unwrap_or_default(), vector })
         .collect();
     Ok(DocumentRow {

@@ -70,9 +70,14 @@ impl DocumentSummary {
         for &d in docs {
             let doc = &ctx.corpus.documents[d];
             let summary = summariser.summarise(d, &[Span::new(0, doc.text.len())], self.summary_tokens)?;
-            let title = if doc.title.is_empty() { &doc.id } else { &doc.title };
-            headers[d] = format!("{title}: {}\n\n", summary.text);
+            headers[d] = header(if doc.title.is_empty() { &doc.id } else { &doc.title }, &summary.text);
         }
         Ok((headers, summariser.describe()))
     }
+}
+
+/// The header written before every unit of a document named `name` (its title, else its id) whose summary
+/// is `summary`: `<name>: <summary>` and a blank line.
+pub fn header(name: &str, summary: &str) -> String {
+    format!("{name}: {summary}\n\n")
 }

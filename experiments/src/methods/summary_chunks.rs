@@ -46,7 +46,7 @@ impl Default for SummaryChunksConfig {
 
 impl SummaryChunksConfig {
     /// Its summary settings.
-    fn summary(&self) -> DocumentSummary {
+    pub fn summary(&self) -> DocumentSummary {
         DocumentSummary { summary_tokens: self.summary_tokens, summariser: self.summariser.clone() }
     }
 }
@@ -100,32 +100,5 @@ impl MethodSpec for SummaryChunksConfig {
         let details = format!("document summaries of {} tokens before every chunk, {described}", self.summary_tokens);
         let retriever = FlatDense { name: self.label(), chunks, embeddings };
         Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::methods::Method;
-
-    /// A trained SAC fine-tunes over the leaf units only, trains as its matched control does (the dense
-    /// fine-tune on the same settings), and says so in its row; untrained SAC trains nothing.
-    #[test]
-    fn a_trained_sac_is_its_controls_fine_tune_over_headed_units() {
-        let parse = |text: &str| ron::from_str::<Method>(text).unwrap();
-        let windows = parse("SummaryChunks((chunks: Windows(tokens: 128), training: Some(())))");
-        let err = windows.spec().check().unwrap_err().to_string();
-        assert!(err.contains("chunks: Units"), "{err}");
-        let trained = parse("SummaryChunks((training: Some((schedule: (epochs: 3), freeze_encoder: false, negatives: Corpus((per_query: 0))))))");
-        trained.spec().check().unwrap();
-        let Trains::Queries(training) = trained.spec().trains() else { panic!("a trained SAC learns from the queries") };
-        let control = trained.spec().dense_control().unwrap();
-        assert_eq!(control, DenseConfig::matching(&training));
-        let label = trained.label();
-        assert!(label.starts_with("SAC: leaf units with a 64-token document summary, encoder fine-tuned at"), "{label}");
-        assert!(label.ends_with(control.label().strip_prefix("Dense, ").unwrap()), "{label}");
-        assert!(matches!(parse("SummaryChunks(())").spec().trains(), Trains::No));
-        let old = parse("SummaryChunks((training: Some((holdout_docs: Some(2)))))");
-        assert!(old.spec().check().unwrap_err().to_string().contains("holdout_docs"));
     }
 }

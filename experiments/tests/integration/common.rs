@@ -41,3 +41,33 @@ pub fn same_ranking(got: &[Ranked], want: &[Ranked]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// `arbor index FOLDER --from RUN --row ROW` into a new index (what it printed is returned), then `arbor
+/// query` of every `every`-th question of the run, within the question's document (the runs' default scope)
+/// under the default 2,000-token budget: the items, spans and scores of the run's row `name`.
+pub fn an_index_from_the_run_ranks_as_its_row(run: &Path, folder: &Path, row: &str, name: &str, every: usize) -> String {
+    use arbor_experiments::experiment::Experiment;
+    let tmp = tempfile::tempdir().unwrap();
+    let index = tmp.path().join("from-run.arbor");
+    let (index_s, run_s) = (index.to_str().unwrap(), run.to_str().unwrap());
+    let said = ok(&["index", folder.to_str().unwrap(), "--into", index_s, "--from", run_s, "--row", row]);
+    let handed = arbor_eval::scoring::retrievals::read(run).unwrap();
+    let report: arbor_eval::scoring::report::Report = serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    let exp = Experiment::load(&run.join("experiment.ron")).unwrap();
+    let (corpus, _) = arbor_experiments::run::load_corpus(&exp).unwrap();
+    for id in report.queries.iter().step_by(every) {
+        let q = corpus.queries.iter().find(|q| &q.id == id).unwrap();
+        let key = format!("documents.jsonl#{}", q.doc_ids[0]);
+        let answer = ok(&["query", index_s, &q.text, "--doc", &key, "-k", "10", "--max-tokens", "2000", "--json"]);
+        let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        let spans = |h: &serde_json::Value| -> Vec<[usize; 2]> {
+            h["spans"].as_array().unwrap().iter().map(|s| [0, 1].map(|i| s["bytes"][i].as_u64().unwrap() as usize)).collect()
+        };
+        let got: Vec<Ranked> =
+            answer["results"].as_array().unwrap().iter().map(|h| (String::new(), spans(h), h["score"].as_f64().unwrap() as f32)).collect();
+        let expected = handed.iter().find(|r| &r.query == id && r.method == name).unwrap_or_else(|| panic!("no row {name:?} in {}", run.display()));
+        let want: Vec<Ranked> = expected.items.iter().map(|i| (String::new(), i.spans.clone(), i.score)).collect();
+        same_ranking(&got, &want).unwrap_or_else(|e| panic!("{row} query {id}: {e}"));
+    }
+    said
+}

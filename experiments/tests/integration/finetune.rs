@@ -329,7 +329,8 @@ pub(crate) fn short_articles(dir: &Path, cut: usize) -> std::path::PathBuf {
 /// training and at evaluation: trained at a learning rate of 0 its encoder is the pretrained one, so it
 /// ranks every query as untrained SAC does (the evaluation reads the same headed text through the tuned
 /// encoder's kernel), while its training read other inputs than its matched control's (the dense fine-tune
-/// without headers, added as its control): another training folder, other validation figures.
+/// without headers, added as its control): another training folder, other validation figures. An index
+/// built `--from` the run embeds as either row and ranks as it did.
 #[test]
 fn sac_fine_tuned_reads_its_headers_in_training_and_evaluation() {
     std::env::set_current_dir(crate::common::workspace()).unwrap();
@@ -370,6 +371,22 @@ fn sac_fine_tuned_reads_its_headers_in_training_and_evaluation() {
     let to = tmp.path().join("sac-encoder");
     crate::common::ok(&["export", dir.to_str().unwrap(), "--row", names[1], "--to", to.to_str().unwrap()]);
     assert!(to.join("model.safetensors").is_file() && to.join("arbor-export.json").is_file());
+    // Its model serves an index of the same articles (issue 63), each one's summary written as the run
+    // wrote it before every unit: `arbor query` ranks as the row did; so does its control's (no summary).
+    let said = crate::common::an_index_from_the_run_ranks_as_its_row(&dir, &corpus, "SAC", names[1], 5);
+    assert!(said.starts_with("6 added"), "{said}");
+    crate::common::an_index_from_the_run_ranks_as_its_row(&dir, &corpus, "Dense", names[2], 5);
+    let both = crate::common::arbor(&[
+        "index",
+        corpus.to_str().unwrap(),
+        "--into",
+        tmp.path().join("x.arbor").to_str().unwrap(),
+        "--from",
+        dir.to_str().unwrap(),
+        "--row",
+        "fine-tuned",
+    ]);
+    assert!(String::from_utf8_lossy(&both.stderr).contains("2 rows of"), "{}", String::from_utf8_lossy(&both.stderr));
 }
 
 /// SproutRAG over SAC's inputs (`summary: Some(..)`) reads every leaf after its document's summary, and so

@@ -9,7 +9,7 @@ use arbor_experiments::experiment::Experiment;
 use arbor_experiments::run::{evaluate_only, run, run_in};
 use arbor_experiments::trained::Training;
 
-use crate::common::{Ranked, ok, same_ranking, workspace};
+use crate::common::workspace;
 
 #[test]
 fn quickstart_writes_a_run_folder_with_a_sane_report() {
@@ -190,31 +190,11 @@ fn inspect_page_shows_the_run(dir: &Path, report: &Report) {
 /// map over the frozen encoder) rank, within each question's article and under the run's token budget,
 /// as the control's row ranked them in the run.
 fn the_control_serves_an_index(dir: &Path, report: &Report) {
-    let tmp = tempfile::tempdir().unwrap();
-    let index = tmp.path().join("q.arbor");
-    let (index_s, dir_s) = (index.to_str().unwrap(), dir.to_str().unwrap());
-    let said = ok(&["index", "experiments/fixtures/squad-mini", "--into", index_s, "--from", dir_s, "--row", "Dense"]);
-    // The six articles and the fixture's README.md; queries.jsonl is skipped as queries.
-    assert!(said.starts_with("7 added, 0 changed, 0 removed, 0 unchanged, 1 skipped"), "{said}");
     let row = &report.methods[5].name;
     assert!(row.starts_with("Dense, a linear map"), "{row}");
-    let handed = arbor_eval::scoring::retrievals::read(dir).unwrap();
-    let exp = Experiment::load(&dir.join("experiment.ron")).unwrap();
-    let (corpus, _) = arbor_experiments::run::load_corpus(&exp).unwrap();
-    for id in report.queries.iter().step_by(40) {
-        let q = corpus.queries.iter().find(|q| &q.id == id).unwrap();
-        let key = format!("documents.jsonl#{}", q.doc_ids[0]);
-        let answer = ok(&["query", index_s, &q.text, "--doc", &key, "-k", "10", "--max-tokens", "2000", "--json"]);
-        let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
-        let spans = |h: &serde_json::Value| -> Vec<[usize; 2]> {
-            h["spans"].as_array().unwrap().iter().map(|s| [0, 1].map(|i| s["bytes"][i].as_u64().unwrap() as usize)).collect()
-        };
-        let got: Vec<Ranked> =
-            answer["results"].as_array().unwrap().iter().map(|h| (String::new(), spans(h), h["score"].as_f64().unwrap() as f32)).collect();
-        let expected = handed.iter().find(|r| &r.query == id && &r.method == row).unwrap();
-        let want: Vec<Ranked> = expected.items.iter().map(|i| (String::new(), i.spans.clone(), i.score)).collect();
-        same_ranking(&got, &want).unwrap_or_else(|e| panic!("query {id}: {e}"));
-    }
+    let said = crate::common::an_index_from_the_run_ranks_as_its_row(dir, &workspace().join("experiments/fixtures/squad-mini"), "Dense", row, 40);
+    // The six articles and the fixture's README.md; queries.jsonl is skipped as queries.
+    assert!(said.starts_with("7 added, 0 changed, 0 removed, 0 unchanged, 1 skipped"), "{said}");
 }
 
 /// HTML's five escapes undone.

@@ -13,7 +13,7 @@
 //! planner's plan per query (its pseudo-labels, training and Table 5 scores: `plan.rs`). Level-0 chunks are the
 //! run's leaf units with their encoder vectors in every row.
 
-mod plan;
+pub mod plan;
 mod train;
 
 use std::borrow::Cow;

@@ -1,0 +1,19 @@
+//! The unit tests of `arbor_experiments::bench_step` (src/bench_step.rs).
+
+use arbor_experiments::bench_step::*;
+use arbor_trainers::data::TrainDoc;
+
+fn doc(tokens: usize, queries: usize) -> TrainDoc {
+    let query = arbor_trainers::data::TrainQuery { text: String::new(), pooled: vec![], ids: vec![], positive: 0, gold: vec![] };
+    TrainDoc { units: vec![], pooled: vec![], ids: vec![vec![0; tokens]], pairs: vec![], tokens: vec![], queries: vec![query; queries] }
+}
+
+#[test]
+fn the_median_and_the_longest_document_with_a_full_batch() {
+    let docs = [doc(50, 4), doc(10, 4), doc(900, 1), doc(30, 4), doc(70, 4)];
+    // With a full batch of 4: 10, 30, 50, 70 tokens; the lower median and the largest.
+    assert_eq!(median_and_longest(&docs, 4), Some((3, 4)));
+    // None has 8 queries: every document with a query.
+    assert_eq!(median_and_longest(&docs, 8), Some((0, 2)));
+    assert_eq!(median_and_longest(&[doc(10, 0)], 4), None);
+}
