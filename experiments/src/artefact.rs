@@ -97,7 +97,8 @@ impl Artefact {
             // 10: the unit cutter (experiments/src/leaves.rs) and the computing dependencies Cargo.lock pins in every kind's digest, which now keeps import aliases and cuts a test-only field, variant or arm alone (issue 61); no vector changed
             // 11: the document level above the trees (eval tree_retrieval.rs `DocumentLevel`, `Retriever::kept_documents`, the report's `documents_kept`, its named comparators `compare_with`; issue 62); without them nothing changes
             // 12: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 12,
+            // 13: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 13,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -135,7 +136,8 @@ impl Artefact {
             // 39: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 40: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
             // 41: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
-            Artefact::Raptor => 41,
+            // 42: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
+            Artefact::Raptor => 42,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -177,7 +179,8 @@ impl Artefact {
             // 42: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 43: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
             // 44: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
-            Artefact::Trees => 44,
+            // 45: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
+            Artefact::Trees => 45,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -219,7 +222,8 @@ impl Artefact {
             // 39: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 40: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
             // 41: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
-            Artefact::HeadWeights => 41,
+            // 42: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
+            Artefact::HeadWeights => 42,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -258,7 +262,8 @@ impl Artefact {
             // 40: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 41: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
             // 42: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
-            Artefact::Reranker => 42,
+            // 43: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
+            Artefact::Reranker => 43,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -300,7 +305,8 @@ impl Artefact {
             // 44: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 45: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
             // 46: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
-            Artefact::SproutRag => 46,
+            // 47: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
+            Artefact::SproutRag => 47,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -340,7 +346,8 @@ impl Artefact {
             // 43: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 44: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
             // 45: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
-            Artefact::Compressor => 45,
+            // 46: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
+            Artefact::Compressor => 46,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -381,7 +388,8 @@ impl Artefact {
             // 44: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 45: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
             // 46: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
-            Artefact::Dense => 46,
+            // 47: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
+            Artefact::Dense => 47,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -422,7 +430,8 @@ impl Artefact {
             // 44: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 45: review: one reading of an index's `meta.units` (experiments stored.rs `unit_rule`), the opened index keeps no copy of its rule; no behaviour changed
             // 46: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
-            Artefact::Planner => 46,
+            // 47: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
+            Artefact::Planner => 47,
         }
     }
 

@@ -1,5 +1,5 @@
 //! `arbor`: the umbrella command (`arbor embed`, `arbor evaluate`, `arbor train`, `arbor compare`, `arbor inspect`,
-//! `arbor index`, `arbor query`, `arbor bench-step`, `arbor export`, `arbor cpu`).
+//! `arbor index`, `arbor query`, `arbor serve`, `arbor bench-step`, `arbor export`, `arbor cpu`).
 
 use arbor_experiments::bench_step::{BenchStepArgs, bench_step};
 use arbor_experiments::cli::{EvaluateArgs, TrainArgs, evaluate, train};
@@ -9,6 +9,7 @@ use arbor_experiments::export::{ExportArgs, export};
 use arbor_experiments::inspect::{InspectArgs, inspect};
 use arbor_experiments::library::index::{IndexArgs, index};
 use arbor_experiments::library::query::{QueryArgs, query};
+use arbor_experiments::library::serve::{ServeArgs, serve};
 use clap::{Parser, Subcommand};
 
 // mimalloc reuses the large tensor buffers that glibc's malloc maps and unmaps on every op (about 20 %
@@ -39,6 +40,8 @@ enum Command {
     Index(IndexArgs),
     /// Rank an index's units for a question: documents, character and byte offsets, scores, text
     Query(QueryArgs),
+    /// Answer `arbor query`'s questions over HTTP (GET /query?q=..., POST /query), the JSON of `query --json`
+    Serve(ServeArgs),
     /// Time the fine-tuning step on fixed batches of an experiment's training split, and write those batches for PyTorch's side (scripts/bench_step.sh)
     BenchStep(BenchStepArgs),
     /// Write a run's fine-tuned encoder (a Dense or SproutRAG row) as a sentence-transformers folder
@@ -57,6 +60,7 @@ fn main() -> anyhow::Result<()> {
         Command::Inspect(args) => inspect(&args),
         Command::Index(args) => index(&args),
         Command::Query(args) => query(&args),
+        Command::Serve(args) => serve(&args),
         Command::BenchStep(args) => bench_step(&args),
         Command::Export(args) => export(&args),
         Command::Cpu => {

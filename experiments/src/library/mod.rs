@@ -3,11 +3,13 @@
 //! offsets) and vectors in an SQLite file (`arbor_store`), one transaction per document, incrementally by
 //! content digest; `arbor query INDEX "question"` ([`query`]) ranks the stored units with the same
 //! retrievers and token budget the experiment runner uses (flat dense, BM25, hybrid, SproutRAG's beam
-//! search, RAPTOR's collapsed tree), in corpus scope. [`structures`]: the per-document trees an index keeps;
+//! search, RAPTOR's collapsed tree), in corpus scope; `arbor serve INDEX` ([`serve`]) answers the same over
+//! HTTP. [`structures`]: the per-document trees an index keeps;
 //! [`trained`]: a run's dense control as the index's encoder.
 
 pub mod index;
 pub mod query;
+pub mod serve;
 pub mod structures;
 pub mod trained;
 

@@ -10,7 +10,7 @@
 //! one JSON object per query. `--queries FILE` asks one question per line
 //! against one opened index; `--timings` reports opening and per-query latency on standard error.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
@@ -19,13 +19,14 @@ use arbor_datasets::span::char_offset;
 use arbor_eval::scoring::runner::hand_on;
 use arbor_eval::{Item, QueryInput, Retriever};
 use arbor_models::pooling::Role;
+use arbor_models::{DefaultBackend, SentenceEncoder};
 use arbor_store::Store;
 use clap::Parser;
 use serde::Serialize;
 
 use super::EncoderArgs;
 use super::trained::{ModelRecord, Tuned};
-use crate::methods::Method;
+use crate::methods::{Method, Served};
 use crate::stored::StoredIndex;
 
 #[derive(Debug, Parser)]
@@ -93,11 +94,13 @@ pub struct Located {
     pub bytes: [usize; 2],
 }
 
+/// What `arbor query --json` prints for one question (and `arbor serve` answers).
 #[derive(Debug, Serialize)]
-struct Answer<'a> {
-    query: &'a str,
-    method: &'a str,
-    results: Vec<Hit>,
+pub struct Answer<'a> {
+    pub query: &'a str,
+    /// The method as an experiment file writes it.
+    pub method: &'a str,
+    pub results: Vec<Hit>,
 }
 
 /// A ranked item as a result: its document, offsets of both kinds, text, and where it sits in a tree.
@@ -118,6 +121,47 @@ pub fn hit(index: &StoredIndex, rank: usize, item: &Item, retriever: &dyn Retrie
     Hit { rank, document: index.corpus.documents[doc].id.clone(), score: item.score, node, layer, spans, text: pieces.join("\n\n") }
 }
 
+/// An index opened to answer questions: its documents, units and trees, the encoder that built it, and
+/// the trained model it embeds with, if any (`arbor query` and `arbor serve` share it).
+pub struct Opened {
+    pub index: StoredIndex,
+    pub encoder: SentenceEncoder<DefaultBackend>,
+    tuned: Option<Tuned>,
+}
+
+impl Opened {
+    /// Opens the index at `path` with the encoder `encoder` names; another encoder than the one that built it
+    /// is refused with both fingerprints.
+    pub fn open(path: &Path, encoder: &EncoderArgs) -> anyhow::Result<Self> {
+        let store = Store::open_existing(path)?;
+        let index = StoredIndex::read(&store)?;
+        let encoder = encoder.load()?;
+        anyhow::ensure!(
+            encoder.fingerprint == index.encoder,
+            "{} was built by encoder {}, but the encoder loaded now is {}: query it with the encoder that built it (--model), or index again into a new file",
+            path.display(),
+            index.encoder,
+            encoder.fingerprint
+        );
+        let record: Option<ModelRecord> = index.model.as_deref().map(serde_json::from_str).transpose().context("meta.model is damaged")?;
+        let tuned = record.map(|record| Tuned::load(record, &encoder)).transpose()?;
+        Ok(Opened { index, encoder, tuned })
+    }
+
+    /// The results of `question` by `served` (a method this index serves) within `docs`: the top `k` items
+    /// handed on under `max_tokens` as `evaluate` hands them on.
+    pub fn ask(&self, served: &Served, question: &str, k: usize, docs: &[usize], max_tokens: Option<usize>) -> Vec<Hit> {
+        let embedding = served.embeds_queries.then(|| match &self.tuned {
+            Some(t) => t.embed(&self.encoder, Role::Query, &[question], 1).remove(0),
+            None => self.encoder.embed_queries(&[question], 1, &mut |_| {}).remove(0),
+        });
+        let input = QueryInput { text: question.to_owned(), docs: docs.to_vec(), embedding };
+        let (index, retriever) = (&self.index, served.retriever.as_ref());
+        let (_, items) = hand_on(retriever, &input, k, index.parents.as_ref(), max_tokens, &index.tokens, &index.corpus);
+        items.iter().enumerate().map(|(i, item)| hit(index, i + 1, item, retriever, &input)).collect()
+    }
+}
+
 pub fn query(args: &QueryArgs) -> anyhow::Result<()> {
     let questions: Vec<String> = match (&args.query, &args.queries) {
         (Some(q), None) => vec![q.clone()],
@@ -131,34 +175,15 @@ pub fn query(args: &QueryArgs) -> anyhow::Result<()> {
     };
     anyhow::ensure!(args.k > 0, "-k must be at least 1");
     let start = Instant::now();
-    let store = Store::open_existing(&args.index)?;
-    let opened = StoredIndex::read(&store)?;
-    let encoder = args.encoder.load()?;
-    anyhow::ensure!(
-        encoder.fingerprint == opened.encoder,
-        "{} was built by encoder {}, but the encoder loaded now is {}: query it with the encoder that built it (--model), or index again into a new file",
-        args.index.display(),
-        opened.encoder,
-        encoder.fingerprint
-    );
-    let record: Option<ModelRecord> = opened.model.as_deref().map(serde_json::from_str).transpose().context("meta.model is damaged")?;
-    let tuned = record.map(|record| Tuned::load(record, &encoder)).transpose()?;
-    let docs = opened.scope(&args.doc)?;
-    let served = args.method.spec().serve(&opened)?;
-    let retriever = served.retriever;
+    let opened = Opened::open(&args.index, &args.encoder)?;
+    let docs = opened.index.scope(&args.doc)?;
+    let served = args.method.spec().serve(&opened.index)?;
     let opening = start.elapsed().as_secs_f64() * 1e3;
     let mut latencies = Vec::with_capacity(questions.len());
     for question in &questions {
         let t = Instant::now();
-        let embedding = served.embeds_queries.then(|| match &tuned {
-            Some(t) => t.embed(&encoder, Role::Query, &[question], 1).remove(0),
-            None => encoder.embed_queries(&[question], 1, &mut |_| {}).remove(0),
-        });
-        let input = QueryInput { text: question.clone(), docs: docs.clone(), embedding };
-        let parents = opened.parents.as_ref();
-        let (_, items) = hand_on(retriever.as_ref(), &input, args.k, parents, args.max_tokens, &opened.tokens, &opened.corpus);
+        let results = opened.ask(&served, question, args.k, &docs, args.max_tokens);
         latencies.push(t.elapsed().as_secs_f64() * 1e3);
-        let results: Vec<Hit> = items.iter().enumerate().map(|(i, item)| hit(&opened, i + 1, item, retriever.as_ref(), &input)).collect();
         print(question, args, results)?;
     }
     if args.timings {
@@ -166,8 +191,8 @@ pub fn query(args: &QueryArgs) -> anyhow::Result<()> {
         let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q).round() as usize];
         eprintln!(
             "opened in {opening:.0} ms ({} documents, {} units); {} queries: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-            opened.corpus.documents.len(),
-            opened.units.len(),
+            opened.index.corpus.documents.len(),
+            opened.index.units.len(),
             latencies.len(),
             at(0.5),
             at(0.99),

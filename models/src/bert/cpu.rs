@@ -411,6 +411,23 @@ pub(super) unsafe fn product(
 ) {
     let read_dst = accumulate == Accumulate::Yes;
     let i = |x: usize| x as isize;
+    #[cfg(target_arch = "x86_64")]
+    if crate::processor::Kernels::chosen() == (crate::processor::Kernels::Avx2 { forced: true }) {
+        let alpha = if read_dst { 1.0 } else { 0.0 };
+        // SAFETY: the caller's contract; `chosen` forces AVX2 only where the processor has AVX2 and FMA.
+        unsafe {
+            super::avx2::gemm(
+                [m, n, k],
+                (dst.at, i(dst.cs), i(dst.rs)),
+                read_dst,
+                (lhs.at, i(lhs.cs), i(lhs.rs)),
+                (rhs.at, i(rhs.cs), i(rhs.rs)),
+                (alpha, scale),
+                parallelism,
+            )
+        };
+        return;
+    }
     // SAFETY: the caller's contract.
     unsafe {
         gemm::gemm(

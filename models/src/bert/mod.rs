@@ -6,6 +6,8 @@
 //! probabilities `[batch, heads, tokens, tokens]`.
 
 pub mod autodiff;
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 pub mod config;
 pub mod cpu;
 pub mod frozen;

@@ -16,7 +16,7 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Tensor, TensorData};
 
-type A = Autodiff<DefaultBackend>;
+pub(crate) type A = Autodiff<DefaultBackend>;
 
 /// Every float parameter's gradient (empty where it has none), in the module's order.
 struct Collect<'g> {
@@ -31,7 +31,7 @@ impl ModuleVisitor<A> for Collect<'_> {
     }
 }
 
-fn gradients(bert: &Bert<A>, pooled: Tensor<A, 2>, weights: &Tensor<A, 2>) -> (Vec<f32>, Vec<Vec<f32>>) {
+pub(crate) fn gradients(bert: &Bert<A>, pooled: Tensor<A, 2>, weights: &Tensor<A, 2>) -> (Vec<f32>, Vec<Vec<f32>>) {
     let values = pooled.clone().into_data().to_vec::<f32>().unwrap();
     let grads = (pooled * weights.clone()).sum().backward();
     let mut collect = Collect { grads: &grads, out: Vec::new() };

@@ -3,6 +3,7 @@
 //! kernels anew in a release build, so these share the library's.
 
 mod grad;
+mod kernels;
 mod parity;
 mod pooling;
 mod reranker;

@@ -8,6 +8,7 @@ mod cache;
 mod experiment;
 mod inspect_page;
 mod leakage;
+mod library_serve;
 mod methods;
 mod methods_controls;
 mod methods_exemplars;
