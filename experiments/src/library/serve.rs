@@ -160,12 +160,13 @@ fn error(message: &str) -> String {
 fn read_request(stream: &mut TcpStream) -> anyhow::Result<Request> {
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut reader = BufReader::new(stream);
-    let mut head = Vec::new();
+    let (mut head, mut read) = (Vec::new(), 0usize);
     let mut length = 0usize;
     loop {
         let mut line = String::new();
-        let n = (&mut reader).take((MAX_HEAD + 1 - head.len().min(MAX_HEAD)) as u64).read_line(&mut line)?;
-        anyhow::ensure!(n > 0 && line.ends_with('\n'), "the request ends before its headers do, or they exceed {MAX_HEAD} bytes");
+        let n = (&mut reader).take((MAX_HEAD - read) as u64 + 1).read_line(&mut line)?;
+        read += n;
+        anyhow::ensure!(n > 0 && line.ends_with('\n') && read <= MAX_HEAD, "the request ends before its headers do, or they exceed {MAX_HEAD} bytes");
         let line = line.trim_end().to_owned();
         if line.is_empty() {
             break;
