@@ -10,13 +10,14 @@ use arbor_datasets::span::merge;
 use arbor_datasets::{Corpus, DocSpan, Document, Query, TokenStarts};
 use arbor_eval::retrievers::beam::{BeamConfig, Strategy};
 use arbor_eval::retrievers::bm25::Bm25;
+use arbor_eval::retrievers::document_level::DocumentVector;
 use arbor_eval::retrievers::flat::FlatDense;
 use arbor_eval::retrievers::fusion::Fusion;
 use arbor_eval::retrievers::hierarchy::{AutoMerging, Hierarchy};
 use arbor_eval::retrievers::level_retrieval::LevelRetriever;
 use arbor_eval::retrievers::raptor::{RaptorParams, RaptorRetriever, RaptorSearch, RaptorTree, Summary};
 use arbor_eval::retrievers::rse::{Rse, RsePreset};
-use arbor_eval::retrievers::tree_retrieval::{DocumentLevel, DocumentVector, TreeRetriever, TreeSearch};
+use arbor_eval::retrievers::tree_retrieval::{TreeRetriever, TreeSearch};
 use arbor_eval::scoring::budget::spend;
 use arbor_eval::scoring::parents::Widened;
 use arbor_eval::structures::levels::Levels;
@@ -121,9 +122,9 @@ proptest! {
                 retrievers.push(Box::new(TreeRetriever::new(format!("{search:?}"), trees, &index.units, search)));
             }
             // A document level keeping one document: its items first, the next documents' after while fewer than k.
-            let level = DocumentLevel { beam_docs: 1, vector: DocumentVector::LeafMean };
             let search = TreeSearch::Beam(beam);
-            retrievers.push(Box::new(TreeRetriever::new("document level".into(), trees.clone(), &index.units, search).with_document_level(level)));
+            let tree = TreeRetriever::new("document level".into(), trees.clone(), &index.units, search);
+            retrievers.push(Box::new(tree.with_document_level(1, DocumentVector::LeafMean)));
             let parts: Vec<Box<dyn Retriever + '_>> = vec![
                 Box::new(FlatDense { name: "dense".into(), chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&embeddings) }),
                 Box::new(Bm25::build(&corpus, &index.units, scope, &all)),

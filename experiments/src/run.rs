@@ -129,6 +129,12 @@ pub fn with_training_corpora(own: Corpus, lent: Vec<(String, Corpus)>, source: &
 /// trained. Writes report.json, report.md, models.json (the trained models used) and retrievals.jsonl (what
 /// each method handed on per query) into `dir`.
 pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) -> anyhow::Result<Report> {
+    // `evaluate` without --from refuses a trained row before anything is loaded or embedded.
+    if let Training::Never(None) = training
+        && let Some((method, _)) = rows(exp).into_iter().find(|(m, _)| m.spec().trains().needs_model())
+    {
+        return Err(Training::never_trained(&method.label()));
+    }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     atomic_write(&dir.join("experiment.ron"), exp.to_ron().as_bytes())?;
     let (corpus, own_from) = load_corpus(exp)?;

@@ -74,6 +74,14 @@ pub struct Located {
 }
 
 impl Training {
+    /// Why `evaluate` without --from cannot score the method `label`.
+    pub fn never_trained(label: &str) -> anyhow::Error {
+        anyhow::anyhow!(
+            "method {label:?} needs a trained model and `evaluate` never trains: run `train` on this experiment, \
+             or pass --from RUN_DIR (a run folder that trained it)"
+        )
+    }
+
     /// The training folder for the method `label` with `settings`: `cache_dir` (where `train` trains) or
     /// the earlier run's. An error names the run folder and the method when there is no such model.
     pub fn locate(
@@ -85,10 +93,7 @@ impl Training {
     ) -> anyhow::Result<Located> {
         match self {
             Training::Allowed => Ok(Located { dir: cache_dir()?, may_train: true }),
-            Training::Never(None) => anyhow::bail!(
-                "method {label:?} needs a trained model and `evaluate` never trains: run `train` on this experiment, \
-                 or pass --from RUN_DIR (a run folder that trained it)"
-            ),
+            Training::Never(None) => Err(Training::never_trained(label)),
             Training::Never(Some(run)) => {
                 let settings = serde_json::to_value(settings)?;
                 let found = run.models.iter().find(|m| m.settings == settings).with_context(|| {

@@ -3,10 +3,12 @@
 //! large index), [`bm25`], [`fusion`] (reciprocal rank fusion),
 //! [`beam`] and [`tree_retrieval`] (SproutRAG's hierarchical beam search and the collapsed tree),
 //! [`raptor`], [`rse`] (Relevant Segment Extraction), [`hierarchy`] (parent expansion), [`level_retrieval`]
-//! (SmartChunk's levels within a plan).
+//! (SmartChunk's levels within a plan); [`document_level`] puts a level that chooses documents above any of
+//! them.
 
 pub mod beam;
 pub mod bm25;
+pub mod document_level;
 pub mod flat;
 pub mod fusion;
 pub mod hierarchy;

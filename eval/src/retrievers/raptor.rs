@@ -25,6 +25,7 @@ use std::borrow::Cow;
 use arbor_datasets::{DocSpan, Span};
 
 use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, top_k};
+use crate::retrievers::document_level::{DocumentVector, mean, root_and_leaves};
 use crate::retrievers::flat::dot;
 use crate::structures::gmm::{ClusterParams, principal_components, reduced_dimension, soft_clusters};
 
@@ -119,6 +120,20 @@ impl RaptorTree {
     /// The leaf chunks' spans, in order.
     pub fn leaf_spans(&self) -> Vec<Span> {
         self.nodes.iter().filter(|n| n.layer == 0).map(|n| n.spans[0]).collect()
+    }
+
+    /// The tree's vector of its document for a document level ([`crate::retrievers::document_level`]): its
+    /// leaves' mean, its top layer's mean (the root: one node where the clustering ended in one), or both;
+    /// `None` for a summary's, which the tree does not hold.
+    pub fn document_vector(&self, vector: DocumentVector) -> Option<Vec<f32>> {
+        let dim = self.embeddings.first().map_or(0, Vec::len);
+        let layer = |l: usize| mean(self.nodes.iter().zip(&self.embeddings).filter(|(n, _)| n.layer == l).map(|(_, e)| e), dim);
+        match vector {
+            DocumentVector::LeafMean => Some(layer(0)),
+            DocumentVector::Root => Some(layer(self.layers)),
+            DocumentVector::RootAndLeaves => Some(root_and_leaves(&layer(self.layers), &layer(0))),
+            DocumentVector::Summary => None,
+        }
     }
 
     /// Node counts per layer, from the leaves up.
@@ -326,6 +341,24 @@ mod tests {
         assert_eq!(tree.layer_sizes()[..2], [30, 2]);
         let kids: Vec<Vec<usize>> = tree.nodes[30..32].iter().map(|n| n.children.clone()).collect();
         assert!(kids.contains(&(0..15).collect()) && kids.contains(&(15..30).collect()), "{kids:?}");
+    }
+
+    /// Issue 62: a document's vector for the level above the trees, by hand on a tree of two leaves under
+    /// one summary: the leaves' mean, the top layer's (the root's), both normalised and averaged.
+    #[test]
+    fn a_document_vector_is_the_leaves_mean_the_top_layer_or_both() {
+        let node = |layer, children: Vec<usize>| Node { spans: vec![Span::new(0, 1)], children, layer, tokens: 1 };
+        let tree = RaptorTree {
+            nodes: vec![node(0, vec![]), node(0, vec![]), node(1, vec![0, 1])],
+            embeddings: vec![vec![1.0, 0.0], vec![0.0, 1.0], vec![0.0, 2.0]],
+            layers: 1,
+        };
+        assert_eq!(tree.document_vector(DocumentVector::LeafMean), Some(vec![0.5, 0.5]));
+        assert_eq!(tree.document_vector(DocumentVector::Root), Some(vec![0.0, 2.0]));
+        let both = tree.document_vector(DocumentVector::RootAndLeaves).unwrap();
+        let h = 0.5f32.sqrt();
+        assert!((both[0] - h / 2.0).abs() < 1e-6 && (both[1] - (1.0 + h) / 2.0).abs() < 1e-6, "{both:?}");
+        assert_eq!(tree.document_vector(DocumentVector::Summary), None);
     }
 
     #[test]

@@ -2,17 +2,14 @@
 //! in their tree's context) in each of the query's documents, top k per document, then the best k overall
 //! (SproutRAG, Section 3; multi-document queries).
 //!
-//! With a document level (issue 62, arbor's addition: [`DocumentLevel`]) the corpus's documents are the
-//! nodes above their trees: each document is ranked for the query by its vector (its tree's root, or the
-//! mean of its leaves: what SproutRAG's document term trains), the best `beam_docs` are kept, and the
-//! search descends into those documents' trees alone; when they hold fewer than k items the next
-//! documents in that ranking are searched until k are found, their items ranked after the beam's (every
-//! method hands on k items).
+//! A document level above the trees (issue 62) is [`crate::retrievers::document_level`]'s, the same for
+//! every tree method; [`tree_vector`] gives a document's vector from its tree.
 
 use serde::{Deserialize, Serialize};
 
 use crate::index::{Chunks, Item, NodeRef, QueryInput, Retriever, Step, top_k};
 use crate::retrievers::beam::{BeamConfig, Layers, beam_search, collapsed, cosine, in_context};
+use crate::retrievers::document_level::{DocumentVector, Scoped, mean, root_and_leaves};
 use crate::structures::tree::Tree;
 use crate::structures::tree_shape::ShapeSummary;
 
@@ -33,56 +30,15 @@ pub enum TreeSearch {
     LeavesInContext { weight: f32 },
 }
 
-/// The level above the trees: which documents a query descends into.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct DocumentLevel {
-    /// Documents kept by the level's beam, best first.
-    pub beam_docs: usize,
-    /// A document's vector.
-    pub vector: DocumentVector,
-}
-
-impl Default for DocumentLevel {
-    fn default() -> Self {
-        DocumentLevel { beam_docs: 3, vector: DocumentVector::LeafMean }
-    }
-}
-
-/// How a document's vector is made from its tree.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum DocumentVector {
-    /// The mean of its leaves' embeddings (what SproutRAG's document term, `doc_loss`, trains).
-    #[default]
-    LeafMean,
-    /// Its tree's root embedding (the progressive embedding of the whole document).
-    Root,
-    /// The mean of the two, each normalised first.
-    RootAndLeaves,
-}
-
-impl DocumentVector {
-    /// The vector of the document `tree` holds.
-    pub fn of(self, tree: &Tree) -> Vec<f32> {
-        let leaf_mean = || {
-            let n = tree.num_leaves();
-            let mut mean = vec![0f32; tree.dim];
-            for leaf in 0..n {
-                mean.iter_mut().zip(tree.embedding(leaf)).for_each(|(m, x)| *m += x / n as f32);
-            }
-            mean
-        };
-        match self {
-            DocumentVector::LeafMean => leaf_mean(),
-            DocumentVector::Root => tree.embedding(tree.root()).to_vec(),
-            DocumentVector::RootAndLeaves => {
-                let unit = |v: &[f32]| {
-                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::MIN_POSITIVE);
-                    v.iter().map(|x| x / norm).collect::<Vec<f32>>()
-                };
-                unit(tree.embedding(tree.root())).iter().zip(unit(&leaf_mean())).map(|(a, b)| (a + b) / 2.0).collect()
-            }
-        }
+/// A document's vector from its tree, for a document level above the trees
+/// ([`crate::retrievers::document_level`]); `None` for a summary's, which the tree does not hold.
+pub fn tree_vector(vector: DocumentVector, tree: &Tree) -> Option<Vec<f32>> {
+    let leaf_mean = || mean((0..tree.num_leaves()).map(|leaf| tree.embedding(leaf)), tree.dim);
+    match vector {
+        DocumentVector::LeafMean => Some(leaf_mean()),
+        DocumentVector::Root => Some(tree.embedding(tree.root()).to_vec()),
+        DocumentVector::RootAndLeaves => Some(root_and_leaves(tree.embedding(tree.root()), &leaf_mean())),
+        DocumentVector::Summary => None,
     }
 }
 
@@ -93,8 +49,6 @@ pub struct TreeRetriever<'a> {
     /// The trees' leaves.
     pub leaves: &'a Chunks,
     pub search: TreeSearch,
-    /// The document level with each document's vector (`None`: every document of the query searched).
-    documents: Option<(DocumentLevel, Vec<Option<Vec<f32>>>)>,
 }
 
 impl Retriever for TreeRetriever<'_> {
@@ -112,26 +66,7 @@ impl Retriever for TreeRetriever<'_> {
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
         let q = query.embedding.as_deref().expect("tree retrieval needs a query embedding");
-        let (order, kept) = match &self.documents {
-            None => (query.docs.clone(), query.docs.len()),
-            Some((level, _)) => (self.ranked_documents(query, q), level.beam_docs),
-        };
-        let (beam, rest) = order.split_at(kept.min(order.len()));
-        let mut items = self.best_in(beam, q, k);
-        // Past the level's beam only while its documents held fewer than k items, ranked after them.
-        for &d in rest {
-            if items.len() >= k {
-                break;
-            }
-            items.extend(self.best_in(&[d], q, k - items.len()));
-        }
-        items
-    }
-
-    fn kept_documents(&self, query: &QueryInput) -> Option<Vec<usize>> {
-        let (level, _) = self.documents.as_ref()?;
-        let q = query.embedding.as_deref()?;
-        Some(self.ranked_documents(query, q).into_iter().take(level.beam_docs).collect())
+        self.best_in(&query.docs, q, k)
     }
 
     fn children(&self, query: &QueryInput, item: &Item) -> Option<Vec<Item>> {
@@ -153,13 +88,13 @@ impl Retriever for TreeRetriever<'_> {
 impl<'a> TreeRetriever<'a> {
     /// Searches every document of a query (no document level).
     pub fn new(name: String, trees: Vec<Option<Tree>>, leaves: &'a Chunks, search: TreeSearch) -> Self {
-        TreeRetriever { name, trees, leaves, search, documents: None }
+        TreeRetriever { name, trees, leaves, search }
     }
 
-    /// With a document level above the trees ([`DocumentLevel`]): each document's vector made once here.
-    pub fn with_document_level(self, level: DocumentLevel) -> Self {
-        let vectors = self.trees.iter().map(|t| t.as_ref().map(|t| level.vector.of(t))).collect();
-        TreeRetriever { documents: Some((level, vectors)), ..self }
+    /// Under a document level keeping `beam_docs` documents by their trees' `vector` (not a summary's).
+    pub fn with_document_level(self, beam_docs: usize, vector: DocumentVector) -> Scoped<'a> {
+        let vectors = self.trees.iter().map(|t| t.as_ref().and_then(|t| tree_vector(vector, t))).collect();
+        Scoped::new(Box::new(self), beam_docs, vectors)
     }
 
     /// The best `k` nodes over the trees of `docs`, each searched for its own top k, merged by score.
@@ -178,13 +113,6 @@ impl<'a> TreeRetriever<'a> {
         }
         let best = top_k(found.iter().enumerate().map(|(i, &(_, _, s))| (i, s)), k);
         best.into_iter().map(|(i, score)| self.item(found[i].0, found[i].1, score)).collect()
-    }
-
-    /// The query's indexed documents, best first by the cosine of their vectors (ties to the earlier).
-    fn ranked_documents(&self, query: &QueryInput, q: &[f32]) -> Vec<usize> {
-        let Some((_, vectors)) = &self.documents else { return query.docs.clone() };
-        let scored = query.docs.iter().filter_map(|&d| Some((d, cosine(q, vectors[d].as_deref()?))));
-        top_k(scored, query.docs.len()).into_iter().map(|(d, _)| d).collect()
     }
 
     fn item(&self, doc: usize, node: usize, score: f32) -> Item {
@@ -233,10 +161,8 @@ mod tests {
         assert_eq!(plain.retrieve(&q, 2)[0].spans[0].doc, 2, "the single nearest leaf is document 2's");
         assert_eq!(plain.kept_documents(&q), None);
         for vector in [DocumentVector::LeafMean, DocumentVector::Root, DocumentVector::RootAndLeaves] {
-            let level = |beam_docs| {
-                TreeRetriever::new("t".into(), trees.clone(), &chunks, TreeSearch::LeavesOnly)
-                    .with_document_level(DocumentLevel { beam_docs, vector })
-            };
+            let level =
+                |beam_docs| TreeRetriever::new("t".into(), trees.clone(), &chunks, TreeSearch::LeavesOnly).with_document_level(beam_docs, vector);
             let one = level(1);
             assert_eq!(one.kept_documents(&q), Some(vec![1]), "{vector:?}");
             let items = one.retrieve(&q, 2);
@@ -251,9 +177,10 @@ mod tests {
         }
         // The vectors by hand for document 2: leaves (1, 0.05) and (-0.9, 0.1).
         let t2 = trees[2].as_ref().unwrap();
-        let mean = DocumentVector::LeafMean.of(t2);
+        let mean = tree_vector(DocumentVector::LeafMean, t2).unwrap();
         assert!((mean[0] - 0.05).abs() < 1e-6 && (mean[1] - 0.075).abs() < 1e-6, "{mean:?}");
-        assert_eq!(DocumentVector::Root.of(t2), t2.embedding(t2.root()));
+        assert_eq!(tree_vector(DocumentVector::Root, t2).unwrap(), t2.embedding(t2.root()));
+        assert_eq!(tree_vector(DocumentVector::Summary, t2), None, "a tree holds no summary");
     }
 
     #[test]

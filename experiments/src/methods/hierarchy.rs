@@ -8,11 +8,13 @@ use std::borrow::Cow;
 
 use arbor_datasets::headings::derive_sections;
 use arbor_datasets::{Document, Span};
+use arbor_eval::Retriever;
 use arbor_eval::index::Chunks;
+use arbor_eval::retrievers::document_level::{DocumentLevel, mean};
 use arbor_eval::retrievers::hierarchy::{AutoMerging, Hierarchy};
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodSpec, QueryVectors, Served};
+use super::{Built, Context, MethodSpec, QueryVectors, Served, document_level};
 use crate::stored::StoredIndex;
 
 /// `Hierarchy((ratio: 0.5))` in an experiment file.
@@ -22,17 +24,21 @@ pub struct HierarchyConfig {
     /// A section replaces its units when more than this share of its children is retrieved (LlamaIndex's
     /// simple_ratio_thresh: 0.5).
     pub ratio: f32,
+    /// A document level above the hierarchies (issue 62, [`super::document_level`]): each query searches
+    /// only the documents whose vectors (their units' mean, or their summary's) rank best for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub documents: Option<DocumentLevel>,
 }
 
 impl Default for HierarchyConfig {
     fn default() -> Self {
-        HierarchyConfig { ratio: 0.5 }
+        HierarchyConfig { ratio: 0.5, documents: None }
     }
 }
 
 impl MethodSpec for HierarchyConfig {
     fn label(&self) -> String {
-        format!("Heading hierarchy (parent expansion > {})", self.ratio)
+        format!("Heading hierarchy (parent expansion > {}{})", self.ratio, document_level::describe(self.documents))
     }
 
     fn kind(&self) -> String {
@@ -41,7 +47,8 @@ impl MethodSpec for HierarchyConfig {
 
     fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!((0.0..1.0).contains(&self.ratio), "Hierarchy: ratio {} must lie in [0, 1)", self.ratio);
-        Ok(())
+        // The document node is not embedded: its units' mean stands for it.
+        document_level::check(self.documents, "Hierarchy", document_level::Vectors { root: false, frozen_queries: true })
     }
 
     fn build<'a>(&self, ctx: &'a Context<'a>) -> anyhow::Result<Built<'a>> {
@@ -64,28 +71,34 @@ impl MethodSpec for HierarchyConfig {
             "{given} documents with sections in the corpus, {derived} with {headings} headings derived from their lines, {flat} with neither \
              (document and units only)"
         );
-        let retriever = AutoMerging {
-            name: self.label(),
-            trees,
-            chunks: Cow::Borrowed(units),
-            embeddings: Cow::Borrowed(ctx.unit_vectors()?),
-            ratio: self.ratio,
-        };
-        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
+        let retriever = self.retriever(trees, units, ctx.unit_vectors()?, Some(ctx))?;
+        Ok(Built { retriever, queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
     }
 
     /// Sections from each stored document's heading lines (an index keeps no given sections).
     fn serve<'a>(&self, index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
         let docs = &index.corpus.documents;
         let trees = docs.iter().enumerate().map(|(d, doc)| Some(document_hierarchy(doc, &index.units, d).0)).collect();
-        let retriever = AutoMerging {
-            name: self.label(),
-            trees,
-            chunks: Cow::Borrowed(&index.units),
-            embeddings: Cow::Borrowed(&index.vectors[..]),
-            ratio: self.ratio,
-        };
-        Ok(Served { retriever: Box::new(retriever), embeds_queries: true })
+        Ok(Served { retriever: self.retriever(trees, &index.units, &index.vectors, None)?, embeds_queries: true })
+    }
+}
+
+impl HierarchyConfig {
+    /// Parent expansion over `trees`, under the row's document level if it has one (`ctx`: an
+    /// experiment's, where a summary's vector can be made; `None` when serving an index).
+    fn retriever<'a>(
+        &self,
+        trees: Vec<Option<Hierarchy>>,
+        units: &'a Chunks,
+        embeddings: &'a [Vec<f32>],
+        ctx: Option<&Context>,
+    ) -> anyhow::Result<Box<dyn Retriever + 'a>> {
+        let dim = embeddings.first().map_or(0, Vec::len);
+        let unit_mean = |d: usize| mean(units.by_doc[d].clone().map(|u| &embeddings[u]), dim);
+        let of_units = |_| trees.iter().enumerate().map(|(d, t)| t.as_ref().map(|_| unit_mean(d))).collect();
+        let level = document_level::vectors(self.documents, ctx, None, of_units)?;
+        let retriever = AutoMerging { name: self.label(), trees, chunks: Cow::Borrowed(units), embeddings: Cow::Borrowed(embeddings), ratio: self.ratio };
+        Ok(document_level::scoped(Box::new(retriever), level))
     }
 }
 

@@ -30,6 +30,7 @@
 //! home. Adding a method is a new module and one line there.
 
 pub mod controls;
+pub mod document_level;
 pub mod document_summary;
 pub mod training;
 
@@ -169,6 +170,11 @@ pub enum Trains {
 }
 
 impl Trains {
+    /// Whether it needs a trained model (which `evaluate` reads from `--from`, never trains).
+    pub fn needs_model(&self) -> bool {
+        matches!(self, Trains::Queries(_) | Trains::Documents(_))
+    }
+
     /// The split it reads: its training queries or documents, or the queries it looks up.
     pub fn split(&self) -> Option<&str> {
         match self {

@@ -14,7 +14,9 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use arbor_eval::formats::raptor_io;
+use arbor_eval::Retriever;
 use arbor_eval::index::Chunks;
+use arbor_eval::retrievers::document_level::DocumentLevel;
 use arbor_eval::retrievers::raptor::{RaptorParams, RaptorRetriever, RaptorSearch, RaptorTree};
 use arbor_eval::structures::chunkers::pack_sentences;
 use arbor_eval::structures::gmm::ClusterParams;
@@ -23,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use arbor_datasets::{Span, TokenStarts};
 use arbor_models::{DefaultBackend, SentenceEncoder};
 
-use super::{Built, Context, MethodSpec, QueryVectors, Served};
+use super::{Built, Context, MethodSpec, QueryVectors, Served, document_level};
 use crate::cache::{Artefact, key};
 use crate::progress::bar;
 use crate::stored::StoredIndex;
@@ -46,6 +48,10 @@ pub struct RaptorConfig {
     pub max_length_in_cluster: usize,
     pub num_layers: usize,
     pub summariser: SummariserConfig,
+    /// A document level above the trees (issue 62, [`super::document_level`]): each query searches only
+    /// the documents whose vectors rank best for it (leaf mean, top layer, or summary). A search setting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub documents: Option<DocumentLevel>,
 }
 
 /// How the tree is searched.
@@ -70,6 +76,7 @@ impl Default for RaptorConfig {
             max_length_in_cluster: 3500,
             num_layers: 5,
             summariser: SummariserConfig::Extractive,
+            documents: None,
         }
     }
 }
@@ -105,7 +112,7 @@ impl RaptorConfig {
 
     /// The settings the tree depends on (everything but the search): both searches share one tree.
     fn tree_settings(&self) -> RaptorConfig {
-        RaptorConfig { search: RaptorSearchConfig::Collapsed, ..self.clone() }
+        RaptorConfig { search: RaptorSearchConfig::Collapsed, documents: None, ..self.clone() }
     }
 
     /// How the search is named and run.
@@ -114,6 +121,15 @@ impl RaptorConfig {
             RaptorSearchConfig::Collapsed => RaptorSearch::Collapsed,
             RaptorSearchConfig::Traversal { top_k } => RaptorSearch::Traversal { top_k },
         }
+    }
+
+    /// The retriever over `trees`: this row's search, under its document level if it has one (`ctx`: an
+    /// experiment's, where a summary's vector can be made; `None` when serving an index).
+    fn retriever<'a>(&self, trees: Vec<Option<RaptorTree>>, leaves: Chunks, ctx: Option<&Context>) -> anyhow::Result<Box<dyn Retriever + 'a>> {
+        let of_trees = |vector| trees.iter().map(|t| t.as_ref().and_then(|t| t.document_vector(vector))).collect();
+        let level = document_level::vectors(self.documents, ctx, None, of_trees)?;
+        let retriever = RaptorRetriever { name: self.label(), trees, leaves: Cow::Owned(leaves), search: self.search() };
+        Ok(document_level::scoped(Box::new(retriever), level))
     }
 
     fn params(&self) -> RaptorParams {
@@ -131,7 +147,7 @@ impl MethodSpec for RaptorConfig {
             RaptorSearchConfig::Collapsed => "collapsed tree".to_owned(),
             RaptorSearchConfig::Traversal { top_k } => format!("tree traversal, top {top_k}"),
         };
-        format!("RAPTOR ({search}, {}-token leaves)", self.leaf_tokens)
+        format!("RAPTOR ({search}, {}-token leaves{})", self.leaf_tokens, document_level::describe(self.documents))
     }
 
     fn kind(&self) -> String {
@@ -148,6 +164,7 @@ impl MethodSpec for RaptorConfig {
         );
         anyhow::ensure!(self.threshold > 0.0 && self.threshold < 1.0, "RAPTOR: threshold {} must lie in (0, 1)", self.threshold);
         anyhow::ensure!(!matches!(self.search, RaptorSearchConfig::Traversal { top_k: 0 }), "RAPTOR: traversal top_k must be at least 1");
+        document_level::check(self.documents, "RAPTOR", document_level::Vectors { root: true, frozen_queries: true })?;
         self.summariser.check()
     }
 
@@ -185,8 +202,8 @@ impl MethodSpec for RaptorConfig {
         }
         pb.finish_and_clear();
         let details = describe(&trees, &summariser.describe(), self.summary_tokens);
-        let retriever = RaptorRetriever { name: self.label(), trees, leaves: Cow::Owned(leaves), search: self.search() };
-        Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
+        let retriever = self.retriever(trees, leaves, Some(ctx))?;
+        Ok(Built { retriever, queries: QueryVectors::Encoder, models: Vec::new(), details: Some(details) })
     }
 
     /// The trees an index keeps (`arbor index --raptor`) are the default row's: any search over them.
@@ -198,8 +215,7 @@ impl MethodSpec for RaptorConfig {
         );
         let trees = index.raptor_trees()?;
         let leaves = Chunks::from_docs(trees.iter().map(|t| t.as_ref().map_or_else(Vec::new, RaptorTree::leaf_spans)));
-        let retriever = RaptorRetriever { name: self.label(), trees, leaves: Cow::Owned(leaves), search: self.search() };
-        Ok(Served { retriever: Box::new(retriever), embeds_queries: true })
+        Ok(Served { retriever: self.retriever(trees, leaves, None)?, embeds_queries: true })
     }
 }
 

@@ -62,3 +62,52 @@ fn a_step_over_documents_and_a_document_level_run_end_to_end() {
     let log = std::fs::read_to_string(model.dir.join("log.jsonl")).unwrap();
     assert!(log.contains("loss/doc_weighted"), "the document term is in the log");
 }
+
+/// The same document level above RAPTOR and the heading hierarchy (untrained rows, every article of the
+/// test split ranked): with one article kept, by its leaves' mean, its top layer or its summary's vector,
+/// each row hands on that article's items first, together, and its figure is its document hit@1; the
+/// rows without a level report none. A level a row cannot make is refused when the file is read.
+#[test]
+fn the_document_level_stands_above_raptor_and_the_heading_hierarchy() {
+    std::env::set_current_dir(crate::common::workspace()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = crate::finetune::short_articles(tmp.path(), 3000);
+    let experiment = |methods: &str| {
+        format!(
+            r#"Experiment(name: "levels", data: (format: Jsonl, path: {:?}, split: Some("test")), units: (max_sentences: 2),
+                retrieval: (scope: Corpus, top_k: 10), methods: [{methods}])"#,
+            corpus.display().to_string()
+        )
+    };
+    let methods = "Raptor(()), Raptor((documents: Some((beam_docs: 1, vector: Root)))), Raptor((documents: Some((beam_docs: 1, vector: Summary)))), \
+                   Hierarchy(()), Hierarchy((documents: Some((beam_docs: 1, vector: LeafMean))))";
+    let (dir, report) =
+        run(&Experiment::parse(&experiment(methods), Path::new("levels.ron")).unwrap(), &tmp.path().join("runs"), false, None).unwrap();
+    let ranked = crate::finetune::rankings(&dir);
+    for (i, row) in report.methods.iter().enumerate() {
+        let leveled = row.name.contains("document level: top 1");
+        assert_eq!(leveled, [1, 2, 4].contains(&i), "{}", row.name);
+        if !leveled {
+            assert_eq!(row.documents_kept, None, "{}", row.name);
+            continue;
+        }
+        let kept = row.documents_kept.expect("the document level's figure");
+        assert!((kept - row.metrics.doc_hit[0]).abs() < 1e-9, "{}: kept {kept} against doc hit@1 {}", row.name, row.metrics.doc_hit[0]);
+        for (query, items) in &ranked[&row.name] {
+            let first = &items[0].0;
+            let run = items.iter().take_while(|i| &i.0 == first).count();
+            assert!(items[run..].iter().all(|i| &i.0 != first), "{}, query {query}: the kept article's items come first, together", row.name);
+        }
+    }
+    for (method, refused) in [
+        ("Hierarchy((documents: Some((vector: Root))))", "needs an embedded root"),
+        ("Raptor((documents: Some((beam_docs: 0))))", "beam_docs must be at least 1"),
+        (
+            "SproutRag((attention: Sllm, documents: Some((vector: Summary)), training: Some((schedule: (epochs: 1)))))",
+            "queries are not the frozen encoder's",
+        ),
+    ] {
+        let err = format!("{:#}", Experiment::parse(&experiment(method), Path::new("levels.ron")).unwrap_err());
+        assert!(err.contains(refused), "{method}: {err}");
+    }
+}

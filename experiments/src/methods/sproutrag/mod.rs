@@ -23,7 +23,9 @@ use arbor_datasets::DocSpan;
 use arbor_datasets::merge_pairs::MergePairs;
 use arbor_eval::retrievers::beam::BeamConfig;
 use arbor_eval::index::Chunks;
-use arbor_eval::retrievers::tree_retrieval::{DocumentLevel, TreeRetriever, TreeSearch};
+use arbor_eval::Retriever;
+use arbor_eval::retrievers::document_level::DocumentLevel;
+use arbor_eval::retrievers::tree_retrieval::{TreeRetriever, TreeSearch, tree_vector};
 use arbor_eval::structures::tree::{Similarity, Tree};
 use arbor_eval::structures::linkage::Linkage;
 use arbor_models::{DefaultBackend, SentenceEncoder};
@@ -34,6 +36,7 @@ use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use super::dense::DenseConfig;
+use super::document_level;
 use super::document_summary::DocumentSummary;
 use super::training::on_devices;
 use super::{Built, Context, MethodSpec, QueryVectors, Served, Trains};
@@ -67,7 +70,8 @@ pub struct SproutRagConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<DocumentSummary>,
     /// A document level above the trees (issue 62): each query descends only into the documents whose
-    /// vectors rank best for it (`beam_docs`, by their leaves' mean or their root). A search setting: the
+    /// vectors rank best for it (`beam_docs`, by their leaves' mean, their root, or, for a row whose queries
+    /// are the frozen encoder's, their summary: [`document_level`]). A search setting: the
     /// trees and the trained model are the row's without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub documents: Option<DocumentLevel>,
@@ -150,13 +154,12 @@ impl SproutRagConfig {
         SproutRagConfig { search: TreeSearch::Collapsed, documents: None, ..self.clone() }
     }
 
-    /// The retriever over `trees`: this row's search, under its document level if it has one.
-    fn retriever<'a>(&self, trees: Vec<Option<Tree>>, leaves: &'a Chunks) -> TreeRetriever<'a> {
-        let retriever = TreeRetriever::new(self.label(), trees, leaves, self.search);
-        match self.documents {
-            Some(level) => retriever.with_document_level(level),
-            None => retriever,
-        }
+    /// The retriever over `trees`: this row's search, under its document level if it has one (`ctx`: an
+    /// experiment's, where a summary's vector can be made; `None` when serving an index).
+    fn retriever<'a>(&self, trees: Vec<Option<Tree>>, leaves: &'a Chunks, ctx: Option<&Context>) -> anyhow::Result<Box<dyn Retriever + 'a>> {
+        let of_trees = |vector| trees.iter().map(|t| t.as_ref().and_then(|t| tree_vector(vector, t))).collect();
+        let level = document_level::vectors(self.documents, ctx, self.summary.as_ref(), of_trees)?;
+        Ok(document_level::scoped(Box::new(TreeRetriever::new(self.label(), trees, leaves, self.search)), level))
     }
 
     /// The settings the trained model depends on (the index's, but for the vectors read from it): the
@@ -200,10 +203,7 @@ impl MethodSpec for SproutRagConfig {
             None => search,
             Some(summary) => format!("{}, {search}", summary.describe()),
         };
-        let search = match self.documents {
-            None => search,
-            Some(level) => format!("{search}, document level: top {} by {:?}", level.beam_docs, level.vector),
-        };
+        let search = format!("{search}{}", document_level::describe(self.documents));
         match (&self.attention, &self.training) {
             (AttentionSource::TokenBlocks { window_tokens, leaf_vectors }, None) => {
                 format!("SproutRAG untrained ({:?} weights, token attention w={window_tokens}{}, {search})", self.aggregation, leaves(*leaf_vectors))
@@ -315,9 +315,8 @@ impl MethodSpec for SproutRagConfig {
         if self.vectors == SllmVectors::Encoder && self.attention != AttentionSource::Sllm {
             bail!("SproutRag vectors: Encoder needs attention: Sllm (token-attention trees take leaf_vectors)");
         }
-        if self.documents.is_some_and(|level| level.beam_docs == 0) {
-            bail!("SproutRag documents.beam_docs must be at least 1");
-        }
+        let frozen_queries = matches!(self.attention, AttentionSource::TokenBlocks { .. });
+        document_level::check(self.documents, "SproutRag", document_level::Vectors { root: true, frozen_queries })?;
         if let TreeSearch::Beam(b) = self.search
             && (b.beam_width == 0 || b.max_leaves == Some(0)) {
                 bail!("SproutRag beam_width and max_leaves must be at least 1");
@@ -358,8 +357,8 @@ impl MethodSpec for SproutRagConfig {
              trees built otherwise: run it in an experiment (only `search` may differ)",
             self.label()
         );
-        let retriever = self.retriever(index.sproutrag_trees()?, &index.units);
-        Ok(Served { retriever: Box::new(retriever), embeds_queries: true })
+        let retriever = self.retriever(index.sproutrag_trees()?, &index.units, None)?;
+        Ok(Served { retriever, embeds_queries: true })
     }
 }
 
@@ -415,7 +414,7 @@ impl SproutRagConfig {
             Ok((leaves, e.dim(), M::Sparse(links.edges)))
         })?;
         Ok(Built {
-            retriever: Box::new(self.retriever(trees, &ctx.leaves.units)),
+            retriever: self.retriever(trees, &ctx.leaves.units, Some(ctx))?,
             queries: QueryVectors::Encoder,
             models: model_dir.map(|dir| self.record(ctx, dir)).transpose()?.into_iter().collect(),
             details: None,
@@ -472,7 +471,7 @@ impl SproutRagConfig {
         let dim = q.dims()[1];
         let vectors = to_vec(q).chunks(dim).map(<[f32]>::to_vec).collect();
         Ok(Built {
-            retriever: Box::new(self.retriever(trees, &ctx.leaves.units)),
+            retriever: self.retriever(trees, &ctx.leaves.units, Some(ctx))?,
             queries: QueryVectors::Own(vectors),
             models: vec![self.record(ctx, model_dir)?],
             details: None,
