@@ -138,7 +138,8 @@ impl Artefact {
             // 41: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
             // 42: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 43: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
-            Artefact::Raptor => 43,
+            // 44: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
+            Artefact::Raptor => 44,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -182,7 +183,8 @@ impl Artefact {
             // 44: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
             // 45: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 46: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
-            Artefact::Trees => 46,
+            // 47: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
+            Artefact::Trees => 47,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -226,7 +228,8 @@ impl Artefact {
             // 41: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
             // 42: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 43: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
-            Artefact::HeadWeights => 43,
+            // 44: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
+            Artefact::HeadWeights => 44,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -267,7 +270,8 @@ impl Artefact {
             // 42: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
             // 43: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 44: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
-            Artefact::Reranker => 44,
+            // 45: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
+            Artefact::Reranker => 45,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -311,7 +315,8 @@ impl Artefact {
             // 46: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
             // 47: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 48: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
-            Artefact::SproutRag => 48,
+            // 49: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
+            Artefact::SproutRag => 49,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -353,7 +358,8 @@ impl Artefact {
             // 45: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
             // 46: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 47: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
-            Artefact::Compressor => 47,
+            // 48: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
+            Artefact::Compressor => 48,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -396,7 +402,8 @@ impl Artefact {
             // 46: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
             // 47: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 48: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
-            Artefact::Dense => 48,
+            // 49: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
+            Artefact::Dense => 49,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -439,7 +446,8 @@ impl Artefact {
             // 46: the crate's unit tests moved to its integration binary (tests/integration/unit/), what they call made public (a SAC summary's `header`, SmartChunk's `plan` module, `ById::holds`, ...); no behaviour changed
             // 47: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 48: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
-            Artefact::Planner => 48,
+            // 49: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
+            Artefact::Planner => 49,
         }
     }
 
