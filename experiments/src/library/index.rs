@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 use super::structures::{Builder, Kept, RAPTOR, TREES};
 use super::trained::Tuned;
 use super::{EncoderArgs, rule_name, unit_rule};
+use crate::methods::document_summary::header_name;
 use crate::provenance::utc_stamp;
 
 #[derive(Debug, Parser)]
@@ -52,12 +53,13 @@ pub struct IndexArgs {
     #[arg(long)]
     pub raptor: bool,
     /// Embed with a trained model of this run folder (a `train` run), as the run's row embeds: a dense
-    /// row's fine-tuned encoder or map over the frozen one, or a fine-tuned SAC's encoder over every unit
+    /// row's fine-tuned encoder or map over the frozen one, the student distilled from the reranker
+    /// (`Distill`), or a fine-tuned SAC's encoder over every unit
     /// read after its document's summary (written for each new document as the run wrote it). Fixed when
     /// the index is created.
     #[arg(long)]
     pub from: Option<PathBuf>,
-    /// With --from: the row whose model to use (a part of its name: "Dense", "SAC")
+    /// With --from: the row whose model to use (a part of its name: "Dense", "SAC", "distilled")
     #[arg(long, default_value = "Dense")]
     pub row: String,
     #[command(flatten)]
@@ -254,11 +256,8 @@ fn check_meta(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, rule
 /// which for a line of a JSONL corpus is the line's `id` (the key without `path#`).
 fn run_name(doc: &FileDocument) -> &str {
     let file = doc.file.file_name().map(|f| format!("{}#", f.to_string_lossy()));
-    match file.and_then(|f| doc.key.find(&f).map(|at| &doc.key[at + f.len()..])) {
-        _ if !doc.title.is_empty() => &doc.title,
-        Some(id) => id,
-        None => &doc.key,
-    }
+    let id = file.and_then(|f| doc.key.find(&f).map(|at| &doc.key[at + f.len()..]));
+    header_name(&doc.title, id.unwrap_or(&doc.key))
 }
 
 /// One document cut into units and encoded (`embed`: the units' vectors from the document, its units and

@@ -1,6 +1,6 @@
 //! A trained model of a run folder as the encoder of an index (`arbor index --from RUN_DIR --row NAME`): a
 //! dense row's (the matched dense control's fine-tuned encoder or linear map over the frozen one, a dense
-//! row over the documents' summaries) or a fine-tuned SAC's (Reuter et al., 2025: every unit read after
+//! row over the documents' summaries), the student distilled from the reranker (`Distill`) or a fine-tuned SAC's (Reuter et al., 2025: every unit read after
 //! its document's summary, [`crate::methods::summary_chunks`]). Units and queries are embedded exactly as
 //! the row embeds them in the run (`methods::dense::flat_through`): a row over the summaries writes each
 //! new document's summary as the run wrote it (the extractive summariser over the pretrained encoder's
@@ -18,7 +18,8 @@ use arbor_datasets::{Corpus, Span};
 use arbor_eval::LeafIndex;
 
 use crate::methods::dense::{DenseConfig, through};
-use crate::methods::document_summary::{DocumentSummary, header};
+use crate::methods::distill::DistillConfig;
+use crate::methods::document_summary::{DocumentSummary, headed, header};
 use crate::methods::summary_chunks::SummaryChunksConfig;
 use crate::summaries::{Extractive, Summariser, SummariserConfig};
 use crate::trained::{EarlierRun, TrainedModel};
@@ -44,6 +45,10 @@ fn servable(model: &TrainedModel) -> Option<(bool, Option<DocumentSummary>)> {
     if let Ok(dense) = serde_json::from_value::<DenseConfig>(model.settings.clone()) {
         return Some((dense.training.freeze_encoder, dense.summary));
     }
+    // The student distilled from the reranker: a fine-tuned encoder, embedding as a dense row does.
+    if serde_json::from_value::<DistillConfig>(model.settings.clone()).is_ok() {
+        return Some((false, None));
+    }
     let sac = serde_json::from_value::<SummaryChunksConfig>(model.settings.clone()).ok()?;
     sac.training.as_ref().map(|t| (t.freeze_encoder, Some(sac.summary())))
 }
@@ -66,7 +71,7 @@ impl Tuned {
             let cannot = named.iter().filter(|m| servable(m).is_none()).map(|m| format!(" ({} cannot serve from an index yet)", m.method));
             anyhow::bail!(
                 "{} rows of {} an index can embed as are named like {name:?}{}; an index embeds as one row: a dense row's \
-                 (a `Dense` control, a dense row over the summaries) or a fine-tuned SAC's. The run's models:\n{}",
+                 (a `Dense` control, a dense row over the summaries), a distilled student's or a fine-tuned SAC's. The run's models:\n{}",
                 served.len(),
                 run.display(),
                 cannot.collect::<String>(),
@@ -116,7 +121,7 @@ impl Tuned {
         let summariser = Extractive { corpus, leaves, unit_vectors: &plain };
         let written = summariser.summarise(0, &[Span::new(0, corpus.documents[0].text.len())], summary.summary_tokens)?;
         let header = header(name, &written.text);
-        let headed: Vec<String> = inputs.iter().map(|i| format!("{header}{i}")).collect();
+        let headed: Vec<String> = inputs.iter().map(|i| headed(&header, i)).collect();
         Ok(self.embed(encoder, Role::Passage, &headed.iter().map(String::as_str).collect::<Vec<_>>(), batch))
     }
 

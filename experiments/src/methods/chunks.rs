@@ -133,7 +133,7 @@ impl Chunking {
 /// What the encoder reads of chunk `c` after its document's prefix (AutoContext's or SAC's header, by
 /// document): the prefix, then the chunk's input (its `units.context` header's lines and its text).
 pub fn prefixed_input(corpus: &arbor_datasets::Corpus, chunks: &Chunks, prefixes: &[String], c: usize) -> String {
-    format!("{}{}", prefixes[chunks.spans[c].doc], chunks.input(corpus, c))
+    super::document_summary::headed(&prefixes[chunks.spans[c].doc], &chunks.input(corpus, c))
 }
 
 fn truncated(truncate: bool) -> &'static str {

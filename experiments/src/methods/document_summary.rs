@@ -70,7 +70,7 @@ impl DocumentSummary {
         for &d in docs {
             let doc = &ctx.corpus.documents[d];
             let summary = summariser.summarise(d, &[Span::new(0, doc.text.len())], self.summary_tokens)?;
-            headers[d] = header(if doc.title.is_empty() { &doc.id } else { &doc.title }, &summary.text);
+            headers[d] = header(header_name(&doc.title, &doc.id), &summary.text);
         }
         Ok((headers, summariser.describe()))
     }
@@ -80,4 +80,16 @@ impl DocumentSummary {
 /// is `summary`: `<name>: <summary>` and a blank line.
 pub fn header(name: &str, summary: &str) -> String {
     format!("{name}: {summary}\n\n")
+}
+
+/// The name a header gives a document: its title, else its id (in an experiment, its corpus id; in an
+/// index, the id within its file, else its key).
+pub fn header_name<'a>(title: &'a str, id: &'a str) -> &'a str {
+    if title.is_empty() { id } else { title }
+}
+
+/// What the encoder reads of a unit whose document has `header` (empty: none): the header, then the
+/// unit's input. The one form for experiments ([`super::chunks::prefixed_input`]) and indexes.
+pub fn headed(header: &str, input: &str) -> String {
+    format!("{header}{input}")
 }

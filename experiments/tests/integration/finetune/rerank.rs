@@ -84,6 +84,9 @@ fn a_trained_reranker_reloads_from_its_run_folder_and_its_control_takes_its_step
     let to = out.path().join("student");
     crate::common::ok(&["export", dir.to_str().unwrap(), "--row", &student.name, "--to", to.to_str().unwrap()]);
     assert!(to.join("model.safetensors").is_file() && to.join("modules.json").is_file());
+    // It serves an index of the same articles (issue 63): `arbor query` ranks as its row did in the run.
+    let said = crate::common::an_index_from_the_run_ranks_as_its_row(&dir, &corpus, "distilled", &student.name, 10);
+    assert!(said.starts_with("6 added"), "{said}");
     // A fresh cache: nothing but the earlier run's checkpoints can give the models back.
     let (_, again) = evaluate_only(&exp, out.path(), Some(&dir), Some(&out.path().join("fresh-cache"))).unwrap();
     assert_eq!(&again.methods[1].metrics, reranked);
