@@ -139,7 +139,8 @@ impl Artefact {
             // 42: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 43: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
             // 44: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
-            Artefact::Raptor => 44,
+            // 45: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
+            Artefact::Raptor => 45,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -184,7 +185,8 @@ impl Artefact {
             // 45: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 46: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
             // 47: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
-            Artefact::Trees => 47,
+            // 48: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
+            Artefact::Trees => 48,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -229,7 +231,8 @@ impl Artefact {
             // 42: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 43: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
             // 44: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
-            Artefact::HeadWeights => 44,
+            // 45: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
+            Artefact::HeadWeights => 45,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -271,7 +274,8 @@ impl Artefact {
             // 43: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 44: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
             // 45: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
-            Artefact::Reranker => 45,
+            // 46: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
+            Artefact::Reranker => 46,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -316,7 +320,8 @@ impl Artefact {
             // 47: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 48: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
             // 49: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
-            Artefact::SproutRag => 49,
+            // 50: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
+            Artefact::SproutRag => 50,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -359,7 +364,8 @@ impl Artefact {
             // 46: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 47: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
             // 48: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
-            Artefact::Compressor => 48,
+            // 49: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
+            Artefact::Compressor => 49,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -403,7 +409,8 @@ impl Artefact {
             // 47: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 48: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
             // 49: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
-            Artefact::Dense => 49,
+            // 50: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
+            Artefact::Dense => 50,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -447,7 +454,8 @@ impl Artefact {
             // 47: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 48: the document level above every tree method (eval retrievers/document_level.rs `Scoped`, `DocumentVector::Summary`; RAPTOR's and the heading hierarchy's `documents`; issue 62): SproutRAG's level moved out of tree_retrieval.rs, its rankings unchanged; without a level nothing changes
             // 49: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
-            Artefact::Planner => 49,
+            // 50: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
+            Artefact::Planner => 50,
         }
     }
 

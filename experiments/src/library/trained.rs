@@ -17,9 +17,10 @@ use serde::{Deserialize, Serialize};
 use arbor_datasets::{Corpus, Span};
 use arbor_eval::LeafIndex;
 
+use crate::methods::chunks::headed;
 use crate::methods::dense::{DenseConfig, through};
 use crate::methods::distill::DistillConfig;
-use crate::methods::document_summary::{DocumentSummary, headed, header};
+use crate::methods::document_summary::{DocumentSummary, header};
 use crate::methods::summary_chunks::SummaryChunksConfig;
 use crate::summaries::{Extractive, Summariser, SummariserConfig};
 use crate::trained::{EarlierRun, TrainedModel};

@@ -133,7 +133,13 @@ impl Chunking {
 /// What the encoder reads of chunk `c` after its document's prefix (AutoContext's or SAC's header, by
 /// document): the prefix, then the chunk's input (its `units.context` header's lines and its text).
 pub fn prefixed_input(corpus: &arbor_datasets::Corpus, chunks: &Chunks, prefixes: &[String], c: usize) -> String {
-    super::document_summary::headed(&prefixes[chunks.spans[c].doc], &chunks.input(corpus, c))
+    headed(&prefixes[chunks.spans[c].doc], &chunks.input(corpus, c))
+}
+
+/// What the encoder reads of a unit whose document has `header` (a SAC summary's, empty for none): the
+/// header, then the unit's input. The one form for experiments ([`prefixed_input`]) and indexes.
+pub fn headed(header: &str, input: &str) -> String {
+    format!("{header}{input}")
 }
 
 fn truncated(truncate: bool) -> &'static str {

@@ -87,9 +87,3 @@ pub fn header(name: &str, summary: &str) -> String {
 pub fn header_name<'a>(title: &'a str, id: &'a str) -> &'a str {
     if title.is_empty() { id } else { title }
 }
-
-/// What the encoder reads of a unit whose document has `header` (empty: none): the header, then the
-/// unit's input. The one form for experiments ([`super::chunks::prefixed_input`]) and indexes.
-pub fn headed(header: &str, input: &str) -> String {
-    format!("{header}{input}")
-}
