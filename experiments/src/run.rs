@@ -129,9 +129,10 @@ pub fn with_training_corpora(own: Corpus, lent: Vec<(String, Corpus)>, source: &
 /// trained. Writes report.json, report.md, models.json (the trained models used) and retrievals.jsonl (what
 /// each method handed on per query) into `dir`.
 pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) -> anyhow::Result<Report> {
+    let rows = rows(exp);
     // `evaluate` without --from refuses a trained row before anything is loaded or embedded.
     if let Training::Never(None) = training
-        && let Some((method, _)) = rows(exp).into_iter().find(|(m, _)| m.spec().trains().needs_model())
+        && let Some((method, _)) = rows.iter().find(|(m, _)| m.spec().trains().needs_model())
     {
         return Err(Training::never_trained(&method.label()));
     }
@@ -147,7 +148,6 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     anyhow::ensure!(!selected.is_empty(), "no query with gold evidence in split {:?} of {}", exp.data.split, exp.data.path);
     let Prepared { encoder, leaves, keys, max_tokens } = prepare(exp, &corpus)?;
     let docs = ranked_docs(&corpus, own_from, &selected, exp.data.split.as_deref(), exp.retrieval.scope);
-    let rows = rows(exp);
     let methods: Vec<Method> = rows.iter().map(|(m, _)| m.clone()).collect();
     crate::leakage::check(exp, &methods, &corpus, &docs, matches!(training, Training::Allowed))?;
     let queries: Vec<EvalQuery> = selected

@@ -95,6 +95,7 @@ impl HierarchyConfig {
     ) -> anyhow::Result<Box<dyn Retriever + 'a>> {
         let dim = embeddings.first().map_or(0, Vec::len);
         let unit_mean = |d: usize| mean(units.by_doc[d].clone().map(|u| &embeddings[u]), dim);
+        // LeafMean is the one vector of the hierarchy (`check` refuses Root and RootAndLeaves).
         let of_units = |_| trees.iter().enumerate().map(|(d, t)| t.as_ref().map(|_| unit_mean(d))).collect();
         let level = document_level::vectors(self.documents, ctx, None, of_units)?;
         let retriever = AutoMerging { name: self.label(), trees, chunks: Cow::Borrowed(units), embeddings: Cow::Borrowed(embeddings), ratio: self.ratio };
