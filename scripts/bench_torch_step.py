@@ -7,7 +7,8 @@ started from arbor's initial weights) when the file has them.
 One step: the queries and the window's units (token ids as arbor read them, each side padded to its
 longest row, one forward pass a side) through the encoder with gradients (mean pooling, L2 norm), the
 document's other units by their frozen vectors (from the file), InfoNCE at the file's tau of query i
-against the rows `positives ++ negatives` of [window; frozen] (target i), backward, each gradient
+against the rows `positives ++ negatives` of [window; frozen] (target i; the file's `excluded` pairs, a
+query's false negatives, out of its denominator), backward, each gradient
 clipped to the file's norm (Burn clips each parameter's gradient on its own), AdamW with arbor's
 betas, epsilon, weight decay and learning rate. The embeddings and the lower `frozen_layers` blocks
 take no gradient. Dropout is off, as arbor's encoder has none.
@@ -120,6 +121,15 @@ def timed_steps(steps, optimizer, clip, loss_of):
     return times, first_loss, peak_rss_mib()
 
 
+def false_negatives(pairs, queries, candidates):
+    """The mask of (query, candidate) pairs left out of InfoNCE's denominator (arbor's step_false_negatives:
+    a unit other than a query's positive that overlaps its gold)."""
+    mask = torch.zeros((queries, candidates), dtype=torch.bool)
+    for i, j in pairs:
+        mask[i, j] = True
+    return mask.to(DEVICE)
+
+
 def run_case(spec, case, steps):
     # The dense trainer's frozen lower blocks take the embeddings with them (arbor's FrozenLayers).
     model = load_encoder(spec["model_dir"], spec["frozen_layers"], spec["frozen_layers"] > 0)
@@ -130,6 +140,7 @@ def run_case(spec, case, steps):
     rows = torch.tensor(batch["positives"] + batch["negatives"], device=DEVICE)
     target = torch.arange(len(batch["queries"]), device=DEVICE)
     tau = spec["tau"]
+    excluded = false_negatives(batch.get("excluded", []), len(batch["queries"]), len(batch["positives"]) + len(batch["negatives"]))
 
     def loss():
         units = pool(model, batch["window"])
@@ -138,7 +149,7 @@ def run_case(spec, case, steps):
         queries = pool(model, batch["queries"])
         candidates = torch.nn.functional.normalize(units[rows], dim=-1, eps=1e-12)
         logits = torch.nn.functional.normalize(queries, dim=-1, eps=1e-12) @ candidates.T / tau
-        return torch.nn.functional.cross_entropy(logits, target)
+        return torch.nn.functional.cross_entropy(logits.masked_fill(excluded, float("-inf")), target)
 
     return timed_steps(steps, optimizer, clip, loss)
 
@@ -248,14 +259,16 @@ class Sllm(torch.nn.Module):
         return m * (1 - torch.eye(m.shape[0], device=DEVICE))
 
 
-def run_joint(spec, steps):
-    """SproutRAG's joint step (arbor_trainers::bench::joint): the encoder over the queries and the window,
-    the other units' frozen vectors, the SLLM over the whole document in document order, the queries as
-    one-unit documents, L_ret (InfoNCE of each query against the batch's positives and, with hard
-    negatives, the document's other units) + lambda * L_attn (-mean log max(M, eps) at the gold pairs);
-    the aggregation weights, the encoder and the SLLM each at their own rate, AdamW, each gradient clipped
-    on its own."""
-    joint = spec["joint"]
+def run_joint(spec, joint, steps):
+    """SproutRAG's joint step (arbor_trainers::bench::joint) over the step's documents: per document, the
+    encoder over its window and the other units' frozen vectors, the SLLM over the whole document in
+    document order; the queries through the encoder and the SLLM as one-unit documents; L_ret (InfoNCE of
+    each query against the step's positives and, with hard negatives, every other unit of the step's
+    documents, the file's false negatives left out of the denominator) + lambda * the documents' mean
+    L_attn (-mean log max(M, eps) at the gold pairs) + over several documents doc_loss * the document term
+    (InfoNCE of each query against the mean of each document's SLLM embeddings, its own the target); the
+    aggregation weights, the encoder and the SLLM each at their own rate, AdamW, each gradient clipped on
+    its own."""
     frozen_layers = joint["frozen_layers"]
     model = load_encoder(spec["model_dir"], frozen_layers, frozen_layers > 0)
     sllm = Sllm(joint["start"]).to(DEVICE)
@@ -264,34 +277,47 @@ def run_joint(spec, steps):
     groups = [dict(params=[sllm.alpha], lr=joint["lr_aggregation"]), dict(params=encoder, lr=joint["lr_encoder"]),
               dict(params=new, lr=joint["lr_new"])]
     optimizer, clip = adamw(joint["optimizer"], groups)
-    fixed = joint["batch"]
-    batch = fixed["batch"]
-    frozen = torch.tensor(batch["frozen"], dtype=torch.float32, device=DEVICE) if batch["frozen"] else None
-    rows = torch.tensor(fixed["rows"], device=DEVICE)
-    positives = fixed["positives"]
-    others = torch.tensor([u for u in range(len(fixed["rows"])) if u not in positives], dtype=torch.long, device=DEVICE)
-    positives = torch.tensor(positives, device=DEVICE)
-    pairs = fixed["pairs"]
-    pair_i = torch.tensor([p[0] for p in pairs], dtype=torch.long, device=DEVICE)
-    pair_j = torch.tensor([p[1] for p in pairs], dtype=torch.long, device=DEVICE)
-    target = torch.arange(len(batch["queries"]), device=DEVICE)
+    documents = joint["step"]["documents"]
+    queries_ids = [q for d in documents for q in d["batch"]["queries"]]
+    positives, offset, owner = [], 0, []
+    for k, d in enumerate(documents):
+        positives += [offset + p for p in d["positives"]]
+        owner += [k] * len(d["positives"])
+        offset += len(d["rows"])
+    others = torch.tensor([u for u in range(offset) if u not in positives], dtype=torch.long, device=DEVICE)
+    positives = torch.tensor(positives, dtype=torch.long, device=DEVICE)
+    owner = torch.tensor(owner, dtype=torch.long, device=DEVICE)
+    excluded = false_negatives(joint["step"]["excluded"], len(queries_ids), len(positives) + len(others))
+    target = torch.arange(len(queries_ids), device=DEVICE)
     normalize = lambda t: torch.nn.functional.normalize(t, dim=-1, eps=1e-12)
 
     def loss():
-        units = pool(model, batch["window"])
-        if frozen is not None:
-            units = torch.cat([units, frozen])
-        embeddings, attentions = sllm(units[rows].unsqueeze(0))
-        embeddings = embeddings[0]
-        queries, _ = sllm(pool(model, batch["queries"]).unsqueeze(1))
-        candidates = [embeddings[positives]]
+        embeddings, attn = [], []
+        for d in documents:
+            batch = d["batch"]
+            units = pool(model, batch["window"])
+            if batch["frozen"]:
+                units = torch.cat([units, torch.tensor(batch["frozen"], dtype=torch.float32, device=DEVICE)])
+            e, attentions = sllm(units[torch.tensor(d["rows"], device=DEVICE)].unsqueeze(0))
+            embeddings.append(e[0])
+            if d["pairs"]:
+                m = sllm.m([a[0] for a in attentions])
+                i = torch.tensor([p[0] for p in d["pairs"]], dtype=torch.long, device=DEVICE)
+                j = torch.tensor([p[1] for p in d["pairs"]], dtype=torch.long, device=DEVICE)
+                attn.append(-m[i, j].clamp_min(joint["eps"]).log().mean())
+        queries = sllm(pool(model, queries_ids).unsqueeze(1))[0][:, 0]
+        units = torch.cat(embeddings)
+        candidates = [units[positives]]
         if joint["hard_negatives"] and len(others):
-            candidates.append(embeddings[others])
-        logits = normalize(queries[:, 0]) @ normalize(torch.cat(candidates)).T / joint["tau"]
+            candidates.append(units[others])
+        logits = (normalize(queries) @ normalize(torch.cat(candidates)).T / joint["tau"]).masked_fill(excluded, float("-inf"))
         total = torch.nn.functional.cross_entropy(logits, target)
-        if pairs:
-            m = sllm.m([a[0] for a in attentions])
-            total = total - joint["lambda"] * m[pair_i, pair_j].clamp_min(joint["eps"]).log().mean()
+        if attn:
+            total = total + joint["lambda"] * torch.stack(attn).mean()
+        if joint["doc_loss"] > 0 and len(documents) > 1:
+            means = torch.stack([e.mean(0) for e in embeddings])
+            total = total + joint["doc_loss"] * torch.nn.functional.cross_entropy(
+                normalize(queries) @ normalize(means).T / joint["tau"], owner)
         return total
 
     return timed_steps(steps, optimizer, clip, loss)
@@ -333,12 +359,13 @@ def main():
         pairs = spec["rerank"]["batch"]["pairs"]
         group = spec["rerank"]["batch"]["group"]
         report(spec["rerank"]["name"], len(pairs), len(pairs) // group, sum(len(r) for r in pairs), times, first_loss, peak)
-    if spec.get("joint"):
-        times, first_loss, peak = run_joint(spec, steps)
-        fixed = spec["joint"]["batch"]
-        batch = fixed["batch"]
-        tokens = sum(len(r) for r in batch["queries"]) + sum(len(r) for r in batch["window"])
-        report(spec["joint"]["name"], len(fixed["rows"]), len(batch["queries"]), tokens, times, first_loss, peak)
+    for joint in spec.get("joints", []):
+        times, first_loss, peak = run_joint(spec, joint, steps)
+        documents = joint["step"]["documents"]
+        units = sum(len(d["rows"]) for d in documents)
+        queries = sum(len(d["batch"]["queries"]) for d in documents)
+        tokens = sum(len(r) for d in documents for r in d["batch"]["queries"] + d["batch"]["window"])
+        report(joint["name"], units, queries, tokens, times, first_loss, peak)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,11 @@
 //! encoder, embeddings, the method's index) in a process of its own, so its peak memory (VmHWM, which
 //! includes the encoder's weights) is its own. Prints a table.
 //!
-//!     cargo bench -p arbor-experiments --bench scale
-//!     ARBOR_SCALE_WORDS=1000,10000 cargo bench -p arbor-experiments --bench scale    # fewer lengths
+//!     cargo bench --profile release -p arbor-experiments --bench scale
+//!     ARBOR_SCALE_WORDS=1000,10000 cargo bench --profile release -p arbor-experiments --bench scale    # fewer lengths
+//!
+//! `--profile release`: the workspace's bench profile compiles this crate at opt-level 1 for the test
+//! suite (Cargo.toml says why), which would time a slower build than users run.
 
 use std::path::Path;
 use std::process::Command;

@@ -11,18 +11,21 @@
 //! `batch_size` questions from the median document on, each with its positive and `negatives` units. With
 //! a `SproutRag` row whose SLLM trains with its encoder, SproutRAG's joint step too
 //! ([`arbor_trainers::bench::joint`]): the median document's first `batch_size` questions under its own
-//! `step_tokens`, its merge pairs, and the SLLM's and aggregation's initial weights for the other side.
+//! `step_tokens`, its merge pairs, and the SLLM's and aggregation's initial weights for the other side;
+//! with the row's `docs_per_step` above 1 (issue 62), a second joint case over that many documents (the
+//! median and the next longer ones, each with its first `batch_size` questions), every other document's
+//! units in L_ret and the row's document term.
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use arbor_files::atomic_write;
 use arbor_models::DefaultBackend;
-use arbor_trainers::bench::joint::{FixedJointBatch, JointStart, time_joint_steps};
+use arbor_trainers::bench::joint::{FixedJointStep, JointStart, time_joint_steps};
 use arbor_trainers::bench::rerank::{FixedRerankBatch, RerankHead, time_rerank_steps};
 use arbor_trainers::bench::{FixedBatch, Shape, StepTiming, step_flops, time_steps};
 use arbor_trainers::config::TrainConfig;
-use arbor_trainers::data::TrainDoc;
+use arbor_trainers::data::{Part, TrainDoc};
 use arbor_trainers::reranker::RerankerTraining;
 use burn::backend::Autodiff;
 use serde::Serialize;
@@ -68,27 +71,29 @@ struct Batches<'a> {
     /// The reranker's step, when the experiment has a reranker.
     #[serde(skip_serializing_if = "Option::is_none")]
     rerank: Option<RerankCase>,
-    /// SproutRAG's joint step, when the experiment trains SproutRAG's SLLM with its encoder.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    joint: Option<JointCase>,
+    /// SproutRAG's joint steps (one document, then `docs_per_step` when above 1), when the experiment
+    /// trains SproutRAG's SLLM with its encoder.
+    joints: Vec<JointCase>,
 }
 
 /// SproutRAG's joint step as the other side runs it: its settings, the weights its new modules start
-/// from, its batch.
+/// from, its documents' batches.
 #[derive(Debug, Serialize)]
 struct JointCase {
-    name: &'static str,
+    name: String,
     lr_encoder: f64,
     lr_new: f64,
     lr_aggregation: f64,
     tau: f64,
     lambda: f64,
     eps: f64,
+    /// The document term's weight (read over several documents only).
+    doc_loss: f64,
     hard_negatives: bool,
     frozen_layers: usize,
     optimizer: serde_json::Value,
     start: JointStart,
-    batch: FixedJointBatch,
+    step: FixedJointStep,
 }
 
 /// The reranker's step as the other side runs it: its settings, the head it starts from, its pairs.
@@ -209,29 +214,35 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let joint = match joint {
-        Some((config, sproutrag)) => {
-            let doc = &docs[median];
-            let queries: Vec<usize> = (0..doc.queries.len().min(config.batch_size)).collect();
-            let batch = FixedJointBatch::new(doc, &queries, config.step_tokens);
-            let vocab = encoder.config.vocab_size;
-            let (timing, start) = time_joint_steps::<Autodiff<DefaultBackend>>(
-                &config,
-                &sproutrag.model,
-                sproutrag.aggregation,
-                &tune,
-                vocab,
-                doc,
-                &queries,
-                args.steps,
-            )?;
-            let name = match config.step_tokens {
-                Some(_) => "SproutRAG joint step, median document, window",
-                None => "SproutRAG joint step, median document, whole",
+    let mut joints = Vec::new();
+    if let Some((config, sproutrag)) = joint {
+        let order = by_length(&docs, config.batch_size);
+        let at = order.iter().position(|&d| d == median).unwrap_or(0);
+        let mut sizes = vec![1];
+        if config.docs_per_step > 1 {
+            sizes.push(config.docs_per_step.min(order.len()));
+        }
+        for size in sizes {
+            // The median document, then the next longer ones (wrapping to the shortest).
+            let picked: Vec<usize> = (0..size).map(|k| order[(at + k) % order.len()]).collect();
+            let queries: Vec<Vec<usize>> = picked.iter().map(|&d| (0..docs[d].queries.len().min(config.batch_size)).collect()).collect();
+            let parts: Vec<Part<'_>> = picked.iter().zip(&queries).map(|(&d, q)| Part { doc: &docs[d], queries: q }).collect();
+            let step = FixedJointStep::new(&parts, &config);
+            let tuned = (&tune, encoder.config.vocab_size);
+            let (timing, start) =
+                time_joint_steps::<Autodiff<DefaultBackend>>(&config, &sproutrag.model, sproutrag.aggregation, tuned, &parts, args.steps)?;
+            let scope = match (size, config.step_tokens) {
+                (1, Some(_)) => "median document, window".to_string(),
+                (1, None) => "median document, whole".to_string(),
+                (n, Some(_)) => format!("{n} documents, windows"),
+                (n, None) => format!("{n} documents, whole"),
             };
-            let flops = step_flops(Shape::of(&tune.bert), config.frozen_layers.unwrap_or(0), &[&batch.batch.queries, &batch.batch.window]);
-            Timed::print(name, threads, [doc.units.len(), queries.len(), batch.batch.tokens()], &timing, flops)?;
-            Some(JointCase {
+            let name = format!("SproutRAG joint step, {scope}");
+            let sides: Vec<&[Vec<u32>]> = step.documents.iter().flat_map(|d| [&d.batch.queries[..], &d.batch.window[..]]).collect();
+            let flops = step_flops(Shape::of(&tune.bert), config.frozen_layers.unwrap_or(0), &sides);
+            let units = parts.iter().map(|p| p.doc.units.len()).sum();
+            Timed::print(&name, threads, [units, queries.iter().map(Vec::len).sum(), step.tokens()], &timing, flops)?;
+            joints.push(JointCase {
                 name,
                 lr_encoder: config.lr_encoder,
                 lr_new: config.lr_new,
@@ -239,15 +250,15 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
                 tau: config.tau,
                 lambda: config.lambda,
                 eps: config.eps,
+                doc_loss: config.doc_loss,
                 hard_negatives: config.hard_negatives,
                 frozen_layers: config.frozen_layers.unwrap_or(0),
                 optimizer: serde_json::to_value(arbor_trainers::skeleton::optimizer(&config.schedule))?,
                 start,
-                batch,
-            })
+                step,
+            });
         }
-        None => None,
-    };
+    }
     let file = Batches {
         model_dir: arbor_models::hub::resolve(&exp.encoder.model)?.path.display().to_string(),
         tau: training.tau,
@@ -256,7 +267,7 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
         frozen_layers: training.frozen_layers.unwrap_or(0),
         cases,
         rerank,
-        joint,
+        joints,
     };
     atomic_write(&args.batches, serde_json::to_string(&file)?.as_bytes()).with_context(|| format!("cannot write {}", args.batches.display()))
 }
@@ -292,9 +303,9 @@ fn rerank_queries(docs: &[TrainDoc], first: usize, batch_size: usize) -> Vec<(us
     (first..docs.len()).chain(0..first).flat_map(|d| (0..docs[d].queries.len()).map(move |q| (d, q))).take(batch_size).collect()
 }
 
-/// The documents of median and of largest word-piece count among those with at least `batch_size`
-/// training queries (all documents with a query when none has that many).
-pub fn median_and_longest(docs: &[TrainDoc], batch_size: usize) -> Option<(usize, usize)> {
+/// The documents with at least `batch_size` training queries (all documents with a query when none has
+/// that many), shortest first by word pieces.
+fn by_length(docs: &[TrainDoc], batch_size: usize) -> Vec<usize> {
     let tokens = |d: &TrainDoc| d.ids.iter().map(Vec::len).sum::<usize>();
     let full: Vec<usize> = (0..docs.len()).filter(|&d| docs[d].queries.len() >= batch_size).collect();
     let mut pool = match full.is_empty() {
@@ -302,5 +313,12 @@ pub fn median_and_longest(docs: &[TrainDoc], batch_size: usize) -> Option<(usize
         false => full,
     };
     pool.sort_by_key(|&d| (tokens(&docs[d]), d));
+    pool
+}
+
+/// The documents of median and of largest word-piece count among those with at least `batch_size` training
+/// queries (all documents with a query when none has that many).
+pub fn median_and_longest(docs: &[TrainDoc], batch_size: usize) -> Option<(usize, usize)> {
+    let pool = by_length(docs, batch_size);
     Some((*pool.get(pool.len().checked_sub(1)? / 2)?, *pool.last()?))
 }

@@ -10,7 +10,11 @@
 //! interpreter `$PYTHON` (default python3; it needs sentence-transformers); without it, arbor's rows are
 //! printed alone.
 //!
-//!     PYTHON=/path/to/python ARBOR_DATA=../shared/data cargo bench -p arbor-models --bench encoder_throughput
+//!     PYTHON=/path/to/python ARBOR_DATA=../shared/data cargo bench --profile release -p arbor-models --bench encoder_throughput
+//!
+//! `--profile release`: the workspace's bench profile compiles arbor-models at opt-level 1 (it is the
+//! profile `cargo test --release` builds the test suite with, Cargo.toml says why), which would time a
+//! slower encoder than users run (about half the speed); the benchmark refuses such a build.
 
 use std::path::Path;
 use std::process::Command;
@@ -39,6 +43,12 @@ struct Torch {
 }
 
 fn main() -> anyhow::Result<()> {
+    anyhow::ensure!(
+        arbor_models::processor::OPT_LEVEL == "3",
+        "arbor-models was compiled at opt-level {} (the bench profile's override), not as users run it: \
+         cargo bench --profile release -p arbor-models --bench encoder_throughput",
+        arbor_models::processor::OPT_LEVEL
+    );
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let config = EncoderConfig::default();
     let encoder = SentenceEncoder::<DefaultBackend>::load(&config, &default_device())?;

@@ -43,6 +43,10 @@ pub fn features() -> Vec<&'static str> {
     }
 }
 
+/// The optimisation level this crate was compiled at (`3` in a release build; the bench profile's
+/// override in Cargo.toml compiles it at `1` for the test suite), recorded by its build script.
+pub const OPT_LEVEL: &str = env!("ARBOR_MODELS_OPT_LEVEL");
+
 /// The environment variable that picks the microkernels: `avx2` for AVX2 + FMA on a processor that has
 /// AVX-512 too; unset (or `auto`) for the processor's best.
 pub const KERNELS_VAR: &str = "ARBOR_KERNELS";

@@ -141,7 +141,7 @@ fn bench_step_writes_the_batches_it_timed() {
              methods: [Dense((training: (batch_size: 4, freeze_encoder: false, step_tokens: Some(120)))),
                        Rerank((over: Flat, training: (batch_size: 3, negatives: 2, hard_negatives: 2, trainable_layers: 2))),
                        SproutRag((attention: Sllm, model: (sllm: (layers: 1, heads: 2, d_model: 32, d_ff: 64)),
-                           training: Some((batch_size: 4, freeze_encoder: false, step_tokens: Some(120)))))])"#,
+                           training: Some((batch_size: 4, freeze_encoder: false, step_tokens: Some(120), docs_per_step: 2, doc_loss: 1.0))))])"#,
         corpus.display().to_string()
     );
     std::fs::write(&ron, experiment).unwrap();
@@ -151,7 +151,7 @@ fn bench_step_writes_the_batches_it_timed() {
     let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&batches).unwrap()).unwrap();
     let cases = file["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 3);
-    assert_eq!(lines.len(), 5, "three dense cases, the reranker's and SproutRAG's joint step");
+    assert_eq!(lines.len(), 6, "three dense cases, the reranker's and SproutRAG's joint steps over one and two documents");
     assert_eq!((file["tau"].as_f64(), file["lr"].as_f64()), (Some(0.05), Some(2e-5)));
     assert_eq!(file["optimizer"]["grad_clipping"]["Norm"].as_f64(), Some(1.0), "{}", file["optimizer"]);
     let len = |v: &serde_json::Value| v.as_array().unwrap().len();
@@ -190,10 +190,12 @@ fn bench_step_writes_the_batches_it_timed() {
     assert!(first > 0.0 && first < 10.0, "{first}");
     // SproutRAG's joint step on the median article: the dense window's batch, each unit's row in it, the
     // SLLM's start (1 block, 2 heads, width 32 over the encoder's 384) and the paragraphs' merge pairs.
-    let (joint, line) = (&file["joint"], &lines[4]);
+    let joints = file["joints"].as_array().unwrap();
+    let (joint, line) = (&joints[0], &lines[4]);
     assert_eq!(line["case"], joint["name"]);
     assert_eq!(joint["name"], "SproutRAG joint step, median document, window");
-    let batch = &joint["batch"];
+    assert_eq!(len(&joint["step"]["documents"]), 1);
+    let batch = &joint["step"]["documents"][0];
     assert_eq!(batch["batch"]["queries"], window["queries"], "the dense step's queries");
     assert_eq!(line["units"].as_u64().unwrap() as usize, len(&batch["rows"]));
     assert_eq!(len(&batch["rows"]), len(&batch["batch"]["window"]) + len(&batch["batch"]["frozen"]));
@@ -202,6 +204,24 @@ fn bench_step_writes_the_batches_it_timed() {
     assert_eq!((len(&start["input"]["weight"]), len(&start["input"]["weight"][0]), len(&start["blocks"])), (384, 32, 1));
     assert_eq!((len(&start["alpha"]), len(&start["alpha"][0]), start["heads"].as_u64()), (1, 2, Some(2)));
     assert_eq!((joint["lambda"].as_f64(), joint["lr_new"].as_f64(), joint["hard_negatives"].as_bool()), (Some(0.1), Some(1e-4), Some(true)));
+    let first = line["first_loss"].as_f64().unwrap();
+    assert!(first > 0.0 && first.is_finite(), "{first}");
+    // The row's `docs_per_step: 2`: a second joint case over the median article and the next longer one,
+    // each with its own window and queries, its document term's weight written, the same start.
+    let (two, line) = (&joints[1], &lines[5]);
+    assert_eq!((line["case"].as_str(), two["name"].as_str()), (Some("SproutRAG joint step, 2 documents, windows"), two["name"].as_str()));
+    let documents = two["step"]["documents"].as_array().unwrap();
+    assert_eq!(documents.len(), 2);
+    assert_eq!(documents[0], joint["step"]["documents"][0], "the median article first, as the one-document case reads it");
+    assert_ne!(documents[1]["batch"]["queries"], documents[0]["batch"]["queries"]);
+    let rows: usize = documents.iter().map(|d| len(&d["rows"])).sum();
+    assert_eq!(line["units"].as_u64().unwrap() as usize, rows);
+    let candidates = rows; // hard negatives: every unit of the step is a candidate once
+    for pair in two["step"]["excluded"].as_array().unwrap() {
+        let (i, j) = (pair[0].as_u64().unwrap() as usize, pair[1].as_u64().unwrap() as usize);
+        assert!(i < 8 && j < candidates && i != j, "{pair}");
+    }
+    assert_eq!((two["doc_loss"].as_f64(), two["start"].to_string()), (Some(1.0), joint["start"].to_string()));
     let first = line["first_loss"].as_f64().unwrap();
     assert!(first > 0.0 && first.is_finite(), "{first}");
 }

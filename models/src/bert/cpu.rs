@@ -231,41 +231,58 @@ pub(super) fn rows_par(x: &mut [f32], width: usize, f: impl Fn(&mut [f32]) + Syn
     x.par_chunks_mut(width * 16).for_each(f);
 }
 
-/// Declares `fn name(args) body` compiled twice, for AVX2 and FMA and as built, the first chosen at run time
-/// when the CPU has them: the element-wise passes then use 256-bit vectors, as the sgemm kernel does.
+/// Declares `fn name(args) [-> ret] body` compiled three times, for AVX-512, for AVX2 and FMA, and as built,
+/// one chosen at run time by the path the products take ([`crate::processor::Kernels::chosen`], so
+/// `ARBOR_KERNELS=avx2` sends these passes to 256 bits too): the element-wise passes then use the vectors
+/// the sgemm kernel uses. Only the vector width changes, not the order of any sum (the reductions fold
+/// over fixed lanes or in order), so every path computes the same floats.
 macro_rules! multiversion {
-    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? $body:block) => {
         $(#[$m])*
-        $vis fn $name($($arg: $ty),*) {
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
-            fn generic($($arg: $ty),*) $body
+            fn generic($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx2,fma")]
-                unsafe fn avx2($($arg: $ty),*) {
+                use $crate::processor::Kernels;
+                #[target_feature(enable = "avx512f,avx2,fma")]
+                unsafe fn avx512($($arg: $ty),*) $(-> $ret)? {
                     generic($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
+                    generic($($arg),*)
+                }
+                let fma = std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
+                match Kernels::chosen() {
+                    // SAFETY: `Avx512` is chosen only where the processor has avx512f; AVX2 and FMA checked here.
+                    Kernels::Avx512 if fma => return unsafe { avx512($($arg),*) },
                     // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-                    return unsafe { avx2($($arg),*) };
+                    _ if fma => return unsafe { avx2($($arg),*) },
+                    _ => {}
                 }
             }
             generic($($arg),*)
         }
     };
 }
+pub(super) use multiversion;
 
 multiversion! {
     /// GELU of every value, in place.
     pub(super) fn gelu_all(xs: &mut [f32]) {
-        xs.iter_mut().for_each(|v| *v = gelu(*v));
+        for v in xs.iter_mut() {
+            *v = gelu(*v);
+        }
     }
 }
 
 multiversion! {
     /// Layer norm of each row of `rows` (rows as wide as the norm).
     fn layer_norm_rows(rows: &mut [f32], n: &Norm) {
-        rows.chunks_exact_mut(n.gamma.len()).for_each(|row| layer_norm(row, n));
+        for row in rows.chunks_exact_mut(n.gamma.len()) {
+            layer_norm(row, n);
+        }
     }
 }
 
@@ -358,7 +375,11 @@ fn attend(qkv: &[f32], start: usize, heads: usize, h: usize, out: &mut [f32], pr
         // 2h + c onward, dh wide, so the last element read is (n-1) 3h + 2h + c + dh - 1 < 3hn. `scores`
         // is [n, n]; `out` is [n, h] and the head's columns c..c + dh end at (n-1) h + c + dh - 1 < hn.
         unsafe { product([n, n, dh], View::rows(scores.as_mut_ptr(), n), queries, keys, scale, Accumulate::No, ONE_THREAD) };
-        scores.chunks_exact_mut(n).for_each(softmax);
+        // A loop, not `for_each`: the iterator's fold would be a function of its own, compiled without this
+        // function's target features (the exponentials then call libm's roundf one at a time).
+        for row in scores.chunks_exact_mut(n) {
+            softmax(row);
+        }
         // The head's context: P V into out's columns c..c + dh.
         let (context, p, values) = (View::rows(out[c..].as_mut_ptr(), h), View::rows(scores.as_ptr(), n), View::rows(rows[2 * h + c..].as_ptr(), 3 * h));
         // SAFETY: the bounds of the first product's comment; V's columns start at 2h + c.
@@ -366,7 +387,9 @@ fn attend(qkv: &[f32], start: usize, heads: usize, h: usize, out: &mut [f32], pr
         if let Probs::Mix { weights, into } = probs
             && let Some(&w) = weights.get(head)
         {
-            into.iter_mut().zip(&local).for_each(|(m, p)| *m += w * p);
+            for (m, p) in into.iter_mut().zip(&local) {
+                *m += w * p;
+            }
         }
     }
 }
@@ -459,9 +482,13 @@ pub(super) unsafe fn product(
 #[inline(always)]
 pub(super) fn softmax(s: &mut [f32]) {
     let max = lanes(s, f32::NEG_INFINITY, f32::max);
-    s.iter_mut().for_each(|v| *v = exp_neg(*v - max));
+    for v in s.iter_mut() {
+        *v = exp_neg(*v - max);
+    }
     let inv = 1.0 / lanes(s, 0.0, |a, b| a + b);
-    s.iter_mut().for_each(|v| *v *= inv);
+    for v in s.iter_mut() {
+        *v *= inv;
+    }
 }
 
 /// `xs` folded by `f` over 8 independent lanes, then across them.

@@ -18,7 +18,8 @@
 use rayon::prelude::*;
 
 use super::cpu::{
-    Accumulate, CpuBert, Dense, Layer, Norm, ONE_THREAD, Probs, View, attention, erf, exp_neg, gelu_all, matmul_bias, matmul_bias_residual, product,
+    Accumulate, CpuBert, Dense, Layer, Norm, ONE_THREAD, Probs, View, attention, erf, exp_neg, gelu_all, matmul_bias, matmul_bias_residual,
+    multiversion, product,
 };
 use crate::pooling::Pooling;
 
@@ -74,52 +75,85 @@ fn norm_forward(x: &mut [f32], n: &Norm) -> NormTape {
     let h = n.gamma.len();
     let mut hat = vec![0.0f32; x.len()];
     let mut rstd = vec![0.0f32; x.len() / h];
-    x.par_chunks_mut(h).zip(hat.par_chunks_mut(h)).zip(rstd.par_iter_mut()).for_each(|((row, hat), r)| {
-        let len = h as f32;
-        let mean = row.iter().sum::<f32>() / len;
-        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / len;
-        *r = 1.0 / (var + n.eps).sqrt();
-        for j in 0..h {
-            hat[j] = (row[j] - mean) * *r;
-            row[j] = hat[j] * n.gamma[j] + n.beta[j];
-        }
-    });
+    let block = 16 * h;
+    x.par_chunks_mut(block).zip(hat.par_chunks_mut(block)).zip(rstd.par_chunks_mut(16)).for_each(|((x, hat), rstd)| norm_rows(x, hat, rstd, n));
     NormTape { hat, rstd }
+}
+
+multiversion! {
+    /// [`norm_forward`] over a block of rows: each row normalised in place, its `hat` and `1 / std` kept.
+    fn norm_rows(x: &mut [f32], hat: &mut [f32], rstd: &mut [f32], n: &Norm) {
+        let h = n.gamma.len();
+        for ((row, hat), r) in x.chunks_exact_mut(h).zip(hat.chunks_exact_mut(h)).zip(rstd) {
+            let len = h as f32;
+            let mean = row.iter().sum::<f32>() / len;
+            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / len;
+            *r = 1.0 / (var + n.eps).sqrt();
+            for j in 0..h {
+                hat[j] = (row[j] - mean) * *r;
+                row[j] = hat[j] * n.gamma[j] + n.beta[j];
+            }
+        }
+    }
 }
 
 /// The backward pass of [`norm_forward`]: `dy` becomes the input's gradient in place; the parameters'.
 fn norm_backward(dy: &mut [f32], tape: &NormTape, n: &Norm) -> NormGrads {
     let h = n.gamma.len();
     let mut grads = NormGrads { gamma: vec![0.0; h], beta: vec![0.0; h] };
-    for (d, hat) in dy.chunks_exact(h).zip(tape.hat.chunks_exact(h)) {
-        for j in 0..h {
-            grads.gamma[j] += d[j] * hat[j];
-            grads.beta[j] += d[j];
-        }
-    }
-    dy.par_chunks_mut(h).zip(tape.hat.par_chunks(h)).zip(tape.rstd.par_iter()).for_each(|((d, hat), &r)| {
-        let len = h as f32;
-        let (mut mean, mut mean_hat) = (0.0f32, 0.0f32);
-        for j in 0..h {
-            let g = d[j] * n.gamma[j];
-            mean += g;
-            mean_hat += g * hat[j];
-        }
-        let (mean, mean_hat) = (mean / len, mean_hat / len);
-        for j in 0..h {
-            d[j] = r * (d[j] * n.gamma[j] - mean - hat[j] * mean_hat);
-        }
-    });
+    norm_param_grads(dy, &tape.hat, &mut grads);
+    let block = 16 * h;
+    dy.par_chunks_mut(block)
+        .zip(tape.hat.par_chunks(block))
+        .zip(tape.rstd.par_chunks(16))
+        .for_each(|((d, hat), rstd)| norm_input_grads(d, hat, rstd, n));
     grads
 }
 
-/// Column sums of `rows` (`width` wide): a bias's gradient.
-fn column_sums(rows: &[f32], width: usize) -> Vec<f32> {
-    let mut sums = vec![0.0f32; width];
-    for row in rows.chunks_exact(width) {
-        sums.iter_mut().zip(row).for_each(|(s, v)| *s += v);
+multiversion! {
+    /// The layer norm's parameter gradients, summed over every row of `dy` in row order.
+    fn norm_param_grads(dy: &[f32], hat: &[f32], grads: &mut NormGrads) {
+        let h = grads.gamma.len();
+        for (d, hat) in dy.chunks_exact(h).zip(hat.chunks_exact(h)) {
+            for j in 0..h {
+                grads.gamma[j] += d[j] * hat[j];
+                grads.beta[j] += d[j];
+            }
+        }
     }
-    sums
+}
+
+multiversion! {
+    /// The layer norm's input gradient over a block of rows, in place.
+    fn norm_input_grads(dy: &mut [f32], hat: &[f32], rstd: &[f32], n: &Norm) {
+        let h = n.gamma.len();
+        for ((d, hat), &r) in dy.chunks_exact_mut(h).zip(hat.chunks_exact(h)).zip(rstd) {
+            let len = h as f32;
+            let (mut mean, mut mean_hat) = (0.0f32, 0.0f32);
+            for j in 0..h {
+                let g = d[j] * n.gamma[j];
+                mean += g;
+                mean_hat += g * hat[j];
+            }
+            let (mean, mean_hat) = (mean / len, mean_hat / len);
+            for j in 0..h {
+                d[j] = r * (d[j] * n.gamma[j] - mean - hat[j] * mean_hat);
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// Column sums of `rows` (`width` wide): a bias's gradient.
+    fn column_sums(rows: &[f32], width: usize) -> Vec<f32> {
+        let mut sums = vec![0.0f32; width];
+        for row in rows.chunks_exact(width) {
+            for (s, v) in sums.iter_mut().zip(row) {
+                *s += v;
+            }
+        }
+        sums
+    }
 }
 
 /// A dense layer's gradients from its input `x` `[T, input]` and its output's gradient `dy` `[T, output]`:
@@ -149,13 +183,18 @@ fn dense_input_grad(dy: &[f32], d: &Dense, dx: &mut [f32], accumulate: Accumulat
 
 /// `dy ⊙ gelu'(u)` in place: `gelu'(u) = Φ(u) + u φ(u)`.
 fn gelu_backward(dy: &mut [f32], u: &[f32]) {
-    const INV_SQRT_2PI: f32 = 0.398_942_3;
-    dy.par_chunks_mut(4096).zip(u.par_chunks(4096)).for_each(|(d, u)| {
-        for (d, &u) in d.iter_mut().zip(u) {
+    dy.par_chunks_mut(4096).zip(u.par_chunks(4096)).for_each(|(d, u)| gelu_grads(d, u));
+}
+
+multiversion! {
+    /// [`gelu_backward`] over a block.
+    fn gelu_grads(dy: &mut [f32], u: &[f32]) {
+        const INV_SQRT_2PI: f32 = 0.398_942_3;
+        for (d, &u) in dy.iter_mut().zip(u) {
             let cdf = 0.5 * (1.0 + erf(u * std::f32::consts::FRAC_1_SQRT_2));
             *d *= cdf + u * INV_SQRT_2PI * exp_neg(-0.5 * u * u);
         }
-    });
+    }
 }
 
 /// One block forward from its input `x` `[T, hidden]`, returning its output and its tape.
@@ -232,6 +271,7 @@ fn attention_backward(qkv: &[f32], probs: &[Vec<f32>], lengths: &[usize], heads:
     });
 }
 
+multiversion! {
 /// One sequence's attention backward, every head: `rows` its `[n, 3h]` of qkv, `probs` `[heads, n, n]`,
 /// `dcontext` `[n, h]`, into `dqkv` `[n, 3h]`: `dP = dC Vᵀ`, `dV = Pᵀ dC`, `dS = P ⊙ (dP − rowsum(dP ⊙ P))`,
 /// `dQ = dS K / sqrt(d)`, `dK = dSᵀ Q / sqrt(d)`.
@@ -268,7 +308,9 @@ fn attend_backward(rows: &[f32], probs: &[f32], heads: usize, n: usize, dcontext
         }
         for (d, p) in ds.chunks_exact_mut(n).zip(p.chunks_exact(n)) {
             let dot: f32 = d.iter().zip(p).map(|(d, p)| d * p).sum();
-            d.iter_mut().zip(p).for_each(|(d, p)| *d = p * (*d - dot));
+            for (d, p) in d.iter_mut().zip(p) {
+                *d = p * (*d - dot);
+            }
         }
         // SAFETY: as above.
         unsafe {
@@ -295,6 +337,7 @@ fn attend_backward(rows: &[f32], probs: &[f32], heads: usize, n: usize, dcontext
             );
         }
     }
+}
 }
 
 /// What the embeddings' backward pass reads: the token ids, their positions and the layer norm's tape.

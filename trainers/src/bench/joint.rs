@@ -1,11 +1,13 @@
 //! SproutRAG's joint step on a fixed batch, timed (SproutRAG, Section 4: L = L_ret + lambda L_attn): what
 //! `arbor bench-step` measures against PyTorch for the trained SproutRAG (`scripts/bench_torch_step.py`,
-//! `run_joint`). One step: the encoder with gradients over the batch's queries and the window of the
-//! document's units, the other units by their frozen vectors, the SLLM over the whole document in
-//! document order (its attention aggregated into M by the learned head weights), the queries through the
-//! SLLM as one-unit documents, L_ret (InfoNCE at tau, the batch's positives and the document's other
-//! units as candidates) plus lambda times L_attn at the document's gold merge pairs, one backward pass,
-//! one AdamW update a group (the aggregation weights, the encoder, the new modules, each at its rate).
+//! `run_joint`). One step over one or more documents (issue 62's `docs_per_step`): per document, the
+//! encoder with gradients over the window of its units, the other units by their frozen vectors, the
+//! SLLM over the whole document in document order (its attention aggregated into M by the learned head
+//! weights); the queries through the SLLM as one-unit documents; L_ret (InfoNCE at tau, the step's
+//! positives and every other unit of the step's documents as candidates, a query's false negatives left
+//! out) plus lambda times the mean of the documents' L_attn at their gold merge pairs, and over several
+//! documents `doc_loss` times the document term; one backward pass, one AdamW update a group (the
+//! aggregation weights, the encoder, the new modules, each at its rate).
 //! [`JointStart`] writes out the model's initial weights (the SLLM's and the aggregation's, drawn by the
 //! seed as the trainer draws them), so that another framework starts from the same point.
 
@@ -21,8 +23,9 @@ use arbor_models::sproutrag::{SproutRagModel, SproutRagModelConfig};
 
 use super::{FixedBatch, StepTiming, measure};
 use crate::config::TrainConfig;
-use crate::data::{Part, TrainDoc};
+use crate::data::{Part, StepRows, TrainDoc};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
+use crate::objective::step_false_negatives;
 use crate::sproutrag::step::losses;
 use crate::sproutrag::{groups, initial};
 
@@ -46,6 +49,31 @@ impl FixedJointBatch {
         let (batch, rows) = FixedBatch::with_rows(doc, queries, step_tokens);
         let positives = queries.iter().map(|&q| doc.queries[q].positive).collect();
         FixedJointBatch { batch, rows, positives, pairs: doc.pairs.clone() }
+    }
+}
+
+/// A joint step over one or more documents as another framework runs it: each document's batch, in the
+/// step's order, and the loss's false negatives over them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FixedJointStep {
+    /// One batch a document; L_ret's units are the documents' units one after another (each document's
+    /// in unit order), its queries the batches' queries in that order.
+    pub documents: Vec<FixedJointBatch>,
+    /// `(query, candidate)` pairs taken out of L_ret's denominator ([`step_false_negatives`]): the
+    /// candidates are the step's positives, then (with hard negatives) every other unit in that order.
+    pub excluded: Vec<(usize, usize)>,
+}
+
+impl FixedJointStep {
+    /// The step over `parts` under `config` (its `step_tokens` and `hard_negatives`), as the trainer reads it.
+    pub fn new(parts: &[Part<'_>], config: &TrainConfig) -> FixedJointStep {
+        let documents = parts.iter().map(|p| FixedJointBatch::new(p.doc, p.queries, config.step_tokens)).collect();
+        FixedJointStep { documents, excluded: step_false_negatives(&StepRows::of(parts), &[], config) }
+    }
+
+    /// Word pieces the encoder reads with gradients, over every document.
+    pub fn tokens(&self) -> usize {
+        self.documents.iter().map(|d| d.batch.tokens()).sum()
     }
 }
 
@@ -132,24 +160,26 @@ impl JointStart {
     }
 }
 
-/// Times `steps` joint steps (after one warm-up) on `doc`'s `queries` from the pretrained `tune` and the new
-/// modules drawn by `config`'s seed, as the joint trainer takes them (its groups, rates, window, lambda,
-/// tau and optimizer; no learning-rate schedule); returns the timing and the weights it started from.
-#[allow(clippy::too_many_arguments)]
+/// Times `steps` joint steps (after one warm-up) on `parts` (each a document's queries) from the pretrained
+/// `tune` and the new modules drawn by `config`'s seed, as the joint trainer takes them (its groups, rates,
+/// window, lambda, tau, document term and optimizer; no learning-rate schedule); returns the timing and the
+/// weights it started from.
 pub fn time_joint_steps<B: AutodiffBackend>(
     config: &TrainConfig,
     model_config: &SproutRagModelConfig,
     aggregation: AggregationInit,
-    tune: &FineTune<B>,
-    vocab: usize,
-    doc: &TrainDoc,
-    queries: &[usize],
+    (tune, vocab): (&FineTune<B>, usize),
+    parts: &[Part<'_>],
     steps: usize,
 ) -> anyhow::Result<(StepTiming, JointStart)> {
     anyhow::ensure!(!config.freeze_encoder, "the step benchmark fine-tunes the encoder: training.freeze_encoder must be false");
     anyhow::ensure!(model_config.vae.is_none(), "the joint step's benchmark runs the SLLM without a SentenceVAE: set model.vae: None");
     anyhow::ensure!(config.node_loss == 0.0, "the joint step's benchmark leaves L_node out: set node_loss: 0");
-    anyhow::ensure!(!doc.ids.is_empty() && queries.iter().all(|&q| q < doc.queries.len()), "the document holds no token ids or those queries");
+    anyhow::ensure!(config.hard_negatives, "the step benchmark reads the documents' other units as negatives: training.hard_negatives must be true");
+    anyhow::ensure!(!parts.is_empty(), "a step reads at least one document");
+    for Part { doc, queries } in parts {
+        anyhow::ensure!(!doc.ids.is_empty() && queries.iter().all(|&q| q < doc.queries.len()), "a document holds no token ids or those queries");
+    }
     let device = Default::default();
     let encoder = StepEncoder::new(tune, config.frozen_layers)?;
     let dim = tune.bert.embeddings.word_embeddings.weight.dims()[1];
@@ -161,7 +191,7 @@ pub fn time_joint_steps<B: AutodiffBackend>(
     let timing = measure::<B>(steps, &device, |first| {
         let now = model.take().expect("each step puts the model back");
         let vectors = Vectors::step(Some(&encoder), now.encoder.as_ref());
-        let terms = losses(&now, &vectors, config, &[Part { doc, queries }], None, 0);
+        let terms = losses(&now, &vectors, config, parts, None, 0);
         let loss = terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b).expect("L_ret is always a term");
         let value = first.then(|| loss.clone().into_scalar().elem::<f32>());
         let mut grads = loss.backward();
@@ -202,8 +232,15 @@ mod tests {
         assert_eq!((batch.positives.clone(), batch.pairs.clone()), (vec![0, 1], vec![(0, 1), (3, 4)]));
         let config = TrainConfig { step_tokens, freeze_encoder: false, lambda: 0.5, ..TrainConfig::default() };
         let model_config = SproutRagModelConfig { sllm: SllmConfig { layers: 1, heads: 2, d_model: 16, d_ff: 32 }, vae: None };
-        let (timing, start) =
-            time_joint_steps::<Autodiff<DefaultBackend>>(&config, &model_config, AggregationInit::Uniform, &tune, 30522, doc, &queries, 1).unwrap();
+        let (timing, start) = time_joint_steps::<Autodiff<DefaultBackend>>(
+            &config,
+            &model_config,
+            AggregationInit::Uniform,
+            (&tune, 30522),
+            &[Part { doc, queries: &queries }],
+            1,
+        )
+        .unwrap();
         let device = Default::default();
         let model = initial(&config, &model_config, AggregationInit::Uniform, (dim, 30522), Some(tune.bert.clone()), &device).unwrap();
         let again = JointStart::of(&model);
@@ -217,5 +254,37 @@ mod tests {
         let loss: f32 = terms.into_iter().map(|(_, t)| t.into_scalar().elem::<f32>()).sum();
         assert!((timing.first_loss - loss).abs() < 1e-5, "{} against {loss}", timing.first_loss);
         assert_eq!(timing.ms.len(), 1);
+    }
+
+    /// Over two documents (the fixture's and a copy of it as another document): both batches, in order, the
+    /// copy's units after the first's in L_ret (no false negative across documents), and the first timed
+    /// step's loss is the trainer's L_ret + lambda L_attn + the document term over both.
+    #[test]
+    fn a_step_over_two_documents_reads_both_and_its_first_loss_is_the_trainers() {
+        let crate::fixtures::Lease { docs, tune, ids, .. } = crate::fixtures::lease();
+        let mut other = docs[0].clone();
+        other.units.iter_mut().for_each(|u| u.doc = 1);
+        other.queries.iter_mut().flat_map(|q| q.gold.iter_mut()).for_each(|g| g.doc = 1);
+        let step_tokens = Some(ids[0].len() + ids[1].len() + ids[2].len());
+        let config = TrainConfig { step_tokens, freeze_encoder: false, lambda: 0.5, docs_per_step: 2, doc_loss: 1.0, ..TrainConfig::default() };
+        let (first, second) = (vec![0, 1], vec![1]);
+        let parts = [Part { doc: &docs[0], queries: &first }, Part { doc: &other, queries: &second }];
+        let step = FixedJointStep::new(&parts, &config);
+        assert_eq!(step.documents, vec![FixedJointBatch::new(&docs[0], &first, step_tokens), FixedJointBatch::new(&other, &second, step_tokens)]);
+        assert!(step.excluded.is_empty(), "{:?}", step.excluded);
+        assert_eq!(step.tokens(), step.documents[0].batch.tokens() + step.documents[1].batch.tokens());
+        let model_config = SproutRagModelConfig { sllm: SllmConfig { layers: 1, heads: 2, d_model: 16, d_ff: 32 }, vae: None };
+        let (timing, _) =
+            time_joint_steps::<Autodiff<DefaultBackend>>(&config, &model_config, AggregationInit::Uniform, (&tune, 30522), &parts, 1).unwrap();
+        let device = Default::default();
+        let model = initial(&config, &model_config, AggregationInit::Uniform, (384, 30522), Some(tune.bert.clone()), &device).unwrap();
+        let encoder = StepEncoder::new(&tune, None).unwrap();
+        let terms = losses(&model, &Vectors::step(Some(&encoder), model.encoder.as_ref()), &config, &parts, None, 0);
+        assert_eq!(terms.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["loss/ret", "loss/attn_weighted", "loss/doc_weighted"]);
+        let loss: f32 = terms.into_iter().map(|(_, t)| t.into_scalar().elem::<f32>()).sum();
+        assert!((timing.first_loss - loss).abs() < 1e-5, "{} against {loss}", timing.first_loss);
+        let one =
+            time_joint_steps::<Autodiff<DefaultBackend>>(&config, &model_config, AggregationInit::Uniform, (&tune, 30522), &parts[..1], 1).unwrap();
+        assert!((one.0.first_loss - timing.first_loss).abs() > 1e-3, "the other document's units and the document term count");
     }
 }

@@ -20,9 +20,10 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use serde::{Deserialize, Serialize};
 
 use crate::config::TrainConfig;
-use crate::data::{Part, TrainDoc, TrainQuery};
+use crate::data::{Part, StepRows, TrainDoc, TrainQuery};
 use crate::dense::step::plain_loss;
 use crate::encoder::{FineTune, StepEncoder, Vectors, window_rows};
+use crate::objective::step_false_negatives;
 use crate::window::window;
 
 /// One step's inputs as another framework needs them. The encoder reads `queries` and `window` (token ids,
@@ -40,6 +41,11 @@ pub struct FixedBatch {
     pub positives: Vec<usize>,
     /// The document's other units (not a positive of the batch), rows of `[window; frozen]`, in document order.
     pub negatives: Vec<usize>,
+    /// `(query, candidate)` pairs out of the loss's denominator, candidates indexing `positives ++
+    /// negatives`: every unit other than a query's own positive that overlaps its gold
+    /// ([`step_false_negatives`], as the trainer leaves them out).
+    #[serde(default)]
+    pub excluded: Vec<(usize, usize)>,
 }
 
 impl FixedBatch {
@@ -61,6 +67,13 @@ impl FixedBatch {
             frozen: others.iter().map(|&u| doc.pooled[u].clone()).collect(),
             positives: positives.iter().map(|&u| rows[u]).collect(),
             negatives: (0..doc.units.len()).filter(|u| !positives.contains(u)).map(|u| rows[u]).collect(),
+            // The candidates named (`positives ++ negatives`) are the trainer's with hard negatives, which
+            // the benchmark's steps require.
+            excluded: step_false_negatives(
+                &StepRows::of(&[Part { doc, queries }]),
+                &[],
+                &TrainConfig { hard_negatives: true, ..TrainConfig::default() },
+            ),
         };
         (batch, rows)
     }
@@ -139,6 +152,7 @@ pub fn time_steps<B: AutodiffBackend>(
     steps: usize,
 ) -> anyhow::Result<StepTiming> {
     anyhow::ensure!(!config.freeze_encoder, "the step benchmark fine-tunes the encoder: training.freeze_encoder must be false");
+    anyhow::ensure!(config.hard_negatives, "the step benchmark reads the document's other units as negatives: training.hard_negatives must be true");
     anyhow::ensure!(!doc.ids.is_empty() && queries.iter().all(|&q| q < doc.queries.len()), "the document holds no token ids or those queries");
     let device = Default::default();
     let encoder = StepEncoder::new(tune, config.frozen_layers)?;
