@@ -531,9 +531,19 @@ fn smartchunk_builds_levels_and_its_three_embeddings_on_the_fixture() {
     let log = std::fs::read_to_string(control.join("log.jsonl")).unwrap();
     assert_eq!(log.lines().filter(|l| l.contains("\"epoch\"")).count(), steps, "the control's steps are the planner's");
     // `evaluate --from` the run finds both models (the out-of-domain rows are made this way) and scores
-    // the same.
+    // the same. Its cache holds the run's encoder vectors only (units, queries, chunk levels: none of
+    // them read a trained model), so everything the trained models compute is computed again.
     let elsewhere = tempfile::tempdir().unwrap();
-    let (_, again) = evaluate_only(&exp, elsewhere.path(), Some(&dir), None).unwrap();
+    let vectors = elsewhere.path().join("vectors");
+    std::fs::create_dir(&vectors).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if ["units-", "queries-", "chunks-"].iter().any(|p| name.starts_with(p)) {
+            std::fs::rename(entry.path(), vectors.join(&name)).unwrap();
+        }
+    }
+    assert!(std::fs::read_dir(&vectors).unwrap().count() >= 3, "the run's vectors moved");
+    let (_, again) = evaluate_only(&exp, elsewhere.path(), Some(&dir), Some(&vectors)).unwrap();
     for (a, b) in report.methods.iter().zip(&again.methods) {
         assert_eq!(a.metrics, b.metrics, "{}", a.name);
     }
