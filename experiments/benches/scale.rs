@@ -9,8 +9,9 @@
 //!     cargo bench --profile release -p arbor-experiments --bench scale
 //!     ARBOR_SCALE_WORDS=1000,10000 cargo bench --profile release -p arbor-experiments --bench scale    # fewer lengths
 //!
-//! `--profile release`: the workspace's bench profile compiles this crate at opt-level 1 for the test
-//! suite (Cargo.toml says why), which would time a slower build than users run.
+//! `--profile release`: the workspace's bench profile compiles this crate and the encoder's at opt-level 1
+//! for the test suite (Cargo.toml says why), which would time a slower build than users run; the benchmark
+//! refuses such a build.
 
 use std::path::Path;
 use std::process::Command;
@@ -38,6 +39,7 @@ fn main() -> anyhow::Result<()> {
     if let Some(at) = args.iter().position(|a| a == "--child") {
         return child(args[at + 1].parse()?, args[at + 2].parse()?);
     }
+    arbor_models::processor::ensure_release_build("cargo bench --profile release -p arbor-experiments --bench scale").map_err(anyhow::Error::msg)?;
     let words: Vec<usize> = std::env::var("ARBOR_SCALE_WORDS")
         .unwrap_or_else(|_| "1000,10000,50000,200000".into())
         .split(',')

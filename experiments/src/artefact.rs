@@ -99,7 +99,8 @@ impl Artefact {
             // 12: review: one home for a step's rows of several documents (trainers objective.rs `one_or_cat`), the report's named comparators filtered once (an untrained one meets no row twice), `parents::around` tries a line without copying what it took; eval's `runner::hand_on` (what a method hands on for one query: parents, then the budget) shared by `evaluate` and `arbor query`; no behaviour changed
             // 13: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 14: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 14,
+            // 15: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 15,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -142,7 +143,8 @@ impl Artefact {
             // 44: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
             // 45: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
             // 46: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
-            Artefact::Raptor => 46,
+            // 47: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
+            Artefact::Raptor => 47,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -189,7 +191,8 @@ impl Artefact {
             // 47: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
             // 48: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
             // 49: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
-            Artefact::Trees => 49,
+            // 50: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
+            Artefact::Trees => 50,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -236,7 +239,8 @@ impl Artefact {
             // 44: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
             // 45: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
             // 46: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
-            Artefact::HeadWeights => 46,
+            // 47: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
+            Artefact::HeadWeights => 47,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -280,7 +284,8 @@ impl Artefact {
             // 45: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
             // 46: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
             // 47: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
-            Artefact::Reranker => 47,
+            // 48: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
+            Artefact::Reranker => 48,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -327,7 +332,8 @@ impl Artefact {
             // 49: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
             // 50: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
             // 51: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
-            Artefact::SproutRag => 51,
+            // 52: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
+            Artefact::SproutRag => 52,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -372,7 +378,8 @@ impl Artefact {
             // 48: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
             // 49: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
             // 50: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
-            Artefact::Compressor => 50,
+            // 51: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
+            Artefact::Compressor => 51,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -418,7 +425,8 @@ impl Artefact {
             // 49: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
             // 50: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
             // 51: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
-            Artefact::Dense => 51,
+            // 52: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
+            Artefact::Dense => 52,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -464,7 +472,8 @@ impl Artefact {
             // 49: `evaluate` without --from refuses a trained row before loading anything (`Trains::needs_model`, `Training::never_trained`); reproduce's corpus-scope section; no behaviour of this kind changed
             // 50: review: one rule for a header's document name (document_summary `header_name`) and one form of a headed input (chunks `headed`), shared with indexes; the distilled student serves an index; no behaviour of this kind changed
             // 51: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
-            Artefact::Planner => 51,
+            // 52: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
+            Artefact::Planner => 52,
         }
     }
 

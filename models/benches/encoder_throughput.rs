@@ -43,12 +43,8 @@ struct Torch {
 }
 
 fn main() -> anyhow::Result<()> {
-    anyhow::ensure!(
-        arbor_models::processor::OPT_LEVEL == "3",
-        "arbor-models was compiled at opt-level {} (the bench profile's override), not as users run it: \
-         cargo bench --profile release -p arbor-models --bench encoder_throughput",
-        arbor_models::processor::OPT_LEVEL
-    );
+    arbor_models::processor::ensure_release_build("cargo bench --profile release -p arbor-models --bench encoder_throughput")
+        .map_err(anyhow::Error::msg)?;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let config = EncoderConfig::default();
     let encoder = SentenceEncoder::<DefaultBackend>::load(&config, &default_device())?;

@@ -47,6 +47,16 @@ pub fn features() -> Vec<&'static str> {
 /// override in Cargo.toml compiles it at `1` for the test suite), recorded by its build script.
 pub const OPT_LEVEL: &str = env!("ARBOR_MODELS_OPT_LEVEL");
 
+/// Refuses to time a build slower than the one users run: a benchmark calls it first, with the command that
+/// builds it right (`cargo bench --profile release ...`: the workspace's bench profile compiles this crate at
+/// opt-level 1, at which the encoder runs at about half its speed).
+pub fn ensure_release_build(command: &str) -> Result<(), String> {
+    match OPT_LEVEL {
+        "3" => Ok(()),
+        level => Err(format!("arbor-models was compiled at opt-level {level} (the bench profile's override), not as users run it: {command}")),
+    }
+}
+
 /// The environment variable that picks the microkernels: `avx2` for AVX2 + FMA on a processor that has
 /// AVX-512 too; unset (or `auto`) for the processor's best.
 pub const KERNELS_VAR: &str = "ARBOR_KERNELS";
