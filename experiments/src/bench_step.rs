@@ -216,15 +216,12 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
     };
     let mut joints = Vec::new();
     if let Some((config, sproutrag)) = joint {
-        let order = by_length(&docs, config.batch_size);
-        let at = order.iter().position(|&d| d == median).unwrap_or(0);
         let mut sizes = vec![1];
         if config.docs_per_step > 1 {
-            sizes.push(config.docs_per_step.min(order.len()));
+            sizes.push(config.docs_per_step);
         }
         for size in sizes {
-            // The median document, then the next longer ones (wrapping to the shortest).
-            let picked: Vec<usize> = (0..size).map(|k| order[(at + k) % order.len()]).collect();
+            let picked = step_documents(&docs, median, config.batch_size, size);
             let queries: Vec<Vec<usize>> = picked.iter().map(|&d| (0..docs[d].queries.len().min(config.batch_size)).collect()).collect();
             let parts: Vec<Part<'_>> = picked.iter().zip(&queries).map(|(&d, q)| Part { doc: &docs[d], queries: q }).collect();
             let step = FixedJointStep::new(&parts, &config);
@@ -306,14 +303,29 @@ fn rerank_queries(docs: &[TrainDoc], first: usize, batch_size: usize) -> Vec<(us
 /// The documents with at least `batch_size` training queries (all documents with a query when none has
 /// that many), shortest first by word pieces.
 fn by_length(docs: &[TrainDoc], batch_size: usize) -> Vec<usize> {
-    let tokens = |d: &TrainDoc| d.ids.iter().map(Vec::len).sum::<usize>();
     let full: Vec<usize> = (0..docs.len()).filter(|&d| docs[d].queries.len() >= batch_size).collect();
     let mut pool = match full.is_empty() {
         true => (0..docs.len()).filter(|&d| !docs[d].queries.is_empty()).collect(),
         false => full,
     };
-    pool.sort_by_key(|&d| (tokens(&docs[d]), d));
+    pool.sort_by_key(|&d| length_key(docs, d));
     pool
+}
+
+/// The documents of a joint step of `size` documents (fewer when the pool has fewer): `median` (the dense
+/// cases' document, so the one-document case reads it as they do), then the documents with a full batch of
+/// the row's `batch_size` (all with a query when none has one) that are longer than it, shortest first,
+/// then the shortest ones.
+pub fn step_documents(docs: &[TrainDoc], median: usize, batch_size: usize, size: usize) -> Vec<usize> {
+    let order = by_length(docs, batch_size);
+    let longer = order.partition_point(|&d| length_key(docs, d) <= length_key(docs, median));
+    let others = order[longer..].iter().chain(&order[..longer]).copied().filter(|&d| d != median);
+    std::iter::once(median).chain(others).take(size).collect()
+}
+
+/// What [`by_length`] orders documents by: word pieces, then position.
+fn length_key(docs: &[TrainDoc], d: usize) -> (usize, usize) {
+    (docs[d].ids.iter().map(Vec::len).sum(), d)
 }
 
 /// The documents of median and of largest word-piece count among those with at least `batch_size` training
