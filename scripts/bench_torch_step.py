@@ -287,7 +287,8 @@ def run_joint(spec, joint, steps):
     others = torch.tensor([u for u in range(offset) if u not in positives], dtype=torch.long, device=DEVICE)
     positives = torch.tensor(positives, dtype=torch.long, device=DEVICE)
     owner = torch.tensor(owner, dtype=torch.long, device=DEVICE)
-    excluded = false_negatives(joint["step"]["excluded"], len(queries_ids), len(positives) + len(others))
+    hard = joint["hard_negatives"] and len(others) > 0
+    excluded = false_negatives(joint["step"]["excluded"], len(queries_ids), len(positives) + (len(others) if hard else 0))
     target = torch.arange(len(queries_ids), device=DEVICE)
     normalize = lambda t: torch.nn.functional.normalize(t, dim=-1, eps=1e-12)
 
@@ -308,7 +309,7 @@ def run_joint(spec, joint, steps):
         queries = sllm(pool(model, queries_ids).unsqueeze(1))[0][:, 0]
         units = torch.cat(embeddings)
         candidates = [units[positives]]
-        if joint["hard_negatives"] and len(others):
+        if hard:
             candidates.append(units[others])
         logits = (normalize(queries) @ normalize(torch.cat(candidates)).T / joint["tau"]).masked_fill(excluded, float("-inf"))
         total = torch.nn.functional.cross_entropy(logits, target)
