@@ -26,8 +26,10 @@ fn a_joint_step_starts_at_the_median_then_reads_the_longer_documents_then_the_sh
     assert_eq!(step_documents(&docs, 3, 4, 1), vec![3]);
     assert_eq!(step_documents(&docs, 3, 4, 9), vec![3, 0, 4, 1], "no more than the pool holds");
     // The row asks for batches of 8, which no document fills: every document with a query, the median
-    // still first (before, a median outside the row's pool sent the step to the shortest document).
+    // still first.
     assert_eq!(step_documents(&docs, 3, 8, 3), vec![3, 0, 4]);
+    // Two documents fill a batch of 8 and the median (30 tokens) is not one of them: it still comes first
+    // (before, a median outside the row's pool sent the step to the shortest document of the pool).
     let full = [doc(50, 8), doc(10, 8), doc(30, 4)];
     assert_eq!(step_documents(&full, 2, 8, 3), vec![2, 0, 1], "the median need not be in the row's pool");
 }
