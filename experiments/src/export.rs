@@ -26,11 +26,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use arbor_files::atomic_write;
-use arbor_models::bert::{Bert, load_bert};
+use arbor_models::bert::Bert;
 use arbor_models::pooling::Pooling;
 use arbor_models::save::bert_safetensors;
 use arbor_models::{DefaultBackend, SentenceEncoder, default_device};
-use burn::backend::Autodiff;
 use serde_json::json;
 
 use crate::experiment::Experiment;
@@ -70,7 +69,7 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
         args.run.display()
     );
     let base = arbor_models::hub::resolve(&exp.encoder.model)?.path;
-    let tuned = tuned_encoder(entry, &base, &encoder)?;
+    let tuned = tuned_encoder(entry, &encoder)?;
     let parent = args.to.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     let name = args.to.file_name().with_context(|| format!("{} names no folder", args.to.display()))?;
@@ -86,9 +85,9 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The fine-tuned encoder of `entry`'s row, read from its training folder; `base`: the folder of the
-/// encoder it was fine-tuned from.
-fn tuned_encoder(entry: &TrainedModel, base: &Path, encoder: &SentenceEncoder<DefaultBackend>) -> anyhow::Result<Bert<DefaultBackend>> {
+/// The fine-tuned encoder of `entry`'s row, read from its training folder over `encoder`, the one it was
+/// fine-tuned from.
+fn tuned_encoder(entry: &TrainedModel, encoder: &SentenceEncoder<DefaultBackend>) -> anyhow::Result<Bert<DefaultBackend>> {
     let row = &entry.method;
     let unfinished = || format!("{} holds no finished training for row {row:?}", entry.dir.display());
     // The encoder of a row the dense trainer (or the reranker's control's trainer) fine-tuned.
@@ -108,9 +107,10 @@ fn tuned_encoder(entry: &TrainedModel, base: &Path, encoder: &SentenceEncoder<De
             "row {row:?} left the encoder frozen (it learned {}): there is no fine-tuned encoder to export",
             if sprout.attention == AttentionSource::Sllm { "an SLLM over its vectors" } else { "head weights" }
         );
-        let pretrained = load_bert::<Autodiff<DefaultBackend>>(&encoder.config, &base.join("model.safetensors"), &Default::default())?;
         let dims = (encoder.dim(), encoder.config.vocab_size);
-        arbor_trainers::sproutrag::finished(&sprout.model, sprout.aggregation, dims, Some(pretrained), &entry.dir)?.with_context(unfinished)?.encoder
+        arbor_trainers::sproutrag::finished(&sprout.model, sprout.aggregation, dims, Some(encoder.bert.clone()), &entry.dir)?
+            .with_context(unfinished)?
+            .encoder
     } else if serde_json::from_value::<DistillConfig>(entry.settings.clone()).is_ok() {
         dense_encoder()?
     } else if let Ok(sac) = serde_json::from_value::<SummaryChunksConfig>(entry.settings.clone()) {

@@ -65,6 +65,17 @@ impl EarlierRun {
         let models = serde_json::from_str(&text).with_context(|| format!("{} is damaged", path.display()))?;
         Ok(EarlierRun { dir: dir.to_owned(), models })
     }
+
+    /// The training folder of `model` from wherever the caller stands: the run folder's own `train-<key>`
+    /// when it holds it (a run records its folders as the path `train` was given, often relative to where it
+    /// ran), else the path as recorded.
+    pub fn folder_of(&self, model: &TrainedModel) -> PathBuf {
+        let own = model.dir.file_name().map(|name| self.dir.join(name));
+        match own {
+            Some(own) if !model.dir.is_absolute() && own.is_dir() => own,
+            _ => model.dir.clone(),
+        }
+    }
 }
 
 /// Where the model of one method is: the folder, and whether it may be trained there.

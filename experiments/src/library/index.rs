@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 use super::structures::{Builder, Kept, RAPTOR, TREES};
 use super::trained::Tuned;
 use super::{EncoderArgs, rule_name, unit_rule};
+use crate::methods::MethodSpec;
 use crate::methods::document_summary::header_name;
 use crate::provenance::utc_stamp;
 
@@ -54,12 +55,14 @@ pub struct IndexArgs {
     pub raptor: bool,
     /// Embed with a trained model of this run folder (a `train` run), as the run's row embeds: a dense
     /// row's fine-tuned encoder or map over the frozen one, the student distilled from the reranker
-    /// (`Distill`), or a fine-tuned SAC's encoder over every unit
-    /// read after its document's summary (written for each new document as the run wrote it). Fixed when
+    /// (`Distill`), a fine-tuned SAC's encoder over every unit read after its document's summary (written
+    /// for each new document as the run wrote it), a trained SproutRAG row's vectors and trees (its SLLM or
+    /// learned head weights), or a reranked row's reranker over the pretrained encoder's vectors. Fixed when
     /// the index is created.
     #[arg(long)]
     pub from: Option<PathBuf>,
-    /// With --from: the row whose model to use (a part of its name: "Dense", "SAC", "distilled")
+    /// With --from: the row whose model to use (a part of its name: "Dense", "SAC", "distilled",
+    /// "SproutRAG trained", "+ reranker")
     #[arg(long, default_value = "Dense")]
     pub row: String,
     #[command(flatten)]
@@ -153,15 +156,28 @@ pub fn update(store: &mut Store, dir: &Path, args: &IndexArgs) -> anyhow::Result
         (None, None) => unit_rule(args.max_sentences.unwrap_or(UnitConfig::default().max_sentences), &encoder),
     };
     let tuned = args.from.as_deref().map(|run| Tuned::from_run(run, &args.row, &encoder)).transpose()?;
-    anyhow::ensure!(!(args.trees && tuned.is_some()), "--trees reads the pretrained encoder's attention: not with --from");
-    anyhow::ensure!(!(args.raptor && tuned.is_some()), "--raptor embeds with the pretrained encoder, as the experiment row does: not with --from");
+    // A trained SproutRAG row's trees come with its vectors; the untrained row's read the pretrained encoder's.
+    let row_trees = tuned.as_ref().and_then(|t| t.record.trees()).map(|row| row.label());
+    // A reranked row's index holds the pretrained encoder's vectors, over which the untrained trees are built.
+    let pretrained = tuned.as_ref().is_none_or(|t| t.record.reranks());
+    anyhow::ensure!(
+        !(args.trees && !pretrained && row_trees.is_none()),
+        "--trees builds the untrained row's trees over the pretrained encoder's vectors: not with --from a dense row \
+         (--from a trained SproutRAG row keeps that row's trees)"
+    );
+    anyhow::ensure!(
+        !args.raptor || pretrained,
+        "--raptor embeds with the pretrained encoder, as the experiment row does: not with --from a row that embeds otherwise"
+    );
+    let asked = Kept { trees: asked.trees || row_trees.is_some(), ..asked };
     let model = tuned.as_ref().map(|t| serde_json::to_string(&t.record)).transpose()?.unwrap_or_default();
-    let kept = check_meta(store, &encoder, &rule, asked, model)?;
+    let dim = tuned.as_ref().map_or(encoder.dim(), |t| t.dim(&encoder));
+    let kept = check_meta(store, (&encoder, dim), &rule, (asked, row_trees.unwrap_or_else(|| TREES.to_owned())), model)?;
     let batch = args.encoder.batch_size.max(1);
     let builder = Builder { encoder: &encoder, rule: &rule, batch };
     let embed = |doc: (&Corpus, &LeafIndex, &str), texts: &[&str]| match &tuned {
-        Some(t) => t.embed_units(&encoder, doc, texts, batch),
-        None => Ok(encoder.embed(texts, batch, &mut |_| {})),
+        Some(t) => t.document(&encoder, doc, texts, batch),
+        None => Ok((encoder.embed(texts, batch, &mut |_| {}), None)),
     };
     let pb = crate::progress::bar(todo.len(), "indexing");
     for (doc, digest) in todo {
@@ -217,17 +233,24 @@ fn digest(doc: &FileDocument) -> String {
     arbor_files::hex(&h.finalize())
 }
 
-/// Records the encoder, unit rule and trees in a new index; an index built with other ones is an error.
-/// Whether the index keeps trees.
-fn check_meta(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, rule: &UnitConfig, asked: Kept, model: String) -> anyhow::Result<Kept> {
+/// Records the encoder (and the width of the vectors stored), unit rule and trees (and how the SproutRAG
+/// trees are made, `trees`) in a new index; an index built with other ones is an error. Whether the index
+/// keeps trees.
+fn check_meta(
+    store: &mut Store,
+    (encoder, dim): (&SentenceEncoder<DefaultBackend>, usize),
+    rule: &UnitConfig,
+    (asked, trees): (Kept, String),
+    model: String,
+) -> anyhow::Result<Kept> {
     let units = serde_json::to_string(rule)?;
     let named = |on: bool, name: &str| if on { name.to_owned() } else { String::new() };
     let here = Meta {
         arbor_version: env!("CARGO_PKG_VERSION").into(),
         encoder: encoder.fingerprint.clone(),
         units,
-        dim: encoder.dim(),
-        trees: named(asked.trees, TREES),
+        dim,
+        trees: named(asked.trees, &trees),
         raptor: named(asked.raptor, RAPTOR),
         model,
     };
@@ -245,7 +268,7 @@ fn check_meta(store: &mut Store, encoder: &SentenceEncoder<DefaultBackend>, rule
     }
     // Trees asked of an index without them: from now on it keeps them (`Builder::add_missing` builds them).
     let kept = asked.and_held(Some(&m));
-    let updated = Meta { trees: named(kept.trees, TREES), raptor: named(kept.raptor, RAPTOR), ..m.clone() };
+    let updated = Meta { trees: named(kept.trees, &trees), raptor: named(kept.raptor, RAPTOR), ..m.clone() };
     if updated != m {
         store.set_meta(&updated)?;
     }
@@ -260,13 +283,16 @@ fn run_name(doc: &FileDocument) -> &str {
     header_name(&doc.title, id.unwrap_or(&doc.key))
 }
 
-/// One document cut into units and encoded (`embed`: the units' vectors from the document, its units and
-/// its name, and their inputs), ready to store.
+/// What `embed` makes of a document: its units' vectors, and the merges of a trained SproutRAG row's tree.
+type Embedded = (Vec<Vec<f32>>, Option<Vec<(u32, u32)>>);
+
+/// One document cut into units and encoded (`embed`: the units' vectors, and a trained row's tree, from the
+/// document, its units and its name, and their inputs), ready to store.
 fn encode(
     doc: &FileDocument,
     digest: String,
     encoder: &SentenceEncoder<DefaultBackend>,
-    embed: &dyn Fn((&Corpus, &LeafIndex, &str), &[&str]) -> anyhow::Result<Vec<Vec<f32>>>,
+    embed: &dyn Fn((&Corpus, &LeafIndex, &str), &[&str]) -> anyhow::Result<Embedded>,
     rule: &UnitConfig,
 ) -> anyhow::Result<DocumentRow> {
     let one = Document { id: doc.key.clone(), title: doc.title.clone(), text: doc.text.clone(), sections: Vec::new(), split: None };
@@ -277,8 +303,9 @@ fn encode(
         .with_context(|| format!("cannot cut {} into units", doc.file.display()))?;
     let inputs: Vec<String> = (0..leaves.units.len()).map(|c| leaves.units.input(&corpus, c).into_owned()).collect();
     let texts: Vec<&str> = inputs.iter().map(String::as_str).collect();
+    let (vectors, merges) = embed((&corpus, &leaves, run_name(doc)), &texts)?;
     let units = (0..leaves.units.len())
-        .zip(embed((&corpus, &leaves, run_name(doc)), &texts)?)
+        .zip(vectors)
         .map(|(c, vector)| UnitRow { span: leaves.units.spans[c].span, header: leaves.units.headers.get(c).cloned().unwrap_or_default(), vector })
         .collect();
     Ok(DocumentRow {
@@ -289,7 +316,7 @@ fn encode(
         text: doc.text.clone(),
         tokens,
         units,
-        merges: None,
+        merges,
         raptor: None,
     })
 }

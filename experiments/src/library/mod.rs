@@ -5,7 +5,7 @@
 //! retrievers and token budget the experiment runner uses (flat dense, BM25, hybrid, SproutRAG's beam
 //! search, RAPTOR's collapsed tree), in corpus scope; `arbor serve INDEX` ([`serve`]) answers the same over
 //! HTTP. [`structures`]: the per-document trees an index keeps;
-//! [`trained`]: a run's dense control as the index's encoder.
+//! [`trained`]: a run's trained row (a dense model, a trained SproutRAG row, a reranker) as the index's.
 
 pub mod index;
 pub mod query;

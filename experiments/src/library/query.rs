@@ -3,7 +3,8 @@
 //! 'Hybrid((depth: Some(100)))'`, `--method 'SproutRag((search: Beam((beam_width: 3))))'`, or a bare name
 //! for its defaults): each method serves itself ([`crate::methods::MethodSpec::serve`]) with the retrievers, settings and
 //! token budget rule of its experiment row, so a ranking here is the runner's for the same documents,
-//! method and k. SproutRAG's and RAPTOR's trees come from an index built with `--trees` / `--raptor`.
+//! method and k. SproutRAG's and RAPTOR's trees come from an index built with `--trees` / `--raptor`, a
+//! trained SproutRAG row's and a reranker from an index built `--from` the run that trained them.
 //! Each result names its document, its offsets in Unicode code points and in UTF-8 bytes, its score and
 //! its text; under the index's default unit rule an item holding part of a cut table is handed on as the
 //! whole table with its head, as `evaluate` hands it on (`retrieval: (hand_on: Tables)`); `--json` prints
@@ -18,7 +19,6 @@ use arbor_datasets::DocSpan;
 use arbor_datasets::span::char_offset;
 use arbor_eval::scoring::runner::hand_on;
 use arbor_eval::{Item, QueryInput, Retriever};
-use arbor_models::pooling::Role;
 use arbor_models::{DefaultBackend, SentenceEncoder};
 use arbor_store::Store;
 use clap::Parser;
@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use super::EncoderArgs;
 use super::trained::{ModelRecord, Tuned};
-use crate::methods::{Method, Served};
+use crate::methods::{Method, Served, Serving};
 use crate::stored::StoredIndex;
 
 #[derive(Debug, Parser)]
@@ -41,8 +41,9 @@ pub struct QueryArgs {
     #[arg(short = 'k', long, default_value_t = 5)]
     pub k: usize,
     /// The method, as an experiment file writes it: Flat, Bm25, 'Hybrid((depth: Some(100)))', Hierarchy(()),
-    /// 'SproutRag((search: Beam((beam_width: 3))))' (an index built with --trees), Raptor(()) (--raptor);
-    /// a bare name (flat, hybrid, sproutrag, ...) for its defaults
+    /// 'SproutRag((search: Beam((beam_width: 3))))' (an index built with --trees, or --from a trained
+    /// SproutRAG row: `sproutrag` is then that row), Raptor(()) (--raptor), Rerank(()) (--from a reranked
+    /// row: that row); a bare name (flat, hybrid, sproutrag, ...) for its defaults
     #[arg(long, default_value = "Flat")]
     pub method: Method,
     /// Rank only the units of these documents (keys as printed); every document by default
@@ -126,16 +127,18 @@ pub fn hit(index: &StoredIndex, rank: usize, item: &Item, retriever: &dyn Retrie
 pub struct Opened {
     pub index: StoredIndex,
     pub encoder: SentenceEncoder<DefaultBackend>,
+    /// The encoder's batch size (`--batch-size`).
+    pub batch: usize,
     tuned: Option<Tuned>,
 }
 
 impl Opened {
     /// Opens the index at `path` with the encoder `encoder` names; another encoder than the one that built it
     /// is refused with both fingerprints.
-    pub fn open(path: &Path, encoder: &EncoderArgs) -> anyhow::Result<Self> {
+    pub fn open(path: &Path, args: &EncoderArgs) -> anyhow::Result<Self> {
         let store = Store::open_existing(path)?;
         let index = StoredIndex::read(&store)?;
-        let encoder = encoder.load()?;
+        let encoder = args.load()?;
         anyhow::ensure!(
             encoder.fingerprint == index.encoder,
             "{} was built by encoder {}, but the encoder loaded now is {}: query it with the encoder that built it (--model), or index again into a new file",
@@ -145,14 +148,25 @@ impl Opened {
         );
         let record: Option<ModelRecord> = index.model.as_deref().map(serde_json::from_str).transpose().context("meta.model is damaged")?;
         let tuned = record.map(|record| Tuned::load(record, &encoder)).transpose()?;
-        Ok(Opened { index, encoder, tuned })
+        Ok(Opened { index, encoder, batch: args.batch_size.max(1), tuned })
+    }
+
+    /// The trained row of a run the index was built from, if any.
+    pub fn record(&self) -> Option<&ModelRecord> {
+        self.tuned.as_ref().map(|t| &t.record)
+    }
+
+    /// The index as methods serve themselves over it.
+    pub fn serving(&self) -> Serving<'_> {
+        let row = self.record().and_then(|r| r.row.as_ref().map(|row| (row, r.dir.as_path())));
+        Serving { index: &self.index, encoder: &self.encoder, batch: self.batch, row }
     }
 
     /// The results of `question` by `served` (a method this index serves) within `docs`: the top `k` items
     /// handed on under `max_tokens` as `evaluate` hands them on.
     pub fn ask(&self, served: &Served, question: &str, k: usize, docs: &[usize], max_tokens: Option<usize>) -> Vec<Hit> {
         let embedding = served.embeds_queries.then(|| match &self.tuned {
-            Some(t) => t.embed(&self.encoder, Role::Query, &[question], 1).remove(0),
+            Some(t) => t.queries(&self.encoder, &[question], 1).remove(0),
             None => self.encoder.embed_queries(&[question], 1, &mut |_| {}).remove(0),
         });
         let input = QueryInput { text: question.to_owned(), docs: docs.to_vec(), embedding };
@@ -177,7 +191,7 @@ pub fn query(args: &QueryArgs) -> anyhow::Result<()> {
     let start = Instant::now();
     let opened = Opened::open(&args.index, &args.encoder)?;
     let docs = opened.index.scope(&args.doc)?;
-    let served = args.method.spec().serve(&opened.index)?;
+    let served = args.method.spec().serve(&opened.serving())?;
     let opening = start.elapsed().as_secs_f64() * 1e3;
     let mut latencies = Vec::with_capacity(questions.len());
     for question in &questions {

@@ -144,7 +144,7 @@ fn answer<'a>(opened: &'a Opened, served: &mut HashMap<String, Served<'a>>, args
     };
     let name = ron::to_string(&method)?;
     if !served.contains_key(&name) {
-        served.insert(name.clone(), method.spec().serve(&opened.index)?);
+        served.insert(name.clone(), method.spec().serve(&opened.serving())?);
     }
     let docs = opened.index.scope(&ask.doc)?;
     let results = opened.ask(&served[&name], &ask.query, k, &docs, ask.max_tokens.or(args.max_tokens));

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use arbor_datasets::{Corpus, DocSpan, Document, Span, TokenStarts, UnitConfig};
+use arbor_datasets::{Corpus, Document, Span, TokenStarts, UnitConfig};
 use arbor_eval::LeafIndex;
 use arbor_eval::formats::raptor_io;
 use arbor_eval::retrievers::raptor::RaptorTree;
@@ -16,7 +16,7 @@ use arbor_models::{DefaultBackend, SentenceEncoder};
 use arbor_store::{DocumentRow, Meta, Store, Structure};
 
 use crate::methods::raptor::RaptorConfig;
-use crate::methods::sproutrag::default_tree;
+use crate::methods::sproutrag::RowTrees;
 use crate::summaries::Extractive;
 
 /// The `meta.trees` of an index that keeps SproutRAG trees.
@@ -53,10 +53,11 @@ pub struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    /// Adds the kept trees to a document row about to be stored.
+    /// Adds the kept trees to a document row about to be stored (a trained SproutRAG row's come with its
+    /// vectors).
     pub fn complete(&self, row: &mut DocumentRow, kept: Kept) -> anyhow::Result<()> {
-        if kept.trees {
-            row.merges = Some(self.merges(row));
+        if kept.trees && row.merges.is_none() {
+            row.merges = Some(self.merges(row)?);
         }
         if kept.raptor {
             row.raptor = Some(raptor_io::encode(&self.raptor(row)?));
@@ -72,7 +73,7 @@ impl Builder<'_> {
         for key in &keys {
             let doc = store.load_one(key)?.with_context(|| format!("{key} left the index while its tree was built"))?;
             match s {
-                Structure::Trees => store.put_tree(key, &self.merges(&doc))?,
+                Structure::Trees => store.put_tree(key, &self.merges(&doc)?)?,
                 Structure::Raptor => store.put_structure(key, s, &raptor_io::encode(&self.raptor(&doc)?))?,
             }
             pb.inc(1);
@@ -82,11 +83,10 @@ impl Builder<'_> {
     }
 
     /// The merges of the default SproutRAG tree over a document's units, their texts and vectors.
-    fn merges(&self, doc: &DocumentRow) -> Vec<(u32, u32)> {
+    fn merges(&self, doc: &DocumentRow) -> anyhow::Result<Vec<(u32, u32)>> {
         let texts: Vec<&str> = doc.units.iter().map(|u| &doc.text[u.span.start..u.span.end]).collect();
-        let spans: Vec<DocSpan> = doc.units.iter().map(|u| DocSpan { doc: 0, span: u.span }).collect();
-        let leaves: Vec<f32> = doc.units.iter().flat_map(|u| u.vector.iter().copied()).collect();
-        default_tree(self.encoder, &texts, spans, &leaves, self.batch).merges
+        let leaves = doc.units.iter().map(|u| u.vector.clone()).collect();
+        Ok(RowTrees::untrained(self.encoder).document(self.encoder, &texts, &texts, Some(leaves), self.batch)?.merges)
     }
 
     /// The default RAPTOR tree of a document: its sentences (from the unit rule's segmentation) packed

@@ -2,8 +2,7 @@
 
 use arbor_eval::Scope;
 
-use super::{Built, Context, MethodSpec, QueryVectors, Served};
-use crate::stored::StoredIndex;
+use super::{Built, Context, MethodSpec, QueryVectors, Served, Serving};
 
 /// `Bm25` in an experiment file.
 pub struct Bm25;
@@ -22,7 +21,8 @@ impl MethodSpec for Bm25 {
         Ok(Built { retriever: Box::new(retriever), queries: QueryVectors::None, models: Vec::new(), details: None })
     }
 
-    fn serve<'a>(&self, index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
+    fn serve<'a>(&self, at: &Serving<'a>) -> anyhow::Result<Served<'a>> {
+        let index = at.index;
         let retriever = arbor_eval::retrievers::bm25::Bm25::build(&index.corpus, &index.units, Scope::Corpus, &index.all());
         Ok(Served { retriever: Box::new(retriever), embeds_queries: false })
     }

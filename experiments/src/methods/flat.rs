@@ -6,8 +6,7 @@ use std::borrow::Cow;
 use arbor_eval::retrievers::flat::FlatDense;
 use arbor_eval::retrievers::prefilter::Prefiltered;
 
-use super::{Built, Context, MethodSpec, QueryVectors, Served};
-use crate::stored::StoredIndex;
+use super::{Built, Context, MethodSpec, QueryVectors, Served, Serving};
 
 /// `Flat` in an experiment file.
 pub struct Flat;
@@ -29,7 +28,8 @@ impl MethodSpec for Flat {
 
     /// Exact flat search in two passes (8-bit codes, then the full vectors of the few that can be in the
     /// top k): the runner's ranking at a quarter of the reading.
-    fn serve<'a>(&self, index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
+    fn serve<'a>(&self, at: &Serving<'a>) -> anyhow::Result<Served<'a>> {
+        let index = at.index;
         let flat = FlatDense { name: self.label(), chunks: Cow::Borrowed(&index.units), embeddings: Cow::Borrowed(&index.vectors[..]) };
         Ok(Served { retriever: Box::new(Prefiltered::new(flat)), embeds_queries: true })
     }

@@ -14,8 +14,7 @@ use arbor_eval::retrievers::document_level::{DocumentLevel, mean};
 use arbor_eval::retrievers::hierarchy::{AutoMerging, Hierarchy};
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, MethodSpec, QueryVectors, Served, document_level};
-use crate::stored::StoredIndex;
+use super::{Built, Context, MethodSpec, QueryVectors, Served, Serving, document_level};
 
 /// `Hierarchy((ratio: 0.5))` in an experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,7 +75,8 @@ impl MethodSpec for HierarchyConfig {
     }
 
     /// Sections from each stored document's heading lines (an index keeps no given sections).
-    fn serve<'a>(&self, index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
+    fn serve<'a>(&self, at: &Serving<'a>) -> anyhow::Result<Served<'a>> {
+        let index = at.index;
         let docs = &index.corpus.documents;
         let trees = docs.iter().enumerate().map(|(d, doc)| Some(document_hierarchy(doc, &index.units, d).0)).collect();
         Ok(Served { retriever: self.retriever(trees, &index.units, &index.vectors, None)?, embeds_queries: true })

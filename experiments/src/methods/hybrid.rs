@@ -9,8 +9,7 @@ use arbor_eval::retrievers::flat::FlatDense;
 use arbor_eval::retrievers::fusion::Fusion;
 use serde::{Deserialize, Serialize};
 
-use super::{Built, Context, Method, MethodSpec, QueryVectors, Served, Trains};
-use crate::stored::StoredIndex;
+use super::{Built, Context, Method, MethodSpec, QueryVectors, Served, Serving, Trains};
 
 /// `Hybrid((k_rrf: 60))`, or `Hybrid((dense: Some(SproutRag((...)))))`, in an experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,9 +79,10 @@ impl MethodSpec for HybridConfig {
         Ok(Built { retriever: Box::new(fusion), ..dense })
     }
 
-    fn serve<'a>(&self, index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
-        let dense = self.dense.as_deref().unwrap_or(&Method::Flat).spec().serve(index)?;
-        let bm25 = Method::Bm25.spec().serve(index)?;
+    fn serve<'a>(&self, at: &Serving<'a>) -> anyhow::Result<Served<'a>> {
+        let index = at.index;
+        let dense = self.dense.as_deref().unwrap_or(&Method::Flat).spec().serve(at)?;
+        let bm25 = Method::Bm25.spec().serve(at)?;
         let fusion = Fusion {
             name: self.label(),
             parts: vec![bm25.retriever, dense.retriever],

@@ -224,13 +224,23 @@ pub trait MethodSpec {
     /// Its retriever over a stored index (`arbor query`): the index's units, their vectors and the trees
     /// it keeps, in corpus scope, as its experiment row would rank them. By default it has none (it
     /// trains, or reads what an index does not keep).
-    fn serve<'a>(&self, _index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
+    fn serve<'a>(&self, _at: &Serving<'a>) -> anyhow::Result<Served<'a>> {
         anyhow::bail!(
             "`arbor query` cannot serve {}: an index keeps units, their vectors and untrained trees only; run it in an experiment \
              (`arbor query` serves Flat, Bm25, Hybrid, Hierarchy, and SproutRag and Raptor with their default trees)",
             self.label()
         )
     }
+}
+
+/// An index opened to be served (`arbor query`, `arbor serve`): what it stores, the encoder that built it
+/// and its batch size, and the row of a run it was built from (`arbor index --from RUN --row NAME`: a
+/// trained SproutRAG row, whose trees it keeps, or a reranked row), with that row's training folder.
+pub struct Serving<'a> {
+    pub index: &'a StoredIndex,
+    pub encoder: &'a SentenceEncoder<DefaultBackend>,
+    pub batch: usize,
+    pub row: Option<(&'a Method, &'a Path)>,
 }
 
 /// A method served over a stored index ([`MethodSpec::serve`]).

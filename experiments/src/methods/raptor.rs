@@ -25,10 +25,9 @@ use serde::{Deserialize, Serialize};
 use arbor_datasets::{Span, TokenStarts};
 use arbor_models::{DefaultBackend, SentenceEncoder};
 
-use super::{Built, Context, MethodSpec, QueryVectors, Served, document_level};
+use super::{Built, Context, MethodSpec, QueryVectors, Served, Serving, document_level};
 use crate::cache::{Artefact, key};
 use crate::progress::bar;
-use crate::stored::StoredIndex;
 use crate::summaries::{Summariser, SummariserConfig};
 
 /// `Raptor((search: Collapsed))` in an experiment file; the defaults are RAPTOR's.
@@ -207,7 +206,8 @@ impl MethodSpec for RaptorConfig {
     }
 
     /// The trees an index keeps (`arbor index --raptor`) are the default row's: any search over them.
-    fn serve<'a>(&self, index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
+    fn serve<'a>(&self, at: &Serving<'a>) -> anyhow::Result<Served<'a>> {
+        let index = at.index;
         anyhow::ensure!(
             self.tree_settings() == RaptorConfig::default().tree_settings(),
             "an index keeps the trees of `Raptor(())`; {} needs trees built otherwise: run it in an experiment (only `search` may differ)",

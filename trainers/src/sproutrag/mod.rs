@@ -84,17 +84,17 @@ pub fn train<B: AutodiffBackend>(
     Ok(skeleton::train(&mut task, model, &groups, &schedule, run_dir, progress)?.valid())
 }
 
-/// The model of a training run in `run_dir` that has finished, if it has (nothing is recomputed).
-/// `encoder`: the pretrained encoder when it was fine-tuned (its trained weights are then read back).
-pub fn finished<B: AutodiffBackend>(
+/// The model of a training run in `run_dir` that has finished, if it has (nothing is recomputed), on any
+/// backend (the inference one to serve it, the autodiff one to train further). `encoder`: the pretrained
+/// encoder when it was fine-tuned (its trained weights are then read back).
+pub fn finished<B: Backend>(
     model_config: &SproutRagModelConfig,
     aggregation: AggregationInit,
     dims: (usize, usize),
     encoder: Option<Bert<B>>,
     run_dir: &Path,
-) -> anyhow::Result<Option<SproutRagModel<B::InnerBackend>>> {
-    let model = init(model_config, aggregation, dims, encoder, &Default::default());
-    Ok(skeleton::finished(model, run_dir)?.map(|m| m.valid()))
+) -> anyhow::Result<Option<SproutRagModel<B>>> {
+    skeleton::finished(init(model_config, aggregation, dims, encoder, &Default::default()), run_dir)
 }
 
 /// The model a training starts from: the new modules' initial weights drawn on the host by the seed

@@ -24,7 +24,9 @@ use burn::backend::Autodiff;
 use serde::{Deserialize, Serialize};
 
 use super::dense::DenseConfig;
-use super::{Built, Context, MethodSpec, Trains};
+use super::{Built, Context, MethodSpec, Served, Serving, Trains};
+use anyhow::Context as _;
+use std::path::Path;
 use arbor_trainers::config::Removed;
 use crate::cache::{Artefact, key};
 use super::Method;
@@ -37,7 +39,8 @@ use arbor_trainers::config::TrainConfig;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RerankConfig {
-    /// The method whose candidates are reranked.
+    /// The method whose candidates are reranked (Flat when not given).
+    #[serde(default = "flat")]
     pub over: Box<Method>,
     /// Leaves in the pool the cross-encoder scores per query.
     #[serde(default = "candidates")]
@@ -52,6 +55,17 @@ pub struct RerankConfig {
 
 fn candidates() -> usize {
     30
+}
+
+fn flat() -> Box<Method> {
+    Box::new(Method::Flat)
+}
+
+impl Default for RerankConfig {
+    /// `Rerank(())`: over Flat, 30 leaves, the default training.
+    fn default() -> Self {
+        RerankConfig { over: flat(), candidates: candidates(), training: RerankerTraining::default(), control: None }
+    }
 }
 
 impl RerankConfig {
@@ -129,6 +143,45 @@ impl MethodSpec for RerankConfig {
         models.push(record);
         Ok(Built { retriever: Box::new(retriever), queries: base.queries, models, details })
     }
+
+    /// Over an index built `--from` a run's reranked row (its reranker recorded, the units embedded by the
+    /// pretrained encoder, as the row's first stage and prior read them): this row's base served by the
+    /// index, its candidates' leaves scored by that reranker. `Rerank(())` (the bare name) is the run's row.
+    fn serve<'a>(&self, at: &Serving<'a>) -> anyhow::Result<Served<'a>> {
+        let index = at.index;
+        let Some((Method::Rerank(row), dir)) = at.row else {
+            anyhow::bail!("this index holds no reranker: build one with `arbor index DIR --into INDEX --from RUN --row NAME`, NAME a reranked row of the run")
+        };
+        let asked = if *self == RerankConfig::default() { row } else { self };
+        anyhow::ensure!(
+            asked.training == row.training,
+            "this index's reranker was trained for {}, not for {}: only `over` and `candidates` may differ",
+            row.label(),
+            asked.label()
+        );
+        let base = asked.over.spec().serve(at)?;
+        let scorer = finished_scorer(at.encoder, &row.training, dir)?.with_context(|| format!("{} holds no finished reranker", dir.display()))?;
+        let retriever = Reranked {
+            name: asked.label(),
+            base: base.retriever,
+            scorer,
+            encoder: at.encoder,
+            corpus: &index.corpus,
+            units: &index.units,
+            unit_vectors: &index.vectors,
+            candidates: asked.candidates,
+            batch_size: at.batch,
+        };
+        Ok(Served { retriever: Box::new(retriever), embeds_queries: base.embeds_queries })
+    }
+}
+
+/// The reranker of `training` in its training folder `dir`, finished, as a scorer.
+fn finished_scorer(encoder: &SentenceEncoder<DefaultBackend>, training: &RerankerTraining, dir: &Path) -> anyhow::Result<Option<Scorer<DefaultBackend>>> {
+    let format = pair_format(encoder, training);
+    // A finished reranker's weights replace the trunk's: the encoder's loaded trunk gives the shape.
+    let model = arbor_trainers::reranker::finished::<DefaultBackend>(encoder.bert.clone(), dir)?;
+    Ok(model.map(|model| Scorer::new(&model, encoder, format.max_query, format.max_len)))
 }
 
 /// The reranker: a finished training in the cache (or the earlier run's), else trained now.
@@ -144,16 +197,13 @@ pub(crate) fn reranker(ctx: &Context, label: &str, training: &RerankerTraining) 
     })?;
     let record =
         TrainedModel { method: label.into(), settings: serde_json::to_value(training)?, encoder: ctx.keys.encoder.clone(), dir: dir.clone(), ..Default::default() };
-    // A finished reranker's weights replace the trunk's: the encoder's loaded trunk gives the shape.
-    let model = match arbor_trainers::reranker::finished::<DefaultBackend>(encoder.bert.clone(), &dir)? {
-        Some(model) => {
-            eprintln!("using the reranker trained in {}", dir.display());
-            model
-        }
-        None => {
-            let Some((train, holdout)) = made.filter(|_| may_train) else {
-                anyhow::bail!("{} holds no finished training for method {label:?}", dir.display())
-            };
+    if let Some(scorer) = finished_scorer(encoder, training, &dir)? {
+        eprintln!("using the reranker trained in {}", dir.display());
+        return Ok((scorer, record));
+    }
+    let model = match made.filter(|_| may_train) {
+        None => anyhow::bail!("{} holds no finished training for method {label:?}", dir.display()),
+        Some((train, holdout)) => {
             eprintln!(
                 "training the reranker on {} queries of split {:?} ({} held back), {} epochs",
                 train.len(),

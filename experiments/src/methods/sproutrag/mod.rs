@@ -12,7 +12,10 @@
 //! Trees go into the cache as `trees-<key>/<doc key>.tree` (key: the encoder, the index settings, the
 //! trained model), so methods that differ only in their search share them, and later runs read them back.
 
+mod serve;
 mod train;
+
+pub use serve::{DocumentTree, RowTrees};
 
 use arbor_models::pooling::Role;
 use std::cell::OnceCell;
@@ -28,7 +31,7 @@ use arbor_eval::retrievers::document_level::DocumentLevel;
 use arbor_eval::retrievers::tree_retrieval::{TreeRetriever, TreeSearch, tree_vector};
 use arbor_eval::structures::tree::{Similarity, Tree};
 use arbor_eval::structures::linkage::Linkage;
-use arbor_models::{DefaultBackend, SentenceEncoder};
+use arbor_models::DefaultBackend;
 use arbor_models::aggregator::{AggregationInit, HeadAggregator};
 use arbor_models::sproutrag::SproutRagModelConfig;
 use arbor_trainers::config::TrainConfig;
@@ -39,10 +42,9 @@ use super::dense::DenseConfig;
 use super::document_level;
 use super::document_summary::DocumentSummary;
 use super::training::on_devices;
-use super::{Built, Context, MethodSpec, QueryVectors, Served, Trains};
+use super::{Built, Context, MethodSpec, QueryVectors, Served, Serving, Trains};
 use crate::cache::{Artefact, key};
 use crate::progress::bar;
-use crate::stored::StoredIndex;
 use crate::trained::TrainedModel;
 
 /// How SproutRAG indexes and searches a document: `SproutRag((...))` in an experiment file.
@@ -348,16 +350,29 @@ impl MethodSpec for SproutRagConfig {
         }
     }
 
-    /// The trees an index keeps (`arbor index --trees`) are the untrained default row's: any search over
-    /// them (beam search of any width, collapsed, leaves in context).
-    fn serve<'a>(&self, index: &'a StoredIndex) -> anyhow::Result<Served<'a>> {
+    /// The trees an index keeps are the untrained default row's (`arbor index --trees`) or those of the row
+    /// of a run it was built from (`--from RUN --row SproutRAG`): any search over them (beam search of any
+    /// width, collapsed, leaves in context, a document level). `SproutRag(())` (the bare name) over an index
+    /// of a run's row is that row, searched as it searched in the run.
+    fn serve<'a>(&self, at: &Serving<'a>) -> anyhow::Result<Served<'a>> {
+        let index = at.index;
+        let row = match at.row {
+            Some((super::Method::SproutRag(row), _)) => Some(row),
+            _ => None,
+        };
+        let asked = match row {
+            Some(row) if *self == SproutRagConfig::default() => row,
+            _ => self,
+        };
+        let kept = row.map_or_else(|| SproutRagConfig::default().index_settings(), SproutRagConfig::index_settings);
         anyhow::ensure!(
-            self.index_settings() == SproutRagConfig::default().index_settings(),
-            "an index keeps the trees of `SproutRag(())` (token attention w=256, uniform head weights, single linkage); {} needs \
-             trees built otherwise: run it in an experiment (only `search` may differ)",
-            self.label()
+            asked.index_settings() == kept,
+            "this index keeps the trees of {}; {} needs trees built otherwise: run it in an experiment, or index --from the run \
+             that trained it (only `search` and `documents` may differ)",
+            kept.label(),
+            asked.label()
         );
-        let retriever = self.retriever(index.sproutrag_trees()?, &index.units, None)?;
+        let retriever = asked.retriever(index.sproutrag_trees()?, &index.units, None)?;
         Ok(Served { retriever, embeds_queries: true })
     }
 }
@@ -468,8 +483,7 @@ impl SproutRagConfig {
             SllmVectors::Model => model.queries(pooled),
             SllmVectors::Encoder => pooled,
         };
-        let dim = q.dims()[1];
-        let vectors = to_vec(q).chunks(dim).map(<[f32]>::to_vec).collect();
+        let vectors = rows(q);
         Ok(Built {
             retriever: self.retriever(trees, &ctx.leaves.units, Some(ctx))?,
             queries: QueryVectors::Own(vectors),
@@ -477,19 +491,6 @@ impl SproutRagConfig {
             details: None,
         })
     }
-}
-
-/// The tree the default `SproutRag(())` row builds over one document's units (token attention in windows
-/// of 256 tokens, the head weights at their uniform start, leaves the units' own vectors `leaves`,
-/// `n x dim` row-major): what `arbor index --trees` stores.
-pub fn default_tree(encoder: &SentenceEncoder<DefaultBackend>, texts: &[&str], spans: Vec<DocSpan>, leaves: &[f32], batch: usize) -> Tree {
-    let config = SproutRagConfig::default();
-    let AttentionSource::TokenBlocks { window_tokens, .. } = config.attention else { unreachable!("the default reads token attention") };
-    let (layers, heads) = (encoder.config.num_hidden_layers, encoder.config.num_attention_heads);
-    let head_weights = to_vec(HeadAggregator::<DefaultBackend>::new(layers, heads, config.aggregation, encoder.device()).head_weights());
-    let links = encoder.unit_similarity(texts, window_tokens, batch, &head_weights, false);
-    let n = spans.len();
-    Tree::build(spans, leaves, encoder.dim(), &Similarity::Sparse { n, edges: &links.edges })
 }
 
 /// How a label names the leaf embeddings (nothing for the default).
@@ -557,4 +558,10 @@ fn matrix<'a>(rows: impl Iterator<Item = &'a Vec<f32>>) -> Tensor<DefaultBackend
 
 fn to_vec<const D: usize>(t: Tensor<DefaultBackend, D>) -> Vec<f32> {
     t.into_data().to_vec::<f32>().expect("f32")
+}
+
+/// The rows of a matrix.
+fn rows(t: Tensor<DefaultBackend, 2>) -> Vec<Vec<f32>> {
+    let dim = t.dims()[1];
+    to_vec(t).chunks(dim.max(1)).map(<[f32]>::to_vec).collect()
 }

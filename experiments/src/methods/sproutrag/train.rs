@@ -106,12 +106,13 @@ pub(super) fn train_model(
         ctx.cache.dir(Artefact::SproutRag, &headed_key(&read, headers, &by_doc, &held))
     })?;
     let dims = (encoder.dim(), encoder.config.vocab_size);
-    // The pretrained weights again, on the autodiff backend, when they are fine-tuned (read once).
-    let encoder_weights = if training.freeze_encoder { None } else { Some(pretrained(ctx)?) };
-    if let Some(model) = arbor_trainers::sproutrag::finished(&config.model, config.aggregation, dims, encoder_weights.as_ref().map(|t| t.bert.clone()), &train_dir)? {
+    let fine_tuned = (!training.freeze_encoder).then(|| encoder.bert.clone());
+    if let Some(model) = arbor_trainers::sproutrag::finished(&config.model, config.aggregation, dims, fine_tuned, &train_dir)? {
         eprintln!("using the trained model in {}", train_dir.display());
         return Ok((model, train_dir));
     }
+    // The pretrained weights again, on the autodiff backend, when they are fine-tuned.
+    let encoder_weights = if training.freeze_encoder { None } else { Some(pretrained(ctx)?) };
     anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", train_dir.display());
     anyhow::ensure!(!by_doc.is_empty(), "no query with evidence in training split {:?}", training.split);
     let needs = Needs { ids: !training.freeze_encoder, vae_tokens: config.model.vae.is_some(), merge_pairs: Some(training.merge_pairs), headers };
