@@ -99,7 +99,7 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
 fn respond<'a>(opened: &'a Opened, served: &mut HashMap<String, Served<'a>>, args: &ServeArgs, request: &Request) -> (u16, String) {
     match (request.verb.as_str(), request.path.as_str()) {
         ("GET", "/health") => {
-            let model = opened.index.model.as_deref().and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok()).map(|m| m["method"].clone());
+            let model = opened.record().map(|r| r.method.clone());
             let health = serde_json::json!({"documents": opened.index.corpus.documents.len(), "units": opened.index.units.len(), "model": model});
             (200, health.to_string())
         }
