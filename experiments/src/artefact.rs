@@ -145,7 +145,8 @@ impl Artefact {
             // 46: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
             // 47: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 48: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
-            Artefact::Raptor => 48,
+            // 49: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
+            Artefact::Raptor => 49,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -194,7 +195,8 @@ impl Artefact {
             // 49: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
             // 50: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 51: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
-            Artefact::Trees => 51,
+            // 52: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
+            Artefact::Trees => 52,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -243,7 +245,8 @@ impl Artefact {
             // 46: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
             // 47: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 48: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
-            Artefact::HeadWeights => 48,
+            // 49: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
+            Artefact::HeadWeights => 49,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -289,7 +292,8 @@ impl Artefact {
             // 47: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
             // 48: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 49: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
-            Artefact::Reranker => 49,
+            // 50: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
+            Artefact::Reranker => 50,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -338,7 +342,8 @@ impl Artefact {
             // 51: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
             // 52: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 53: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
-            Artefact::SproutRag => 53,
+            // 54: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
+            Artefact::SproutRag => 54,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -385,7 +390,8 @@ impl Artefact {
             // 50: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
             // 51: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 52: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
-            Artefact::Compressor => 52,
+            // 53: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
+            Artefact::Compressor => 53,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -433,7 +439,8 @@ impl Artefact {
             // 51: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
             // 52: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 53: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
-            Artefact::Dense => 53,
+            // 54: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
+            Artefact::Dense => 54,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -481,7 +488,8 @@ impl Artefact {
             // 51: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
             // 52: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 53: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
-            Artefact::Planner => 53,
+            // 54: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
+            Artefact::Planner => 54,
         }
     }
 

@@ -9,6 +9,9 @@
 //! the device: a CPU build draws exactly what it drew before (ndarray was its backend), and a GPU build
 //! draws the same numbers.
 
+use std::cell::Cell;
+use std::sync::{Mutex, PoisonError};
+
 use burn::module::Module;
 use burn::record::{BinBytesRecorder, FullPrecisionSettings, Recorder, RecorderError};
 use burn::tensor::backend::Backend;
@@ -16,6 +19,33 @@ use burn::tensor::{Distribution, Tensor};
 
 /// The backend the random numbers are drawn on: Burn's ndarray, on the CPU.
 pub type Host = burn::backend::NdArray<f32>;
+
+/// Burn's ndarray generator is one for the process: a seed and the draws it governs are made holding this
+/// lock, so that two trainings (or tests) drawing at once each get their own seed's numbers (without it a
+/// draw of one could fall between the seeding and the draws of another).
+static GENERATOR: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// Whether this thread holds [`GENERATOR`] (a module drawn on the host may draw again inside).
+    static HOLDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// `draw` run holding the host's generator; the thread that holds it enters again freely.
+fn holding<T>(draw: impl FnOnce() -> T) -> T {
+    if HOLDING.get() {
+        return draw();
+    }
+    struct Release;
+    impl Drop for Release {
+        fn drop(&mut self) {
+            HOLDING.set(false);
+        }
+    }
+    let _lock = GENERATOR.lock().unwrap_or_else(PoisonError::into_inner);
+    HOLDING.set(true);
+    let _release = Release;
+    draw()
+}
 
 /// The module `host` builds on the host, its generator seeded by `seed`, moved into `target` on `device`
 /// (its parameters replaced by the host's, ids included; Burn initialises parameters lazily, so the
@@ -27,15 +57,19 @@ pub fn init_on_host<B: Backend, H: Module<Host>, M: Module<B>>(
     device: &burn::tensor::Device<B>,
 ) -> Result<M, RecorderError> {
     let cpu = Default::default();
-    Host::seed(&cpu, seed);
     let recorder = BinBytesRecorder::<FullPrecisionSettings>::default();
-    let bytes = recorder.record(host(&cpu).into_record(), ())?;
-    Ok(target.load_record(recorder.load(bytes, device)?))
+    // Loading into the target holds the generator too: a lazily initialised parameter may draw its own
+    // values before they are replaced.
+    holding(|| {
+        Host::seed(&cpu, seed);
+        let bytes = recorder.record(host(&cpu).into_record(), ())?;
+        Ok(target.load_record(recorder.load(bytes, device)?))
+    })
 }
 
 /// A random tensor drawn by the host's generator, on `device`.
 pub fn host_random<B: Backend, const D: usize>(shape: [usize; D], distribution: Distribution, device: &burn::tensor::Device<B>) -> Tensor<B, D> {
-    Tensor::from_data(Tensor::<Host, D>::random(shape, distribution, &Default::default()).into_data(), device)
+    Tensor::from_data(holding(|| Tensor::<Host, D>::random(shape, distribution, &Default::default())).into_data(), device)
 }
 
 #[cfg(test)]
@@ -78,5 +112,34 @@ mod tests {
         assert_eq!(a.len(), 12);
         assert_ne!(a, b);
         assert!(a.iter().all(|x| x.is_finite()));
+    }
+
+    /// Threads drawing at once, one seed each, each get their seed's numbers every time (the seed and the
+    /// draws it governs are one step for the process's generator; noise drawn meanwhile waits), and a
+    /// module that draws host noise inside its own initialiser (the normal head weights) does not deadlock.
+    #[test]
+    fn a_seed_draws_the_same_weights_while_other_threads_draw() {
+        let draw = |seed: u64| -> Vec<f32> {
+            let device = Default::default();
+            let target = LinearConfig::new(32, 32).init::<B>(&device);
+            let host = |cpu: &burn::tensor::Device<Host>| {
+                let _noise = crate::aggregator::HeadAggregator::<Host>::new(2, 2, crate::aggregator::AggregationInit::Normal, cpu);
+                LinearConfig::new(32, 32).init::<Host>(cpu)
+            };
+            values(&init_on_host(seed, host, target, &device).unwrap())
+        };
+        let want: Vec<Vec<f32>> = (0..4).map(draw).collect();
+        let threads: Vec<_> = (0..4u64)
+            .map(|seed| {
+                std::thread::spawn(move || {
+                    (0..50).all(|_| {
+                        let _ = host_random::<B, 1>([7], Distribution::Default, &Default::default());
+                        draw(seed) == draw(seed)
+                    })
+                })
+            })
+            .collect();
+        assert!(threads.into_iter().all(|t| t.join().unwrap()), "a seed drew other weights while other threads drew");
+        assert_eq!((0..4).map(draw).collect::<Vec<_>>(), want);
     }
 }
