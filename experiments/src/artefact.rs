@@ -146,7 +146,8 @@ impl Artefact {
             // 47: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 48: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 49: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
-            Artefact::Raptor => 49,
+            // 50: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
+            Artefact::Raptor => 50,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -196,7 +197,8 @@ impl Artefact {
             // 50: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 51: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 52: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
-            Artefact::Trees => 52,
+            // 53: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
+            Artefact::Trees => 53,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -246,7 +248,8 @@ impl Artefact {
             // 47: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 48: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 49: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
-            Artefact::HeadWeights => 49,
+            // 50: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
+            Artefact::HeadWeights => 50,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -293,7 +296,8 @@ impl Artefact {
             // 48: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 49: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 50: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
-            Artefact::Reranker => 50,
+            // 51: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
+            Artefact::Reranker => 51,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -343,7 +347,8 @@ impl Artefact {
             // 52: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 53: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 54: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
-            Artefact::SproutRag => 54,
+            // 55: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
+            Artefact::SproutRag => 55,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -391,7 +396,8 @@ impl Artefact {
             // 51: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 52: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 53: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
-            Artefact::Compressor => 53,
+            // 54: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
+            Artefact::Compressor => 54,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -440,7 +446,8 @@ impl Artefact {
             // 52: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 53: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 54: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
-            Artefact::Dense => 54,
+            // 55: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
+            Artefact::Dense => 55,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -489,7 +496,8 @@ impl Artefact {
             // 52: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 53: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 54: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
-            Artefact::Planner => 54,
+            // 55: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
+            Artefact::Planner => 55,
         }
     }
 

@@ -25,7 +25,6 @@ use crate::methods::chunks::headed;
 use crate::methods::dense::{DenseConfig, through};
 use crate::methods::distill::DistillConfig;
 use crate::methods::document_summary::{DocumentSummary, header};
-use crate::methods::rerank::RerankConfig;
 use crate::methods::sproutrag::{RowTrees, SproutRagConfig};
 use crate::methods::summary_chunks::SummaryChunksConfig;
 use crate::methods::{Method, MethodSpec};
@@ -69,68 +68,61 @@ impl ModelRecord {
     }
 }
 
-/// How a trained row of a run embeds, if an index can embed as it does.
-struct Serving {
-    /// Whether its encoder stayed frozen.
+/// How a trained row of a run embeds, if an index can embed as it does: what its [`ModelRecord`] says but
+/// for the training folder, a SproutRAG row given by its model settings until [`tree_row`] finds the row.
+struct Servable {
     frozen: bool,
-    /// The summary it reads every unit after.
     summary: Option<DocumentSummary>,
-    /// A SproutRAG row's model settings.
-    trees: Option<SproutRagConfig>,
-    /// A reranked row.
-    rerank: Option<RerankConfig>,
+    row: Option<Method>,
 }
 
-impl Serving {
-    fn dense(frozen: bool, summary: Option<DocumentSummary>) -> Option<Serving> {
-        Some(Serving { frozen, summary, trees: None, rerank: None })
+impl Servable {
+    fn dense(frozen: bool, summary: Option<DocumentSummary>) -> Option<Servable> {
+        Some(Servable { frozen, summary, row: None })
     }
 }
 
 /// How the row of `exp` that trained `model` embeds, if an index can embed as it does.
-fn servable(model: &TrainedModel, exp: &Experiment) -> Option<Serving> {
+fn servable(model: &TrainedModel, exp: &Experiment) -> Option<Servable> {
     // A reranker is recorded under its row's name, its settings the reranker's training.
-    let reranked = exp.methods.iter().find_map(|m| match m {
-        Method::Rerank(r) if r.label() == model.method => Some(r),
-        _ => None,
-    });
+    let reranked = exp.methods.iter().find(|m| matches!(m, Method::Rerank(r) if r.label() == model.method));
     if let Some(row) = reranked {
-        return Some(Serving { frozen: true, summary: None, trees: None, rerank: Some(row.clone()) });
+        return Some(Servable { frozen: true, summary: None, row: Some(row.clone()) });
     }
     if let Ok(d) = serde_json::from_value::<DenseConfig>(model.settings.clone()) {
-        return Serving::dense(d.training.freeze_encoder, d.summary);
+        return Servable::dense(d.training.freeze_encoder, d.summary);
     }
     // The student distilled from the reranker: a fine-tuned encoder, embedding as a dense row does.
     if serde_json::from_value::<DistillConfig>(model.settings.clone()).is_ok() {
-        return Serving::dense(false, None);
+        return Servable::dense(false, None);
     }
     if let Ok(sac) = serde_json::from_value::<SummaryChunksConfig>(model.settings.clone()) {
-        return sac.training.as_ref().and_then(|t| Serving::dense(t.freeze_encoder, Some(sac.summary())));
+        return sac.training.as_ref().and_then(|t| Servable::dense(t.freeze_encoder, Some(sac.summary())));
     }
     let sprout = serde_json::from_value::<SproutRagConfig>(model.settings.clone()).ok()?;
     let frozen = sprout.training.as_ref()?.freeze_encoder;
-    Some(Serving { frozen, summary: sprout.summary.clone(), trees: Some(sprout), rerank: None })
+    Some(Servable { frozen, summary: sprout.summary.clone(), row: Some(Method::SproutRag(sprout)) })
 }
 
 /// The row of `run` named like `name` that reads the SproutRAG model trained for `trained` (its model
 /// settings): rows sharing one model may read it with other leaves or linkage (one of them is asked for),
 /// or search it otherwise (the first one's search is kept).
 fn tree_row((run, exp): (&Path, &Experiment), trained: &SproutRagConfig, name: &str) -> anyhow::Result<SproutRagConfig> {
-    let mut rows: Vec<(SproutRagConfig, String)> = Vec::new();
+    let mut rows: Vec<&SproutRagConfig> = Vec::new();
     for m in &exp.methods {
         if let Method::SproutRag(c) = m
             && c.model_settings() == *trained
             && c.label().contains(name)
-            && !rows.iter().any(|(r, _)| r.index_settings() == c.index_settings())
+            && !rows.iter().any(|r| r.index_settings() == c.index_settings())
         {
-            rows.push((c.clone(), c.label()));
+            rows.push(c);
         }
     }
     match &rows[..] {
-        [(row, _)] => Ok(row.clone()),
+        [row] => Ok((*row).clone()),
         [] => anyhow::bail!("no row of {} named like {name:?} reads the model of {}", run.display(), trained.label()),
         many => {
-            let named: Vec<String> = many.iter().map(|(_, label)| format!("  {label}")).collect();
+            let named: Vec<String> = many.iter().map(|r| format!("  {}", r.label())).collect();
             anyhow::bail!("rows of {} named like {name:?} build other trees from one model; name one:\n{}", run.display(), named.join("\n"))
         }
     }
@@ -187,9 +179,11 @@ impl Tuned {
             model.encoder,
             encoder.fingerprint
         );
-        let trees = serving.trees.as_ref().map(|trained| tree_row((run, &exp), trained, name)).transpose()?;
+        let row = match &serving.row {
+            Some(Method::SproutRag(trained)) => Some(Method::SproutRag(tree_row((run, &exp), trained, name)?)),
+            other => other.clone(),
+        };
         let dir = std::path::absolute(earlier.folder_of(model))?;
-        let row = trees.map(Method::SproutRag).or_else(|| serving.rerank.clone().map(Method::Rerank));
         let record = ModelRecord { method: model.method.clone(), dir, frozen: serving.frozen, summary: serving.summary.clone(), row };
         Self::load(record, encoder)
     }

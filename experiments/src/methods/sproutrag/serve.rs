@@ -23,7 +23,7 @@ use arbor_models::{DefaultBackend, SentenceEncoder};
 
 use crate::methods::MethodSpec;
 
-use super::{AttentionSource, LeafVectors, SllmVectors, SproutRagConfig, matrix, to_vec};
+use super::{AttentionSource, LeafVectors, SllmVectors, SproutRagConfig, matrix, rows, to_vec};
 
 /// Where a served row's attention comes from.
 enum Attention {
@@ -128,8 +128,7 @@ impl RowTrees {
                     SllmVectors::Model => out.embeddings,
                     SllmVectors::Encoder => pooled,
                 };
-                let dim = leaves.dims()[1];
-                (to_vec(leaves).chunks(dim).map(<[f32]>::to_vec).collect(), merges)
+                (rows(leaves), merges)
             }
         };
         Ok(DocumentTree { leaves, merges })
@@ -139,11 +138,7 @@ impl RowTrees {
     pub fn queries(&self, encoder: &SentenceEncoder<DefaultBackend>, questions: &[&str], batch: usize) -> Vec<Vec<f32>> {
         let pooled = self.pooled(encoder, Role::Query, questions, batch);
         match (&self.attention, self.config.vectors) {
-            (Attention::Sllm(model, _), SllmVectors::Model) => {
-                let q = model.queries(matrix(pooled.iter()));
-                let dim = q.dims()[1];
-                to_vec(q).chunks(dim).map(<[f32]>::to_vec).collect()
-            }
+            (Attention::Sllm(model, _), SllmVectors::Model) => rows(model.queries(matrix(pooled.iter()))),
             _ => pooled,
         }
     }
