@@ -147,7 +147,8 @@ impl Artefact {
             // 48: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 49: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 50: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
-            Artefact::Raptor => 50,
+            // 51: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
+            Artefact::Raptor => 51,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -198,7 +199,8 @@ impl Artefact {
             // 51: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 52: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 53: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
-            Artefact::Trees => 53,
+            // 54: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
+            Artefact::Trees => 54,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -249,7 +251,8 @@ impl Artefact {
             // 48: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 49: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 50: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
-            Artefact::HeadWeights => 50,
+            // 51: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
+            Artefact::HeadWeights => 51,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -297,7 +300,8 @@ impl Artefact {
             // 49: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 50: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 51: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
-            Artefact::Reranker => 51,
+            // 52: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
+            Artefact::Reranker => 52,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -348,7 +352,8 @@ impl Artefact {
             // 53: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 54: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 55: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
-            Artefact::SproutRag => 55,
+            // 56: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
+            Artefact::SproutRag => 56,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -397,7 +402,8 @@ impl Artefact {
             // 52: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 53: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 54: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
-            Artefact::Compressor => 54,
+            // 55: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
+            Artefact::Compressor => 55,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -447,7 +453,8 @@ impl Artefact {
             // 53: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 54: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 55: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
-            Artefact::Dense => 55,
+            // 56: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
+            Artefact::Dense => 56,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -497,7 +504,8 @@ impl Artefact {
             // 53: the method's serving over a stored index takes the opened index with its encoder and the run's row (methods `Serving`; issue 63: trained SproutRAG rows and rerankers serve `arbor index --from`, sproutrag serve.rs `RowTrees` one home for a row's trees over new documents), SproutRAG's finished model read on any backend (trainers sproutrag `finished`), the reranker's loading in one function (`finished_scorer`); no behaviour changed
             // 54: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 55: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
-            Artefact::Planner => 55,
+            // 56: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
+            Artefact::Planner => 56,
         }
     }
 

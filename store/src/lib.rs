@@ -29,6 +29,8 @@ use arbor_datasets::Span;
 use arbor_datasets::span::CharOffsets;
 use rusqlite::{Connection, OptionalExtension, params};
 
+pub mod approximate;
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
@@ -90,6 +92,27 @@ pub struct DocumentRow {
     pub merges: Option<Vec<(u32, u32)>>,
     /// The RAPTOR tree's bytes, when the index keeps them.
     pub raptor: Option<Vec<u8>>,
+}
+
+impl DocumentRow {
+    /// A document `key` of one-character units with these vectors (its text `x` repeated), keeping no
+    /// structure: a stand-in where only the units and their vectors matter (tests).
+    pub fn of_vectors(key: &str, vectors: Vec<Vec<f32>>) -> Self {
+        let units: Vec<UnitRow> =
+            vectors.into_iter().enumerate().map(|(u, vector)| UnitRow { span: Span::new(u, u + 1), header: vec![], vector }).collect();
+        let text = "x".repeat(units.len());
+        DocumentRow {
+            key: key.into(),
+            file: key.into(),
+            digest: key.into(),
+            title: String::new(),
+            text,
+            tokens: vec![0],
+            units,
+            merges: None,
+            raptor: None,
+        }
+    }
 }
 
 /// A per-document structure an index may keep beside the units, each in a table of its own.
@@ -314,6 +337,30 @@ impl Store {
             }
         }
         Ok(docs.into_iter().map(|(_, d)| d).collect())
+    }
+
+    /// Every unit's row id, in the order [`Store::load`] returns the units (documents by key, units in text
+    /// order).
+    pub fn unit_ids(&self) -> anyhow::Result<Vec<i64>> {
+        self.ids("SELECT u.id FROM units u JOIN documents d ON u.doc = d.id ORDER BY d.key, u.ord")
+    }
+
+    /// Every unit's row id, ascending.
+    pub fn unit_ids_sorted(&self) -> anyhow::Result<Vec<i64>> {
+        self.ids("SELECT id FROM units ORDER BY id")
+    }
+
+    fn ids(&self, sql: &str) -> anyhow::Result<Vec<i64>> {
+        let mut stmt = self.conn.prepare(sql)?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// At most `limit` units' row ids and vectors (f32 LE bytes), from row id `from` up, ascending.
+    pub fn unit_vectors_from(&self, from: i64, limit: usize) -> anyhow::Result<Vec<(i64, Vec<u8>)>> {
+        let mut stmt = self.conn.prepare("SELECT id, vector FROM units WHERE id >= ?1 ORDER BY id LIMIT ?2")?;
+        let rows = stmt.query_map(params![from, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// SQLite's own integrity check: `ok`, or what is wrong.

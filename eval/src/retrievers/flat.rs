@@ -36,6 +36,13 @@ pub fn dot_with<T: Copy + Into<f32>>(a: &[f32], b: &[T]) -> f32 {
     ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
 }
 
+impl FlatDense<'_> {
+    /// How many units the documents `docs` hold.
+    pub fn in_scope(&self, docs: &[usize]) -> usize {
+        docs.iter().map(|&d| self.chunks.by_doc[d].len()).sum()
+    }
+}
+
 impl Retriever for FlatDense<'_> {
     fn name(&self) -> &str {
         &self.name

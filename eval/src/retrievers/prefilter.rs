@@ -67,7 +67,7 @@ impl Retriever for Prefiltered<'_> {
 
     fn retrieve(&self, query: &QueryInput, k: usize) -> Vec<Item> {
         let chunks = &self.flat.chunks;
-        let in_scope: usize = query.docs.iter().map(|&d| chunks.by_doc[d].len()).sum();
+        let in_scope = self.flat.in_scope(&query.docs);
         if k == 0 || k.saturating_mul(MIN_UNITS_PER_ITEM) >= in_scope {
             return self.flat.retrieve(query, k);
         }

@@ -4,9 +4,10 @@
 //! content digest; `arbor query INDEX "question"` ([`query`]) ranks the stored units with the same
 //! retrievers and token budget the experiment runner uses (flat dense, BM25, hybrid, SproutRAG's beam
 //! search, RAPTOR's collapsed tree), in corpus scope; `arbor serve INDEX` ([`serve`]) answers the same over
-//! HTTP. [`structures`]: the per-document trees an index keeps;
+//! HTTP; [`approximate`]: the approximate index a large index keeps. [`structures`]: the per-document trees an index keeps;
 //! [`trained`]: a run's trained row (a dense model, a trained SproutRAG row, a reranker) as the index's.
 
+pub mod approximate;
 pub mod index;
 pub mod query;
 pub mod serve;

@@ -17,6 +17,7 @@ use std::time::Instant;
 use anyhow::Context;
 use arbor_datasets::DocSpan;
 use arbor_datasets::span::char_offset;
+use arbor_eval::retrievers::approximate::Neighbours;
 use arbor_eval::scoring::runner::hand_on;
 use arbor_eval::{Item, QueryInput, Retriever};
 use arbor_models::{DefaultBackend, SentenceEncoder};
@@ -25,6 +26,7 @@ use clap::Parser;
 use serde::Serialize;
 
 use super::EncoderArgs;
+use super::approximate::{Nearest, SearchArgs};
 use super::trained::{ModelRecord, Tuned};
 use crate::methods::{Method, Served, Serving};
 use crate::stored::StoredIndex;
@@ -60,6 +62,8 @@ pub struct QueryArgs {
     pub timings: bool,
     #[command(flatten)]
     pub encoder: EncoderArgs,
+    #[command(flatten)]
+    pub search: SearchArgs,
 }
 
 /// One ranked result.
@@ -130,12 +134,15 @@ pub struct Opened {
     /// The encoder's batch size (`--batch-size`).
     pub batch: usize,
     tuned: Option<Tuned>,
+    /// The approximate index beside it, when it keeps a fresh one and exact search is not asked.
+    nearest: Option<Nearest>,
 }
 
 impl Opened {
     /// Opens the index at `path` with the encoder `encoder` names; another encoder than the one that built it
-    /// is refused with both fingerprints.
-    pub fn open(path: &Path, args: &EncoderArgs) -> anyhow::Result<Self> {
+    /// is refused with both fingerprints. Dense search goes through the approximate index it keeps, if any,
+    /// unless `search.exact`.
+    pub fn open(path: &Path, args: &EncoderArgs, search: &SearchArgs) -> anyhow::Result<Self> {
         let store = Store::open_existing(path)?;
         let index = StoredIndex::read(&store)?;
         let encoder = args.load()?;
@@ -148,7 +155,8 @@ impl Opened {
         );
         let record: Option<ModelRecord> = index.model.as_deref().map(serde_json::from_str).transpose().context("meta.model is damaged")?;
         let tuned = record.map(|record| Tuned::load(record, &encoder)).transpose()?;
-        Ok(Opened { index, encoder, batch: args.batch_size.max(1), tuned })
+        let nearest = Nearest::open(path, &store, search.exact)?;
+        Ok(Opened { index, encoder, batch: args.batch_size.max(1), tuned, nearest })
     }
 
     /// The trained row of a run the index was built from, if any.
@@ -159,16 +167,34 @@ impl Opened {
     /// The index as methods serve themselves over it.
     pub fn serving(&self) -> Serving<'_> {
         let row = self.record().and_then(|r| r.row.as_ref().map(|row| (row, r.dir.as_path())));
-        Serving { index: &self.index, encoder: &self.encoder, batch: self.batch, row }
+        let neighbours = self.nearest.as_ref().map(|n| n as &dyn Neighbours);
+        Serving { index: &self.index, encoder: &self.encoder, batch: self.batch, row, neighbours }
     }
 
     /// The results of `question` by `served` (a method this index serves) within `docs`: the top `k` items
     /// handed on under `max_tokens` as `evaluate` hands them on.
     pub fn ask(&self, served: &Served, question: &str, k: usize, docs: &[usize], max_tokens: Option<usize>) -> Vec<Hit> {
-        let embedding = served.embeds_queries.then(|| match &self.tuned {
+        self.search(served, question, self.embed(served, question), k, docs, max_tokens)
+    }
+
+    /// The question's vector, when `served` reads one (the encoder's, or the index's trained model's).
+    pub fn embed(&self, served: &Served, question: &str) -> Option<Vec<f32>> {
+        served.embeds_queries.then(|| match &self.tuned {
             Some(t) => t.queries(&self.encoder, &[question], 1).remove(0),
             None => self.encoder.embed_queries(&[question], 1, &mut |_| {}).remove(0),
-        });
+        })
+    }
+
+    /// [`Opened::ask`] with the question's vector given ([`Opened::embed`]).
+    pub fn search(
+        &self,
+        served: &Served,
+        question: &str,
+        embedding: Option<Vec<f32>>,
+        k: usize,
+        docs: &[usize],
+        max_tokens: Option<usize>,
+    ) -> Vec<Hit> {
         let input = QueryInput { text: question.to_owned(), docs: docs.to_vec(), embedding };
         let (index, retriever) = (&self.index, served.retriever.as_ref());
         let (_, items) = hand_on(retriever, &input, k, index.parents.as_ref(), max_tokens, &index.tokens, &index.corpus);
@@ -187,33 +213,55 @@ pub fn query(args: &QueryArgs) -> anyhow::Result<()> {
             .collect(),
         _ => anyhow::bail!("give one question, or --queries FILE, not both"),
     };
+    anyhow::ensure!(!questions.is_empty(), "no question to ask: the file holds only blank lines");
     anyhow::ensure!(args.k > 0, "-k must be at least 1");
     let start = Instant::now();
-    let opened = Opened::open(&args.index, &args.encoder)?;
+    let opened = Opened::open(&args.index, &args.encoder, &args.search)?;
     let docs = opened.index.scope(&args.doc)?;
     let served = args.method.spec().serve(&opened.serving())?;
     let opening = start.elapsed().as_secs_f64() * 1e3;
-    let mut latencies = Vec::with_capacity(questions.len());
+    // Per question: the whole answer, and its search after the question's vector.
+    let (mut latencies, mut searches) = (Vec::with_capacity(questions.len()), Vec::with_capacity(questions.len()));
     for question in &questions {
         let t = Instant::now();
-        let results = opened.ask(&served, question, args.k, &docs, args.max_tokens);
+        let embedding = opened.embed(&served, question);
+        let s = Instant::now();
+        let results = opened.search(&served, question, embedding, args.k, &docs, args.max_tokens);
+        searches.push(s.elapsed().as_secs_f64() * 1e3);
         latencies.push(t.elapsed().as_secs_f64() * 1e3);
         print(question, args, results)?;
     }
     if args.timings {
-        latencies.sort_by(f64::total_cmp);
-        let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q).round() as usize];
+        let (all, search) = (Quantiles::of(latencies), Quantiles::of(searches));
         eprintln!(
-            "opened in {opening:.0} ms ({} documents, {} units); {} queries: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            "opened in {opening:.0} ms ({} documents, {} units, {} search); {} queries: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; \
+             the search after the question's vector p50 {:.1} ms, p99 {:.1} ms",
             opened.index.corpus.documents.len(),
             opened.index.units.len(),
-            latencies.len(),
-            at(0.5),
-            at(0.99),
-            at(1.0)
+            if opened.nearest.is_some() { "approximate" } else { "exact" },
+            questions.len(),
+            all.at(0.5),
+            all.at(0.99),
+            all.at(1.0),
+            search.at(0.5),
+            search.at(0.99)
         );
     }
     Ok(())
+}
+
+/// Latencies, sorted, read at quantiles.
+struct Quantiles(Vec<f64>);
+
+impl Quantiles {
+    fn of(mut ms: Vec<f64>) -> Self {
+        ms.sort_by(f64::total_cmp);
+        Quantiles(ms)
+    }
+
+    fn at(&self, q: f64) -> f64 {
+        self.0[((self.0.len() - 1) as f64 * q).round() as usize]
+    }
 }
 
 fn print(question: &str, args: &QueryArgs, results: Vec<Hit>) -> anyhow::Result<()> {

@@ -24,6 +24,7 @@ use clap::Parser;
 use serde::Deserialize;
 
 use super::EncoderArgs;
+use super::approximate::SearchArgs;
 use super::query::{Answer, Opened};
 use crate::methods::{Method, Served};
 
@@ -48,6 +49,8 @@ pub struct ServeArgs {
     pub max_tokens: Option<usize>,
     #[command(flatten)]
     pub encoder: EncoderArgs,
+    #[command(flatten)]
+    pub search: SearchArgs,
 }
 
 /// One question, as a request asks it (a POST body; a GET's parameters are read into the same).
@@ -76,7 +79,7 @@ const MAX_BODY: usize = 1024 * 1024;
 
 pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.k > 0, "-k must be at least 1");
-    let opened = Opened::open(&args.index, &args.encoder)?;
+    let opened = Opened::open(&args.index, &args.encoder, &args.search)?;
     let listener = TcpListener::bind((args.host.as_str(), args.port)).with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
     let address = listener.local_addr()?;
     println!("listening on http://{address}");

@@ -42,6 +42,7 @@ use std::time::Instant;
 
 use arbor_datasets::Corpus;
 use arbor_eval::index::Chunks;
+use arbor_eval::retrievers::approximate::Neighbours;
 use arbor_eval::scoring::runner::EvalQuery;
 use arbor_eval::{LeafIndex, Retriever, Scope};
 use arbor_models::encoder::Kernel;
@@ -235,12 +236,14 @@ pub trait MethodSpec {
 
 /// An index opened to be served (`arbor query`, `arbor serve`): what it stores, the encoder that built it
 /// and its batch size, and the row of a run it was built from (`arbor index --from RUN --row NAME`: a
-/// trained SproutRAG row, whose trees it keeps, or a reranked row), with that row's training folder.
+/// trained SproutRAG row, whose trees it keeps, or a reranked row), with that row's training folder, and
+/// the approximate index over its units when it keeps one and it is used (`arbor index --approximate`).
 pub struct Serving<'a> {
     pub index: &'a StoredIndex,
     pub encoder: &'a SentenceEncoder<DefaultBackend>,
     pub batch: usize,
     pub row: Option<(&'a Method, &'a Path)>,
+    pub neighbours: Option<&'a dyn Neighbours>,
 }
 
 /// A method served over a stored index ([`MethodSpec::serve`]).
