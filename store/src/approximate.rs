@@ -138,7 +138,9 @@ impl Approximate {
                 add(&g.index, store, &new)?;
                 (Approximate { header, ..g }, Refreshed::Updated { added: new.len(), removed: gone.len() })
             }
-            _ => {
+            stale => {
+                // The old graph (if any) freed before the new one is built: one graph in memory at a time.
+                drop(stale);
                 let index = Index::new(&options(meta.dim, graph))?;
                 add(&index, store, &ids)?;
                 (Approximate { index, header }, Refreshed::Built { units: ids.len() })
