@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """PyTorch's side of arbor's step benchmark (scripts/bench_step.sh): the dense trainer's fine-tuning step
 (arbor_trainers::bench) on exactly the batches `arbor bench-step` wrote, timed; the reranker's step
-(run_rerank) and SproutRAG's joint step (run_joint: the SLLM and its aggregation written here in torch,
-started from arbor's initial weights) when the file has them.
+(run_rerank), SproutRAG's joint step (run_joint: the SLLM and its aggregation written here in torch,
+started from arbor's initial weights) and the large-batch step across documents (run_pairs: GradCache as
+sentence-transformers' CachedMultipleNegativesRankingLoss runs it) when the file has them. When arbor's
+steps ran in bf16 (the file's `precision: Bf16`, `arbor bench-step --precision bf16`), the encoder's
+forward passes here run under bf16 autocast (the reranker's stays float32, as arbor's does).
 
 One step: the queries and the window's units (token ids as arbor read them, each side padded to its
 longest row, one forward pass a side) through the encoder with gradients (mean pooling, L2 norm), the
@@ -59,6 +62,13 @@ PRECISION = "tf32" if os.environ.get("TF32") == "1" else "fp32"
 torch.backends.cuda.matmul.allow_tf32 = PRECISION == "tf32"
 
 
+def set_precision(spec):
+    """bf16 autocast when arbor's steps ran in bf16 (the file's `precision`)."""
+    global PRECISION
+    if spec.get("precision") == "Bf16":
+        PRECISION = "bf16"
+
+
 def sync():
     if DEVICE.type == "cuda":
         torch.cuda.synchronize()
@@ -77,6 +87,12 @@ def pool(model, rows):
     weights = mask.unsqueeze(-1).to(hidden.dtype)
     mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
     return torch.nn.functional.normalize(mean, dim=-1, eps=1e-12)
+
+
+def pool_as(model, rows):
+    """`pool` in the file's precision (bf16 autocast or not), the vectors float32 as arbor's are."""
+    with autocast():
+        return pool(model, rows).float()
 
 
 def load_encoder(model_dir, frozen_layers, freeze_embeddings):
@@ -98,19 +114,23 @@ def adamw(opt, groups):
     return optimizer, (opt.get("grad_clipping") or {}).get("Norm")
 
 
-def timed_steps(steps, optimizer, clip, loss_of):
-    """`steps` steps of `loss_of()` (after one warm-up): backward, clipping, the update, the device waited for.
-    Returns each timed step's milliseconds, the first step's loss and the peak resident memory."""
+def timed_steps(steps, optimizer, clip, loss_of, backward=True):
+    """`steps` steps of `loss_of()` (after one warm-up): backward (unless `loss_of` ran it itself), clipping,
+    the update, the device waited for. Returns each timed step's milliseconds, the first step's loss and the
+    peak memory: the process's resident memory, and on a GPU the most torch held there (peak_gpu_mib)."""
     params = [p for group in optimizer.param_groups for p in group["params"]]
     times, first_loss = [], None
     reset_peak_rss()
+    if DEVICE.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
     for s in range(steps + 1):
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         loss = loss_of()
         if first_loss is None:
             first_loss = float(loss.detach())
-        loss.backward()
+        if backward:
+            loss.backward()
         if clip is not None:
             for p in params:
                 torch.nn.utils.clip_grad_norm_([p], clip)
@@ -119,6 +139,10 @@ def timed_steps(steps, optimizer, clip, loss_of):
         if s > 0:
             times.append((time.perf_counter() - start) * 1e3)
     return times, first_loss, peak_rss_mib()
+
+
+def peak_gpu_mib():
+    return torch.cuda.max_memory_allocated() / 2**20 if DEVICE.type == "cuda" else None
 
 
 def false_negatives(pairs, queries, candidates):
@@ -143,10 +167,10 @@ def run_case(spec, case, steps):
     excluded = false_negatives(batch.get("excluded", []), len(batch["queries"]), len(batch["positives"]) + len(batch["negatives"]))
 
     def loss():
-        units = pool(model, batch["window"])
+        units = pool_as(model, batch["window"])
         if frozen is not None:
             units = torch.cat([units, frozen])
-        queries = pool(model, batch["queries"])
+        queries = pool_as(model, batch["queries"])
         candidates = torch.nn.functional.normalize(units[rows], dim=-1, eps=1e-12)
         logits = torch.nn.functional.normalize(queries, dim=-1, eps=1e-12) @ candidates.T / tau
         return torch.nn.functional.cross_entropy(logits.masked_fill(excluded, float("-inf")), target)
@@ -296,7 +320,7 @@ def run_joint(spec, joint, steps):
         embeddings, attn = [], []
         for d in documents:
             batch = d["batch"]
-            units = pool(model, batch["window"])
+            units = pool_as(model, batch["window"])
             if batch["frozen"]:
                 units = torch.cat([units, torch.tensor(batch["frozen"], dtype=torch.float32, device=DEVICE)])
             e, attentions = sllm(units[torch.tensor(d["rows"], device=DEVICE)].unsqueeze(0))
@@ -306,7 +330,7 @@ def run_joint(spec, joint, steps):
                 i = torch.tensor([p[0] for p in d["pairs"]], dtype=torch.long, device=DEVICE)
                 j = torch.tensor([p[1] for p in d["pairs"]], dtype=torch.long, device=DEVICE)
                 attn.append(-m[i, j].clamp_min(joint["eps"]).log().mean())
-        queries = sllm(pool(model, queries_ids).unsqueeze(1))[0][:, 0]
+        queries = sllm(pool_as(model, queries_ids).unsqueeze(1))[0][:, 0]
         units = torch.cat(embeddings)
         candidates = [units[positives]]
         if hard:
@@ -324,7 +348,62 @@ def run_joint(spec, joint, steps):
     return timed_steps(steps, optimizer, clip, loss)
 
 
-def report(name, units, queries, tokens, times, first_loss, peak):
+def autocast():
+    """bf16 autocast when the file's steps ran in bf16 (arbor's `training.precision: Bf16`), else nothing:
+    torch.autocast casts the linear layers' and matmuls' operands to bf16 and keeps layer norm, softmax and
+    the loss in float32, the parameters float32."""
+    return torch.autocast(DEVICE.type, dtype=torch.bfloat16, enabled=PRECISION == "bf16")
+
+
+def run_pairs(spec, steps):
+    """The large-batch step (arbor_trainers::bench::pairs): each question against every passage of the batch
+    (InfoNCE at the file's tau, targets and excluded pairs from the file), by GradCache when the file has a
+    chunk (sentence-transformers' CachedMultipleNegativesRankingLoss: every row embedded `chunk` at a time
+    without a graph, the loss's gradient with respect to the vectors, then each chunk again with its graph,
+    backward of its vectors times that gradient; rows taken shortest first as arbor takes them), else one
+    pass a side; the whole encoder at the file's rate, AdamW, each gradient clipped on its own."""
+    model = load_encoder(spec["model_dir"], spec["frozen_layers"], spec["frozen_layers"] > 0)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer, clip = adamw(spec["optimizer"], [dict(params=params, lr=spec["lr"])])
+    batch = spec["pairs"]["batch"]
+    queries, passages, chunk = batch["queries"], batch["passages"], batch["chunk"]
+    target = torch.tensor(batch["targets"], device=DEVICE)
+    excluded = false_negatives(batch["excluded"], len(queries), len(passages))
+    tau = spec["tau"]
+
+    def loss_of(q, p):
+        logits = q @ p.T / tau
+        return torch.nn.functional.cross_entropy(logits.masked_fill(excluded, float("-inf")), target)
+
+    def plain():
+        loss = loss_of(pool_as(model, queries), pool_as(model, passages))
+        loss.backward()
+        return loss
+
+    def side_chunks(rows):
+        order = sorted(range(len(rows)), key=lambda r: (len(rows[r]), r))
+        return [order[i:i + chunk] for i in range(0, len(order), chunk)]
+
+    def cached():
+        sides = [(queries, side_chunks(queries)), (passages, side_chunks(passages))]
+        reps = []
+        with torch.no_grad(), autocast():
+            for rows, chunks in sides:
+                rep = torch.empty((len(rows), model.config.hidden_size), device=DEVICE)
+                for c in chunks:
+                    rep[c] = pool(model, [rows[r] for r in c]).float()
+                reps.append(rep.requires_grad_())
+        loss = loss_of(*reps)
+        loss.backward()
+        for (rows, chunks), rep in zip(sides, reps):
+            for c in chunks:
+                (pool_as(model, [rows[r] for r in c]) * rep.grad[c]).sum().backward()
+        return loss.detach()
+
+    return timed_steps(steps, optimizer, clip, cached if chunk else plain, backward=False)
+
+
+def report(name, units, queries, tokens, times, first_loss, peak, precision=None):
     median = statistics.median(times)
     print(json.dumps({
         "framework": "pytorch",
@@ -337,9 +416,10 @@ def report(name, units, queries, tokens, times, first_loss, peak):
         "ms": times,
         "tokens_per_s": tokens / (median / 1e3),
         "peak_rss_mib": peak,
+        "peak_gpu_mib": peak_gpu_mib(),
         "first_loss": first_loss,
         "device": DEVICE.type,
-        "precision": PRECISION,
+        "precision": precision or PRECISION,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
     }), flush=True)
@@ -350,6 +430,12 @@ def main():
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     threads = int(os.environ.get("THREADS", torch.get_num_threads()))
     torch.set_num_threads(threads)
+    set_precision(spec)
+    if spec.get("pairs"):
+        times, first_loss, peak = run_pairs(spec, steps)
+        batch = spec["pairs"]["batch"]
+        tokens = sum(len(r) for r in batch["queries"]) + sum(len(r) for r in batch["passages"])
+        report(spec["pairs"]["name"], len(batch["passages"]), len(batch["queries"]), tokens, times, first_loss, peak)
     for case in spec["cases"]:
         times, first_loss, peak = run_case(spec, case, steps)
         batch = case["batch"]
@@ -359,7 +445,9 @@ def main():
         times, first_loss, peak = run_rerank(spec, steps)
         pairs = spec["rerank"]["batch"]["pairs"]
         group = spec["rerank"]["batch"]["group"]
-        report(spec["rerank"]["name"], len(pairs), len(pairs) // group, sum(len(r) for r in pairs), times, first_loss, peak)
+        # arbor's reranker trains in float32 whatever the file's precision.
+        float32 = "tf32" if torch.backends.cuda.matmul.allow_tf32 else "fp32"
+        report(spec["rerank"]["name"], len(pairs), len(pairs) // group, sum(len(r) for r in pairs), times, first_loss, peak, float32)
     for joint in spec.get("joints", []):
         times, first_loss, peak = run_joint(spec, joint, steps)
         documents = joint["step"]["documents"]

@@ -8,7 +8,7 @@
 # (default target/release/arbor); ARBOR_MODEL: an encoder folder (config.json, model.safetensors,
 # tokenizer.json) to read instead of all-MiniLM-L6-v2 fetched into $ARBOR_HOME (the GPU machine has no
 # network); ARBOR_CHECK_TIMEOUT: seconds any one run may take (default 600); ARBOR_CHECKS: which checks
-# to run (default "1 2 3 4 5"). The checks, cheapest first:
+# to run (default "1 2 3 4 5 6"). The checks, cheapest first:
 #   1. the encoder: `arbor embed` over the fixture's sentences, sentences a second, and the cosine of each
 #      GPU vector to the CPU's (the lowest printed);
 #   2. the fine-tuning step on the fixture's fixed batches (`arbor bench-step`,
@@ -22,7 +22,15 @@
 #      the CPU build's and every query's ranking the same (scripts/compare_runs.py);
 #   5. (run before 4) pooling and prompts: `arbor embed` of the tiny CLS fixture's sentences
 #      (models/tests/fixtures/tiny-bert-cls) as queries and as passages under CLS, last-token and mean
-#      pooling, each build against sentence-transformers' vectors in its expected.json.
+#      pooling, each build against sentence-transformers' vectors in its expected.json;
+#   6. (run before 4; issue 65) the field's large batch, where ARBOR_DATA holds squad-long
+#      (experiments/bench-step-pairs-squad.ron: 256 questions x 256-piece passages with a mined negative
+#      each, GradCache chunks of 64): the GPU build in float32 (TF32 products) and in bf16 autocast
+#      (`--precision bf16`) against PyTorch in TF32 and under bf16 autocast on the same batch: ms a step,
+#      peak GPU memory (nvidia-smi's, sampled every 0.1 s, above what was in use before), TFLOP/s and MFU
+#      against the card's FP32, TF32 and BF16 peaks; then the encoder's inference at batch 256, `arbor
+#      embed` against sentence-transformers on squad-long's sentences (the rate between 4,096 and 32,768
+#      sentences, so that loading is not counted).
 #
 # For a lent GPU machine (no network, at most 64 MiB carried; DEVELOPERS' device tool):
 #   scripts/gpu-check.sh pack      here: builds the CUDA binary (target/cuda) and packs into .gpu/ both builds
@@ -31,8 +39,9 @@
 #                                  and questions from $ARBOR_DATA (default ../shared/data; 1 MiB), for
 #                                  check 3: about 61 MiB; add /.gpu/ to .git/info/exclude
 #                                  ARBOR_PACK_BUILDS: which builds (default "cpu cuda"); ARBOR_PACK_CORPORA:
-#                                  whole corpora of $ARBOR_DATA to pack instead (e.g. "legalbench-rag-mini
-#                                  squad-long covid-qa", as one tar.xz: about 9 MiB for those three)
+#                                  whole corpora of $ARBOR_DATA to pack besides (e.g. "squad-long" for check
+#                                  6; "legalbench-rag-mini squad-long covid-qa", as one tar.xz: about 9 MiB
+#                                  for those three, contractnli's files then not packed apart)
 #   scripts/gpu-check.sh unpack    there: unpacks .gpu/ into /tmp/gpu-check (the weights widened back to
 #                                  float32, so both builds read the same numbers) and prints the variables
 #                                  (ARBOR_CPU, ARBOR_GPU, ARBOR_MODEL, ARBOR_DATA)
@@ -79,7 +88,8 @@ PY
     if [ -n "${ARBOR_PACK_CORPORA:-}" ]; then
         # shellcheck disable=SC2086 # a list of folder names
         tar -C "${ARBOR_DATA:-../shared/data}" -cJf .gpu/data.tar.xz $ARBOR_PACK_CORPORA
-    elif [ -d "$data" ]; then
+    fi
+    if [ -d "$data" ] && [[ " ${ARBOR_PACK_CORPORA:-} " != *" legalbench-rag-mini "* ]]; then
         mkdir -p .gpu/data/legalbench-rag-mini
         "$python" - "$data" .gpu/data/legalbench-rag-mini <<'PY'
 import json, os, sys
@@ -147,7 +157,7 @@ peak=""
 if command -v nvidia-smi > /dev/null; then
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | sed 's/^/gpu: /'
     case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
-        *H100* | *H200*) peak="67 495" ;;
+        *H100* | *H200*) peak="67 495 989" ;; # dense FP32, TF32, BF16 TFLOP/s (SXM)
     esac
 fi
 echo "cpu build: $cpu; gpu build: $gpu; $(nproc) cpus"
@@ -190,7 +200,7 @@ fi
 torch_device=""
 "$python" -c "import torch, transformers" 2> /dev/null && torch_device=$("$python" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 
-checks=" ${ARBOR_CHECKS:-1 2 3 4 5} "
+checks=" ${ARBOR_CHECKS:-1 2 3 4 5 6} "
 if [[ $checks == *" 1 "* ]]; then
 echo "== 1. the encoder, each build"
 "$python" -c "
@@ -213,8 +223,24 @@ print(f'lowest cosine of a gpu vector to the cpu one: {low:.6f}')
 assert low > 0.9999, 'the builds embed differently'" || status=1
 fi
 
-# The step on one experiment's fixed batches: each side named ($2...) times it (cpu, gpu: arbor's builds;
-# torch: PyTorch on the batches the last arbor side wrote), then one table.
+# Runs a command ($2...) while nvidia-smi samples the GPU's used memory every 0.1 s; writes the peak above
+# what was in use before it started (MiB) to the file $1 (nothing without nvidia-smi).
+with_gpu_peak() {
+    local file=$1 base poll rc=0
+    shift
+    command -v nvidia-smi > /dev/null || { "$@"; return; }
+    used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
+    base=$(used)
+    (peak=0; while :; do m=$(used); [ "$m" -gt "$peak" ] && peak=$m && echo $((peak - base)) > "$file"; sleep 0.1; done) &
+    poll=$!
+    "$@" || rc=$?
+    kill $poll 2> /dev/null; wait $poll 2> /dev/null || true
+    return $rc
+}
+
+# The step on one experiment's fixed batches: each side named ($2...) times it (cpu, gpu: arbor's builds,
+# with the arguments in bench_args; torch: PyTorch on the batches the last arbor side wrote), then one table.
+bench_args=()
 steps() {
     local name=$1 bench
     shift
@@ -226,10 +252,10 @@ steps() {
             [ -n "$torch_device" ] || continue
             [ "$side" = torch-tf32 ] && [ "$torch_device" != cuda ] && continue
             tf32=0; [ "$side" = torch-tf32 ] && tf32=1
-            DEVICE=$torch_device TF32=$tf32 timeout "$limit" "$python" scripts/bench_torch_step.py "$out/batches-$name.json" 5 > "$out/step-$name-$side.jsonl" || status=1
+            DEVICE=$torch_device TF32=$tf32 with_gpu_peak "$out/gpumem-$name-$side.txt" timeout "$limit" "$python" scripts/bench_torch_step.py "$out/batches-$name.json" 5 > "$out/step-$name-$side.jsonl" || status=1
             ;;
         *)
-            timeout "$limit" "$(bin_of "$side")" bench-step "$bench" --batches "$out/batches-$name.json" --steps 5 --cache "$out/cache-$name" > "$out/step-$name-$side.jsonl" || status=1
+            with_gpu_peak "$out/gpumem-$name-$side.txt" timeout "$limit" "$(bin_of "$side")" bench-step "$bench" --batches "$out/batches-$name.json" --steps 5 --cache "$out/cache-$name" "${bench_args[@]}" > "$out/step-$name-$side.jsonl" || status=1
             ;;
         esac
     done
@@ -241,15 +267,18 @@ def lines(side):
     return [json.loads(l) for l in open(path) if l.strip()] if os.path.exists(path) else []
 # PyTorch's step is the same batch: the same model FLOPs as arbor's.
 gflop_of = {r["case"]: r["gflop"] for side in ("cpu", "gpu") for r in lines(side)}
-print("| build | backend | case | ms a step | TFLOP/s | MFU FP32 | MFU TF32 | first loss |")
-print("|---|---|---|---|---|---|---|---|")
+def gpu_mib(side):
+    path = os.path.join(out, f"gpumem-{name}-{side}.txt")
+    return open(path).read().strip() if os.path.exists(path) else "-"
+print("| build | backend | case | ms a step | peak GPU MiB | TFLOP/s | MFU FP32 | MFU TF32 | MFU BF16 | first loss |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for side in ("cpu", "gpu", "torch", "torch-tf32"):
     for r in lines(side):
         tflops = gflop_of[r["case"]] / r["median_ms"]
         on_gpu = side == "gpu" or r.get("device") == "cuda"
-        mfu = [f"{100 * tflops / p:.1f} %" for p in peak] if peak and on_gpu else ["-", "-"]
+        mfu = [f"{100 * tflops / p:.1f} %" for p in peak] if peak and on_gpu else ["-", "-", "-"]
         backend = r.get("backend") or f"PyTorch {r.get('torch')} ({r.get('device', 'cpu')}, {r.get('precision', 'fp32')})"
-        print(f"| {side} | {backend} | {r['case']} | {r['median_ms']:.0f} | {tflops:.3f} | {mfu[0]} | {mfu[1]} | {r['first_loss']:.5f} |")
+        print(f"| {side} | {backend} | {r['case']} | {r['median_ms']:.0f} | {gpu_mib(side)} | {tflops:.3f} | {' | '.join(mfu)} | {r['first_loss']:.5f} |")
 PY
 }
 
@@ -296,6 +325,54 @@ for side, tolerance in (("cpu", 1e-5), ("gpu", 2e-3)):
             bad += [(side, mode, role)] if d >= tolerance else []
 assert not bad, f"pooled or prompted otherwise than sentence-transformers: {bad}"
 PY
+fi
+
+if [[ $checks != *" 6 "* ]]; then
+    :
+elif [ -d "${ARBOR_DATA:-}/squad-long" ]; then
+    echo "== 6. the large batch: 256 questions x 256-piece passages by GradCache, float32 and bf16, the GPU build and PyTorch"
+    # ARBOR_PAIRS_EXPERIMENT: another batch's experiment (a small one tries the check out on a CPU).
+    pairs=${ARBOR_PAIRS_EXPERIMENT:-experiments/bench-step-pairs-squad.ron}
+    bench_args=(--precision f32)
+    steps pairs-f32 "$pairs" gpu torch-tf32
+    bench_args=(--precision bf16)
+    steps pairs-bf16 "$pairs" gpu torch
+    bench_args=()
+    echo "== 6b. the encoder's inference at batch 256: the GPU build against sentence-transformers"
+    "$python" - "$ARBOR_DATA/squad-long/documents.jsonl" "$out" <<'PY'
+import json, re, sys
+sentences = []
+for line in open(sys.argv[1]):
+    sentences += [s.replace("\n", " ") for s in re.split(r"(?<=[.!?])\s+", json.loads(line)["text"]) if 20 <= len(s) <= 400]
+sentences = (sentences * (32768 // max(len(sentences), 1) + 1))[:32768]
+for n in (4096, 32768):
+    open(f"{sys.argv[2]}/sentences-{n}.txt", "w").write("\n".join(sentences[:n]) + "\n")
+PY
+    for n in 4096 32768; do
+        start=$(ms)
+        timeout "$limit" "$gpu" embed --input "$out/sentences-$n.txt" --batch-size 256 "${model_args[@]}" > /dev/null || status=1
+        eval "took_$n=$(($(ms) - start))"
+    done
+    # shellcheck disable=SC2154 # took_4096, took_32768: set by the eval above
+    echo "arbor (gpu build): $((28672 * 1000 / (took_32768 - took_4096 + 1))) sentences a second at batch 256 (4,096 in $(secs "$took_4096") s, 32,768 in $(secs "$took_32768") s)"
+    if [ -n "$torch_device" ]; then
+        "$python" - "$out" "${ARBOR_MODEL:-sentence-transformers/all-MiniLM-L6-v2}" "$torch_device" <<'PY' || status=1
+import sys, time
+from sentence_transformers import SentenceTransformer
+out, model, device = sys.argv[1:]
+st = SentenceTransformer(model, device=device)
+took = {}
+for n in (4096, 32768):
+    lines = open(f"{out}/sentences-{n}.txt").read().splitlines()
+    start = time.perf_counter()
+    st.encode(lines, batch_size=256)
+    took[n] = time.perf_counter() - start
+print(f"sentence-transformers ({device}): {28672 / (took[32768] - took[4096]):.0f} sentences a second at batch 256 "
+      f"(4,096 in {took[4096]:.3f} s, 32,768 in {took[32768]:.3f} s, the model loaded before)")
+PY
+    fi
+else
+    echo "== 6. skipped: no squad-long under ARBOR_DATA=${ARBOR_DATA:-}"
 fi
 
 [[ $checks == *" 4 "* ]] || { echo "gpu-check: checks$checks done"; exit "${status:-0}"; }

@@ -100,7 +100,8 @@ impl Artefact {
             // 13: `ARBOR_KERNELS=avx2` (models bert/avx2.rs: gemm's AVX2 + FMA microkernels on a processor with AVX-512, issue 64), gemm-common and gemm-f32 named in the manifests; by default nothing changed
             // 14: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
             // 15: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 15,
+            // 16: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 16,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -148,7 +149,8 @@ impl Artefact {
             // 49: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 50: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 51: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
-            Artefact::Raptor => 51,
+            // 52: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
+            Artefact::Raptor => 52,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -200,7 +202,8 @@ impl Artefact {
             // 52: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 53: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 54: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
-            Artefact::Trees => 54,
+            // 55: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
+            Artefact::Trees => 55,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -252,7 +255,8 @@ impl Artefact {
             // 49: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 50: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 51: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
-            Artefact::HeadWeights => 51,
+            // 52: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
+            Artefact::HeadWeights => 52,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -301,7 +305,8 @@ impl Artefact {
             // 50: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 51: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 52: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
-            Artefact::Reranker => 52,
+            // 53: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
+            Artefact::Reranker => 53,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -353,7 +358,8 @@ impl Artefact {
             // 54: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 55: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 56: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
-            Artefact::SproutRag => 56,
+            // 57: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
+            Artefact::SproutRag => 57,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -403,7 +409,8 @@ impl Artefact {
             // 53: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 54: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 55: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
-            Artefact::Compressor => 55,
+            // 56: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
+            Artefact::Compressor => 56,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -454,7 +461,8 @@ impl Artefact {
             // 54: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 55: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 56: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
-            Artefact::Dense => 56,
+            // 57: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
+            Artefact::Dense => 57,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -505,7 +513,8 @@ impl Artefact {
             // 54: the host's generator held while a seed draws and the target loads (models host.rs `holding`: two trainings or tests drawing at once each get their own seed's numbers; a test's draws had fallen between another's seeding and drawing); no behaviour changed in one training
             // 55: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 56: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
-            Artefact::Planner => 56,
+            // 57: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
+            Artefact::Planner => 57,
         }
     }
 

@@ -14,14 +14,20 @@
 //! `step_tokens`, its merge pairs, and the SLLM's and aggregation's initial weights for the other side;
 //! with the row's `docs_per_step` above 1 (issue 62), a second joint case over that many documents (the
 //! median and the next longer ones, each with its first `batch_size` questions), every other document's
-//! units in L_ret and the row's document term.
+//! units in L_ret and the row's document term. When the first `Dense` method draws its batches across
+//! documents (`negatives: Corpus(..)`, issue 65), the large-batch step instead of the one-document cases
+//! ([`arbor_trainers::bench::pairs`]): its `batch_size` questions, each with a passage of its positive unit
+//! and the units after it to the encoder's `max_seq_length`, and their mined negatives, by GradCache with
+//! its `grad_cache`. `--precision bf16` times every step in bf16 autocast (the CUDA build).
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use arbor_files::atomic_write;
 use arbor_models::DefaultBackend;
+use arbor_models::bert::Precision;
 use arbor_trainers::bench::joint::{FixedJointStep, JointStart, time_joint_steps};
+use arbor_trainers::bench::pairs::{FixedPairs, passage_docs, time_pairs_steps};
 use arbor_trainers::bench::rerank::{FixedRerankBatch, RerankHead, time_rerank_steps};
 use arbor_trainers::bench::{FixedBatch, Shape, StepTiming, step_flops, time_steps};
 use arbor_trainers::config::TrainConfig;
@@ -53,6 +59,18 @@ pub struct BenchStepArgs {
     /// (default: beside the batches file, its name with the extension `cache`)
     #[arg(long)]
     pub cache: Option<PathBuf>,
+    /// The encoder's arithmetic in every fine-tuning step timed (`F32` or `Bf16`: bf16 autocast, the CUDA
+    /// build only), instead of each method's `training.precision`
+    #[arg(long, value_parser = parse_precision)]
+    pub precision: Option<Precision>,
+}
+
+fn parse_precision(s: &str) -> Result<Precision, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "f32" | "float32" => Ok(Precision::F32),
+        "bf16" | "bfloat16" => Ok(Precision::Bf16),
+        _ => Err(format!("{s:?}: the precision is f32 or bf16")),
+    }
 }
 
 /// The batches file both sides read.
@@ -74,6 +92,21 @@ struct Batches<'a> {
     /// SproutRAG's joint steps (one document, then `docs_per_step` when above 1), when the experiment
     /// trains SproutRAG's SLLM with its encoder.
     joints: Vec<JointCase>,
+    /// The large-batch step, when the first Dense method draws its batches across documents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pairs: Option<PairsCase>,
+    /// The encoder's arithmetic in the dense, joint and large-batch steps (`F32` or `Bf16`).
+    precision: Precision,
+}
+
+/// The large-batch step as the other side runs it (issue 65): the questions and passages of the batch,
+/// the loss's targets and exclusions, GradCache's chunk; the dense step's tau, rate and optimizer.
+#[derive(Debug, Serialize)]
+struct PairsCase {
+    name: String,
+    /// Passages were cut at this many word pieces.
+    max_pieces: usize,
+    batch: FixedPairs,
 }
 
 /// SproutRAG's joint step as the other side runs it: its settings, the weights its new modules start
@@ -165,7 +198,8 @@ impl Timed<'_> {
 pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.steps > 0, "--steps must be at least 1");
     let exp = Experiment::load(&args.experiment)?;
-    let training = step_settings(&exp)?;
+    let mut training = step_settings(&exp)?;
+    training.precision = args.precision.unwrap_or(training.precision);
     let (corpus, _) = load_corpus(&exp)?;
     let Prepared { encoder, leaves, keys, .. } = prepare(&exp, &corpus)?;
     let cache = Cache::new(args.cache.clone().unwrap_or_else(|| args.batches.with_extension("cache")));
@@ -178,16 +212,33 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
     let names: Vec<&str> = by_doc.keys().map(|&d| corpus.documents[d].id.as_str()).collect();
     let (median, long) = median_and_longest(&docs, training.batch_size)
         .with_context(|| format!("no document of training split {:?} has a training query", training.split))?;
-    let plan = match training.step_tokens {
-        Some(_) => vec![
+    let plan = match (training.step_tokens, training.negatives.corpus()) {
+        // Batches across documents: the large-batch case alone, below.
+        (_, Some(_)) => vec![],
+        (Some(_), None) => vec![
             ("median document, window", median, training.step_tokens),
             ("median document, whole", median, None),
             ("long document, window", long, training.step_tokens),
         ],
-        None => vec![("median document, whole", median, None)],
+        (None, None) => vec![("median document, whole", median, None)],
     };
     let tune = pretrained(&ctx)?;
     let threads = rayon::current_num_threads();
+    let pairs = match training.negatives.corpus() {
+        Some(_) => {
+            let max_pieces = encoder.max_seq_length();
+            let passages = passage_docs(&docs, training.batch_size, max_pieces);
+            let (timing, batch) = time_pairs_steps::<Autodiff<DefaultBackend>>(&training, &corpus, &tune, &passages, args.steps)?;
+            let chunk = batch.chunk.map_or_else(|| "one pass".to_string(), |c| format!("GradCache chunks of {c}"));
+            let name = format!("{} questions x {max_pieces}-piece passages, {chunk}, {:?}", batch.queries.len(), training.precision);
+            let flops = step_flops(Shape::of(&tune.bert), training.frozen_layers.unwrap_or(0), &[&batch.queries, &batch.passages]);
+            // GradCache runs the encoder forward once more without a graph: a third more than the plain step's FLOPs.
+            let flops = flops * if batch.chunk.is_some() { 4.0 / 3.0 } else { 1.0 };
+            Timed::print(&name, threads, [batch.passages.len(), batch.queries.len(), batch.tokens()], &timing, flops)?;
+            Some(PairsCase { name, max_pieces, batch })
+        }
+        None => None,
+    };
     let mut cases = Vec::with_capacity(plan.len());
     for (name, d, step_tokens) in plan {
         let doc = &docs[d];
@@ -215,7 +266,8 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
         None => None,
     };
     let mut joints = Vec::new();
-    if let Some((config, sproutrag)) = joint {
+    if let Some((mut config, sproutrag)) = joint {
+        config.precision = args.precision.unwrap_or(config.precision);
         let mut sizes = vec![1];
         if config.docs_per_step > 1 {
             sizes.push(config.docs_per_step);
@@ -265,6 +317,8 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
         cases,
         rerank,
         joints,
+        pairs,
+        precision: training.precision,
     };
     atomic_write(&args.batches, serde_json::to_string(&file)?.as_bytes()).with_context(|| format!("cannot write {}", args.batches.display()))
 }

@@ -12,7 +12,7 @@ use burn::tensor::{Bool, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use tokenizers::Tokenizer;
 
-use crate::bert::{Bert, BertConfig, CpuBert, load_bert};
+use crate::bert::{Bert, BertConfig, CpuBert, Precision, load_bert};
 use crate::error::ModelError;
 use crate::hub::{ModelDir, ModelSource, resolve};
 use crate::pipeline::Pipeline;
@@ -318,8 +318,13 @@ pub fn pad_ids<B: Backend>(batch: &[&[u32]], device: &B::Device) -> (Tensor<B, 2
 /// # Shapes
 /// - returns `[rows, hidden]`
 pub fn pool_ids<B: Backend>(bert: &Bert<B>, rows: &[&[u32]], device: &B::Device, pooling: Pooling) -> Tensor<B, 2> {
+    pool_ids_in(bert, rows, device, pooling, Precision::F32)
+}
+
+/// [`pool_ids`] with the encoder's products in `precision` ([`Precision`]; the vectors are float32).
+pub fn pool_ids_in<B: Backend>(bert: &Bert<B>, rows: &[&[u32]], device: &B::Device, pooling: Pooling, precision: Precision) -> Tensor<B, 2> {
     let (ids, mask) = pad_ids::<B>(rows, device);
-    pooling.pool(bert.forward(ids, mask.clone(), false).hidden, mask)
+    pooling.pool(bert.forward_from_in(bert.embed(ids), mask.clone(), 0, false, precision).hidden, mask)
 }
 
 /// `max_seq_length` from sentence_bert_config.json, when the directory has one.

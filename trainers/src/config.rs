@@ -5,6 +5,7 @@
 //! validation split (`data.validation` in the experiment), never a test document.
 
 use arbor_datasets::merge_pairs::MergePairs;
+use arbor_models::bert::Precision;
 use serde::{Deserialize, Serialize};
 
 pub use crate::negatives::Negatives;
@@ -100,6 +101,10 @@ pub struct TrainConfig {
     /// `schedule.epochs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_steps: Option<usize>,
+    /// The fine-tuned encoder's arithmetic in a step: `F32` (the default) or `Bf16`, bf16 autocast with
+    /// float32 master weights and loss (`arbor_models::bert::Precision`; the CUDA build only).
+    #[serde(default, skip_serializing_if = "Precision::is_f32")]
+    pub precision: Precision,
 }
 
 impl Default for TrainConfig {
@@ -129,6 +134,7 @@ impl Default for TrainConfig {
             frozen_layers: None,
             train_queries: None,
             min_steps: None,
+            precision: Precision::F32,
         }
     }
 }
@@ -192,6 +198,9 @@ impl TrainConfig {
                     .into());
             }
             _ => {}
+        }
+        if !self.precision.is_f32() && self.freeze_encoder {
+            return Err("training.precision sets the fine-tuned encoder's arithmetic: it needs freeze_encoder: false".into());
         }
         if self.min_steps.is_some() && self.schedule.devices.is_some() {
             return Err("training.min_steps is read by arbor's own loop, not by the Learner over schedule.devices: set one".into());

@@ -4,9 +4,11 @@
 use std::path::Path;
 
 use arbor_datasets::{Corpus, DocSpan, Document, Span};
-use arbor_models::bert::load_bert;
+use arbor_models::bert::{BertConfig, load_bert};
+use arbor_models::pooling::Pooling;
 use arbor_models::{DefaultBackend, EncoderConfig, ModelSource, SentenceEncoder};
 use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
 
 use crate::data::{TrainDoc, TrainQuery};
 use crate::encoder::FineTune;
@@ -21,12 +23,28 @@ pub struct Lease {
     pub dim: usize,
 }
 
+/// The pretrained encoder (all-MiniLM-L6-v2) ready to fine-tune on backend `B`.
+pub fn tune<B: Backend>() -> FineTune<B> {
+    let encoder = SentenceEncoder::<DefaultBackend>::load(&EncoderConfig::default(), &Default::default()).unwrap();
+    let dir = arbor_models::hub::resolve(&ModelSource::AllMiniLmL6V2).unwrap();
+    let bert = load_bert(&encoder.config, &dir.path.join("model.safetensors"), &Default::default()).unwrap();
+    FineTune { bert, layer_norm_eps: encoder.config.layer_norm_eps, pooling: encoder.pipeline.pooling }
+}
+
+/// A small random BERT (hidden 32, two blocks, four heads, a vocabulary of 300: the pooling fixture of
+/// arbor-models, made by scripts/make_pooling_fixture.py) ready to fine-tune, mean-pooled: for steps at
+/// the field's batch sizes that a test can afford.
+pub fn tiny<B: Backend>() -> FineTune<B> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/tests/fixtures/tiny-bert-cls");
+    let config: BertConfig = serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+    let bert = load_bert(&config, &dir.join("model.safetensors"), &Default::default()).unwrap();
+    FineTune { bert, layer_norm_eps: config.layer_norm_eps, pooling: Pooling::Mean }
+}
+
 pub fn lease() -> Lease {
     let device = Default::default();
     let encoder = SentenceEncoder::<DefaultBackend>::load(&EncoderConfig::default(), &device).unwrap();
-    let dir = arbor_models::hub::resolve(&ModelSource::AllMiniLmL6V2).unwrap();
-    let bert = load_bert(&encoder.config, &dir.path.join("model.safetensors"), &device).unwrap();
-    let tune = FineTune { bert, layer_norm_eps: encoder.config.layer_norm_eps, pooling: encoder.pipeline.pooling };
+    let tune = tune();
     let texts = [
         "The tenant pays the rent on the first day of each month.",
         "The landlord repairs the roof and the heating.",

@@ -226,6 +226,50 @@ fn bench_step_writes_the_batches_it_timed() {
     assert!(first > 0.0 && first.is_finite(), "{first}");
 }
 
+/// The large-batch case (issue 65): a Dense method drawing batches across documents gives one step of its
+/// `batch_size` questions, each with a passage of at most the encoder's 256 word pieces, by GradCache in
+/// its chunks; the file holds that batch (its targets each question's own passage, exclusions naming real
+/// rows) and no one-document case; `--precision bf16` is refused by the CPU build, naming it.
+#[test]
+fn bench_step_times_the_large_batch_across_documents() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = short_articles(tmp.path(), 1200);
+    let ron = tmp.path().join("bench.ron");
+    let experiment = format!(
+        r#"Experiment(name: "bench", data: (format: Jsonl, path: {:?}, split: Some("test")), units: (max_sentences: 1),
+             methods: [Dense((training: (batch_size: 6, freeze_encoder: false, negatives: Corpus((mine: Bm25, per_query: 1)), grad_cache: Some(4))))])"#,
+        corpus.display().to_string()
+    );
+    std::fs::write(&ron, experiment).unwrap();
+    let batches = tmp.path().join("batches.json");
+    let args = ["bench-step", ron.to_str().unwrap(), "--batches", batches.to_str().unwrap(), "--steps", "1"];
+    let said = crate::common::ok(&args);
+    let line: serde_json::Value = serde_json::from_str(said.trim()).unwrap();
+    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&batches).unwrap()).unwrap();
+    assert_eq!((file["cases"].as_array().unwrap().len(), file["precision"].as_str()), (0, Some("F32")));
+    let (pairs, batch) = (&file["pairs"], &file["pairs"]["batch"]);
+    assert_eq!(line["case"], pairs["name"]);
+    let len = |v: &serde_json::Value| v.as_array().unwrap().len();
+    let (queries, passages) = (len(&batch["queries"]), len(&batch["passages"]));
+    assert!((2..=6).contains(&queries) && passages >= queries, "{queries} questions, {passages} passages");
+    assert!(pairs["name"].as_str().unwrap().starts_with(&format!("{queries} questions x 256-piece passages, GradCache chunks of 4")));
+    assert_eq!((pairs["max_pieces"].as_u64(), batch["chunk"].as_u64()), (Some(256), Some(4)));
+    assert!(batch["passages"].as_array().unwrap().iter().all(|p| len(p) <= 256));
+    let targets: Vec<u64> = batch["targets"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).collect();
+    assert_eq!(targets, (0..queries as u64).collect::<Vec<_>>(), "each question's own passage, in order");
+    for pair in batch["excluded"].as_array().unwrap() {
+        let (q, p) = (pair[0].as_u64().unwrap(), pair[1].as_u64().unwrap());
+        assert!((q as usize) < queries && (p as usize) < passages && targets[q as usize] != p);
+    }
+    let pieces: usize = ["queries", "passages"].iter().flat_map(|side| batch[side].as_array().unwrap()).map(len).sum();
+    assert_eq!(line["tokens"].as_u64().unwrap() as usize, pieces);
+    let first = line["first_loss"].as_f64().unwrap();
+    assert!(first > 0.0 && first < (passages as f64).ln() + 1.0, "{first}");
+    let out = crate::common::arbor(&[&args[..], &["--precision", "bf16"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("bf16") && err.contains("ndarray"), "{err}");
+}
+
 /// `arbor export`: the fine-tuned Dense row's encoder as a sentence-transformers folder, read back by arbor
 /// through `model: Dir(...)`: Flat over the export ranks every query exactly as the row did (and not as
 /// Flat over the pretrained encoder, so the weights written are the fine-tuned ones). A row whose

@@ -8,7 +8,7 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor, TensorData};
 
-use super::{Bert, CpuBert};
+use super::{Bert, CpuBert, Precision};
 use crate::pooling::Pooling;
 
 /// The frozen lower part of an encoder: the embeddings and its first `layers` blocks.
@@ -48,6 +48,11 @@ impl FrozenLayers {
     /// # Shapes
     /// - returns `[rows, hidden]`
     pub fn pool<B: Backend>(&self, bert: &Bert<B>, rows: &[&[u32]], device: &B::Device, pooling: Pooling) -> Tensor<B, 2> {
+        self.pool_in(bert, rows, device, pooling, Precision::F32)
+    }
+
+    /// [`Self::pool`] with the trainable blocks' products in `precision`.
+    pub fn pool_in<B: Backend>(&self, bert: &Bert<B>, rows: &[&[u32]], device: &B::Device, pooling: Pooling, precision: Precision) -> Tensor<B, 2> {
         let h = self.lower.hidden();
         let states = self.lower.forward(rows); // [sum of lengths, hidden], end to end
         let len = rows.iter().map(|r| r.len()).max().unwrap_or(0);
@@ -61,7 +66,7 @@ impl FrozenLayers {
         }
         let x = Tensor::<B, 3>::from_data(TensorData::new(padded, [rows.len(), len, h]), device);
         let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(mask, [rows.len(), len]), device);
-        pooling.pool(bert.forward_from(x, mask.clone(), self.layers, false).hidden, mask)
+        pooling.pool(bert.forward_from_in(x, mask.clone(), self.layers, false, precision).hidden, mask)
     }
 }
 

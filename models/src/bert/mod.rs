@@ -12,6 +12,7 @@ pub mod config;
 pub mod cpu;
 pub mod frozen;
 pub mod model;
+pub mod precision;
 mod tape;
 pub mod weights;
 
@@ -19,4 +20,5 @@ pub use config::BertConfig;
 pub use cpu::CpuBert;
 pub use frozen::FrozenLayers;
 pub use model::{Bert, BertOutput};
+pub use precision::Precision;
 pub use weights::load_bert;

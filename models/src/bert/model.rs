@@ -6,6 +6,8 @@ use burn::tensor::activation::{gelu, softmax};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Int, Tensor};
 
+use super::Precision;
+
 /// Word, position and token-type embeddings, summed and layer-normalised (BertEmbeddings).
 #[derive(Module, Debug)]
 pub struct BertEmbeddings<B: Backend> {
@@ -83,11 +85,24 @@ impl<B: Backend> Bert<B> {
     /// - `x`: `[batch, tokens, hidden]`; `mask`: `[batch, tokens]`, true on real tokens
     /// - returns as [`Self::forward`], the attentions of layers `from..` only
     pub fn forward_from(&self, x: Tensor<B, 3>, mask: Tensor<B, 2, Bool>, from: usize, with_attention: bool) -> BertOutput<B> {
+        self.forward_from_in(x, mask, from, with_attention, Precision::F32)
+    }
+
+    /// [`Self::forward_from`] with the blocks' products in `precision` ([`Precision`]); `x` and the
+    /// returned states and attentions are float32.
+    pub fn forward_from_in(
+        &self,
+        x: Tensor<B, 3>,
+        mask: Tensor<B, 2, Bool>,
+        from: usize,
+        with_attention: bool,
+        precision: Precision,
+    ) -> BertOutput<B> {
         let key_bias = padding_bias(mask);
         let mut x = x;
         let mut attentions = Vec::new();
         for layer in &self.layers[from..] {
-            let (out, probs) = layer.forward(x, key_bias.clone());
+            let (out, probs) = layer.forward_in(x, key_bias.clone(), precision);
             x = out;
             if with_attention {
                 attentions.push(probs);
@@ -140,20 +155,28 @@ impl<B: Backend> BertLayer<B> {
     ///   (padding) or `[batch, 1, tokens, tokens]` (padding and causality)
     /// - returns `[batch, tokens, hidden]` and the probabilities `[batch, heads, tokens, tokens]`
     pub fn forward(&self, x: Tensor<B, 3>, key_bias: Tensor<B, 4>) -> (Tensor<B, 3>, Tensor<B, 4>) {
+        self.forward_in(x, key_bias, Precision::F32)
+    }
+
+    /// [`Self::forward`] with the products in `precision`: under bf16 the six linear layers and the two
+    /// attention products take bf16 operands, the scores' scaling, the padding bias, the softmax, the
+    /// residual sums and the layer norms float32 (as autocast runs BertSelfAttention and BertOutput).
+    pub fn forward_in(&self, x: Tensor<B, 3>, key_bias: Tensor<B, 4>, precision: Precision) -> (Tensor<B, 3>, Tensor<B, 4>) {
+        let p = precision;
         let [batch, tokens, hidden] = x.dims();
         let head_dim = hidden / self.num_heads;
         // Linear layers see all tokens of the batch as one matrix: one large matrix product per weight
         // instead of one per sequence.
         let x = x.reshape([batch * tokens, hidden]); // [batch * tokens, hidden]
         let split = |t: Tensor<B, 2>| t.reshape([batch, tokens, self.num_heads, head_dim]).swap_dims(1, 2);
-        let q = split(self.query.forward(x.clone())); // [batch, heads, tokens, head_dim]
-        let k = split(self.key.forward(x.clone()));
-        let v = split(self.value.forward(x.clone()));
-        let scores = q.matmul(k.transpose()) / (head_dim as f64).sqrt() + key_bias; // [batch, heads, tokens, tokens]
+        let q = split(p.linear(&self.query, x.clone())); // [batch, heads, tokens, head_dim]
+        let k = split(p.linear(&self.key, x.clone()));
+        let v = split(p.linear(&self.value, x.clone()));
+        let scores = p.high(q.matmul(k.transpose())) / (head_dim as f64).sqrt() + key_bias; // [batch, heads, tokens, tokens]
         let probs = softmax(scores, 3);
-        let context = probs.clone().matmul(v).swap_dims(1, 2).reshape([batch * tokens, hidden]);
-        let x = self.attention_norm.forward(self.attention_output.forward(context) + x);
-        let ff = self.output.forward(gelu(self.intermediate.forward(x.clone())));
+        let context = p.low(probs.clone()).matmul(v).swap_dims(1, 2).reshape([batch * tokens, hidden]);
+        let x = self.attention_norm.forward(p.high(p.linear(&self.attention_output, context)) + x);
+        let ff = p.high(p.linear(&self.output, gelu(p.linear(&self.intermediate, x.clone()))));
         (self.output_norm.forward(ff + x).reshape([batch, tokens, hidden]), probs)
     }
 }

@@ -181,7 +181,7 @@ pub fn time_joint_steps<B: AutodiffBackend>(
         anyhow::ensure!(!doc.ids.is_empty() && queries.iter().all(|&q| q < doc.queries.len()), "a document holds no token ids or those queries");
     }
     let device = Default::default();
-    let encoder = StepEncoder::new(tune, config.frozen_layers)?;
+    let encoder = StepEncoder::of(tune, config)?;
     let dim = tune.bert.embeddings.word_embeddings.weight.dims()[1];
     let model = initial(config, model_config, aggregation, (dim, vocab), Some(tune.bert.clone()), &device)?;
     let start = JointStart::of(&model);

@@ -9,6 +9,7 @@
 //! vectors, with the loss's candidate rows, so that another framework can run exactly the same step.
 
 pub mod joint;
+pub mod pairs;
 pub mod rerank;
 
 use std::time::Instant;
@@ -155,7 +156,7 @@ pub fn time_steps<B: AutodiffBackend>(
     anyhow::ensure!(config.hard_negatives, "the step benchmark reads the document's other units as negatives: training.hard_negatives must be true");
     anyhow::ensure!(!doc.ids.is_empty() && queries.iter().all(|&q| q < doc.queries.len()), "the document holds no token ids or those queries");
     let device = Default::default();
-    let encoder = StepEncoder::new(tune, config.frozen_layers)?;
+    let encoder = StepEncoder::of(tune, config)?;
     let dim = tune.bert.embeddings.word_embeddings.weight.dims()[1];
     let model = arbor_models::dense::DenseModel::new(dim, Some(tune.bert.clone()), &device);
     let mut optim = crate::skeleton::optimizer(&config.schedule).init();

@@ -69,7 +69,7 @@ pub fn train<B: AutodiffBackend>(
         if encoder.is_some() { "" } else { "not " }
     );
     let fine_tune = encoder.is_some();
-    let step_encoder = encoder.as_ref().map(|tune| StepEncoder::new(tune, config.frozen_layers)).transpose()?;
+    let step_encoder = encoder.as_ref().map(|tune| StepEncoder::of(tune, config)).transpose()?;
     let model = initial(config, model_config, aggregation, dims, encoder.map(|tune| tune.bert), &device)?;
     let groups = groups::<B>(config, fine_tune);
     let max_tokens = model_config.vae.map_or(0, |v| v.max_tokens);
