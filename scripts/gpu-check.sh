@@ -30,7 +30,7 @@
 #      peak GPU memory (nvidia-smi's, sampled every 0.1 s, above what was in use before), TFLOP/s and MFU
 #      against the card's FP32, TF32 and BF16 peaks; then the encoder's inference at batch 256, `arbor
 #      embed` against sentence-transformers on squad-long's sentences (the rate between 4,096 and 32,768
-#      sentences, so that loading is not counted).
+#      sentences, ARBOR_EMBED_SENTENCES, so that loading is not counted).
 #
 # For a lent GPU machine (no network, at most 64 MiB carried; DEVELOPERS' device tool):
 #   scripts/gpu-check.sh pack      here: builds the CUDA binary (target/cuda) and packs into .gpu/ both builds
@@ -339,36 +339,38 @@ elif [ -d "${ARBOR_DATA:-}/squad-long" ]; then
     steps pairs-bf16 "$pairs" gpu torch
     bench_args=()
     echo "== 6b. the encoder's inference at batch 256: the GPU build against sentence-transformers"
-    "$python" - "$ARBOR_DATA/squad-long/documents.jsonl" "$out" <<'PY'
+    # ARBOR_EMBED_SENTENCES: the two counts whose difference the rate is read over.
+    read -r few many <<< "${ARBOR_EMBED_SENTENCES:-4096 32768}"
+    "$python" - "$ARBOR_DATA/squad-long/documents.jsonl" "$out" "$few" "$many" <<'PY'
 import json, re, sys
 sentences = []
 for line in open(sys.argv[1]):
     sentences += [s.replace("\n", " ") for s in re.split(r"(?<=[.!?])\s+", json.loads(line)["text"]) if 20 <= len(s) <= 400]
-sentences = (sentences * (32768 // max(len(sentences), 1) + 1))[:32768]
-for n in (4096, 32768):
-    open(f"{sys.argv[2]}/sentences-{n}.txt", "w").write("\n".join(sentences[:n]) + "\n")
+sentences = (sentences * (int(sys.argv[4]) // max(len(sentences), 1) + 1))[:int(sys.argv[4])]
+for n in sys.argv[3:5]:
+    open(f"{sys.argv[2]}/sentences-{n}.txt", "w").write("\n".join(sentences[:int(n)]) + "\n")
 PY
-    for n in 4096 32768; do
+    took=()
+    for n in $few $many; do
         start=$(ms)
         timeout "$limit" "$gpu" embed --input "$out/sentences-$n.txt" --batch-size 256 "${model_args[@]}" > /dev/null || status=1
-        eval "took_$n=$(($(ms) - start))"
+        took+=($(($(ms) - start)))
     done
-    # shellcheck disable=SC2154 # took_4096, took_32768: set by the eval above
-    echo "arbor (gpu build): $((28672 * 1000 / (took_32768 - took_4096 + 1))) sentences a second at batch 256 (4,096 in $(secs "$took_4096") s, 32,768 in $(secs "$took_32768") s)"
+    echo "arbor (gpu build): $(((many - few) * 1000 / (took[1] - took[0] + 1))) sentences a second at batch 256 ($few in $(secs "${took[0]}") s, $many in $(secs "${took[1]}") s)"
     if [ -n "$torch_device" ]; then
-        "$python" - "$out" "${ARBOR_MODEL:-sentence-transformers/all-MiniLM-L6-v2}" "$torch_device" <<'PY' || status=1
+        "$python" - "$out" "${ARBOR_MODEL:-sentence-transformers/all-MiniLM-L6-v2}" "$torch_device" "$few" "$many" <<'PY' || status=1
 import sys, time
 from sentence_transformers import SentenceTransformer
-out, model, device = sys.argv[1:]
+out, model, device, few, many = sys.argv[1:]
 st = SentenceTransformer(model, device=device)
 took = {}
-for n in (4096, 32768):
+for n in (few, many):
     lines = open(f"{out}/sentences-{n}.txt").read().splitlines()
     start = time.perf_counter()
     st.encode(lines, batch_size=256)
     took[n] = time.perf_counter() - start
-print(f"sentence-transformers ({device}): {28672 / (took[32768] - took[4096]):.0f} sentences a second at batch 256 "
-      f"(4,096 in {took[4096]:.3f} s, 32,768 in {took[32768]:.3f} s, the model loaded before)")
+print(f"sentence-transformers ({device}): {(int(many) - int(few)) / (took[many] - took[few]):.0f} sentences a second at batch 256 "
+      f"({few} in {took[few]:.3f} s, {many} in {took[many]:.3f} s, the model loaded before)")
 PY
     fi
 else

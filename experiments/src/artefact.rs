@@ -101,7 +101,8 @@ impl Artefact {
             // 14: the encoder's element-wise passes of the hand-written backward pass at the processor's width and an AVX-512 version of each beside the AVX2 one (models bert/cpu.rs `multiversion!`, following ARBOR_KERNELS; the softmax's loop inside its target features), models/build.rs records the crate's opt-level for the encoder benchmark, the step benchmark over several documents (trainers bench/joint.rs `FixedJointStep`; issues 62 and 64): the same floats, no behaviour changed
             // 15: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 16: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 16,
+            // 17: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 17,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -150,7 +151,8 @@ impl Artefact {
             // 50: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 51: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 52: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
-            Artefact::Raptor => 52,
+            // 53: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
+            Artefact::Raptor => 53,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -203,7 +205,8 @@ impl Artefact {
             // 53: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 54: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 55: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
-            Artefact::Trees => 55,
+            // 56: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
+            Artefact::Trees => 56,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -256,7 +259,8 @@ impl Artefact {
             // 50: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 51: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 52: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
-            Artefact::HeadWeights => 52,
+            // 53: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
+            Artefact::HeadWeights => 53,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -306,7 +310,8 @@ impl Artefact {
             // 51: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 52: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 53: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
-            Artefact::Reranker => 53,
+            // 54: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
+            Artefact::Reranker => 54,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -359,7 +364,8 @@ impl Artefact {
             // 55: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 56: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 57: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
-            Artefact::SproutRag => 57,
+            // 58: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
+            Artefact::SproutRag => 58,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -410,7 +416,8 @@ impl Artefact {
             // 54: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 55: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 56: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
-            Artefact::Compressor => 56,
+            // 57: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
+            Artefact::Compressor => 57,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -462,7 +469,8 @@ impl Artefact {
             // 55: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 56: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 57: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
-            Artefact::Dense => 57,
+            // 58: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
+            Artefact::Dense => 58,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -514,7 +522,8 @@ impl Artefact {
             // 55: review: SproutRAG's served trees reuse `rows`, the index's record of a trained row made in one piece (library trained.rs `Servable`); no behaviour changed
             // 56: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 57: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
-            Artefact::Planner => 57,
+            // 58: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
+            Artefact::Planner => 58,
         }
     }
 

@@ -84,3 +84,59 @@ pub(super) fn held_out<B: Backend>(model: &DenseModel<B>, vectors: &Vectors<B>, 
     let queries: Vec<&TrainQuery> = doc.queries.iter().collect();
     (model.embed(vectors.all_units(doc, device)), model.embed(vectors.queries(&queries, device)))
 }
+
+/// On burn-flex, which computes in bf16 as burn-cuda does; left out of a build with Burn's collectives
+/// (`ddp`), where every autodiff backend must be distributed and burn-flex is not.
+#[cfg(all(test, not(feature = "ddp")))]
+mod tests {
+    use burn::backend::Autodiff;
+    use burn::optim::GradientsParams;
+    use burn_flex::Flex;
+
+    use super::*;
+    use crate::encoder::StepEncoder;
+    use arbor_models::DefaultBackend;
+    use arbor_models::bert::Precision;
+
+    /// The dense step on the fixture's batch (the lease's two questions against its five units, the
+    /// pretrained all-MiniLM-L6-v2 fine-tuned whole) under `training.precision: Bf16` on a backend that
+    /// computes in bf16 (burn-flex here, burn-cuda on a GPU): the loss within 1 % of the float32 step's and
+    /// not equal to it, the gradient of a block's weight within cosine 0.99 of float32's. The default CPU
+    /// build (which cannot compute in bf16: arbor-models' test) refuses the setting before a step, naming the
+    /// build; a frozen encoder cannot take it.
+    #[test]
+    fn the_bf16_step_is_near_the_float32_step_where_the_backend_computes_in_bf16() {
+        type F = Autodiff<Flex>;
+        let crate::fixtures::Lease { docs, dim, .. } = crate::fixtures::lease();
+        let tune = crate::fixtures::tune::<F>();
+        let device = Default::default();
+        let model = DenseModel::new(dim, Some(tune.bert.clone()), &device);
+        let queries = [0, 1];
+        let part = [Part { doc: &docs[0], queries: &queries }];
+        let step = |precision: Precision| {
+            let config = TrainConfig { batch_size: 2, freeze_encoder: false, precision, ..TrainConfig::default() };
+            config.check().unwrap();
+            let encoder = StepEncoder::of(&tune, &config).unwrap();
+            let vectors = Vectors::step(Some(&encoder), model.encoder.as_ref());
+            let (loss, _) = plain_loss(&model, &vectors, &config, &part, None, &device);
+            let value: f32 = loss.clone().into_scalar();
+            let mut grads = loss.backward();
+            let grads = GradientsParams::from_module(&mut grads, &model);
+            let weight = &model.encoder.as_ref().unwrap().layers[5].intermediate.weight;
+            (value, grads.get::<Flex, 2>(weight.id).expect("a trained weight has a gradient").into_data().to_vec::<f32>().unwrap())
+        };
+        let ((l32, g32), (l16, g16)) = (step(Precision::F32), step(Precision::Bf16));
+        assert!(l16 != l32 && (l16 - l32).abs() <= 0.01 * l32.abs(), "bf16 loss {l16} against float32's {l32}");
+        let dot: f32 = g32.iter().zip(&g16).map(|(a, b)| a * b).sum();
+        let norm = |g: &[f32]| g.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let cosine = dot / (norm(&g32) * norm(&g16));
+        assert!(cosine >= 0.99, "bf16 gradient at cosine {cosine} of float32's");
+
+        let bf16 = TrainConfig { freeze_encoder: false, precision: Precision::Bf16, ..TrainConfig::default() };
+        if !Precision::Bf16.supported::<Autodiff<DefaultBackend>>(&Default::default()) {
+            let refused = StepEncoder::of(&crate::fixtures::tune::<Autodiff<DefaultBackend>>(), &bf16).unwrap_err().to_string();
+            assert!(refused.contains("bf16") && refused.contains(arbor_models::backend::NAME), "{refused}");
+        }
+        assert!(TrainConfig { freeze_encoder: true, ..bf16 }.check().unwrap_err().contains("freeze_encoder: false"));
+    }
+}
