@@ -102,7 +102,8 @@ impl Artefact {
             // 15: one refusal of a build slower than users run for the encoder and scale benchmarks (models processor.rs `ensure_release_build`); no behaviour changed
             // 16: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
             // 17: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 17,
+            // 18: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 18,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -152,7 +153,8 @@ impl Artefact {
             // 51: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 52: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
             // 53: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
-            Artefact::Raptor => 53,
+            // 54: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
+            Artefact::Raptor => 54,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -206,7 +208,8 @@ impl Artefact {
             // 54: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 55: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
             // 56: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
-            Artefact::Trees => 56,
+            // 57: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
+            Artefact::Trees => 57,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -260,7 +263,8 @@ impl Artefact {
             // 51: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 52: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
             // 53: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
-            Artefact::HeadWeights => 53,
+            // 54: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
+            Artefact::HeadWeights => 54,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -311,7 +315,8 @@ impl Artefact {
             // 52: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 53: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
             // 54: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
-            Artefact::Reranker => 54,
+            // 55: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
+            Artefact::Reranker => 55,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -365,7 +370,8 @@ impl Artefact {
             // 56: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 57: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
             // 58: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
-            Artefact::SproutRag => 58,
+            // 59: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
+            Artefact::SproutRag => 59,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -417,7 +423,8 @@ impl Artefact {
             // 55: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 56: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
             // 57: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
-            Artefact::Compressor => 57,
+            // 58: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
+            Artefact::Compressor => 58,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -470,7 +477,8 @@ impl Artefact {
             // 56: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 57: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
             // 58: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
-            Artefact::Dense => 58,
+            // 59: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
+            Artefact::Dense => 59,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -523,7 +531,8 @@ impl Artefact {
             // 56: the methods' serving over a stored index may go through the approximate index it keeps (methods `Serving.neighbours`, Flat's serve; issue 63: `arbor index --approximate`, store approximate.rs); no behaviour changed
             // 57: training.precision (issue 65: bf16 autocast in Burn's BERT forward, models bert precision.rs; the step encoder's precision, trainers encoder.rs `StepEncoder::of`), the CPU build's pass without a graph (GradCache's first) through the inference kernel, the dense trainer's corpus-wide task for the large-batch benchmark (`corpus_task`, bench pairs.rs); float32 steps unchanged, GradCache's first pass on the CPU to float rounding
             // 58: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
-            Artefact::Planner => 58,
+            // 59: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
+            Artefact::Planner => 59,
         }
     }
 

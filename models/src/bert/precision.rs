@@ -72,7 +72,8 @@ impl Precision {
 
 /// On burn-flex, which computes in bf16 as burn-cuda does; left out of a build with Burn's collectives
 /// (`ddp`), where every autodiff backend must be distributed and burn-flex is not.
-#[cfg(all(test, not(feature = "ddp")))]
+#[cfg(test)]
+#[cfg(not(feature = "ddp"))]
 mod tests {
     use std::path::PathBuf;
 
@@ -151,7 +152,8 @@ mod tests {
     }
 }
 
-#[cfg(all(test, not(any(feature = "cuda", feature = "wgpu"))))]
+#[cfg(test)]
+#[cfg(not(any(feature = "cuda", feature = "wgpu")))]
 mod cpu_build {
     use burn::backend::Autodiff;
 

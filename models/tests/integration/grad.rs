@@ -71,6 +71,9 @@ fn the_hand_written_backward_pass_gives_burns_gradients() {
         let what = format!("{pooling:?} above {frozen:?} frozen blocks");
         assert!(worst(&burn_values, &hand_values) < 1e-5, "{what}: pooled vectors differ by {}", worst(&burn_values, &hand_values));
         assert_eq!(burn_grads.len(), hand_grads.len());
+        // The largest gradient entry on Burn's path: a parameter whose gradient is itself rounding below
+        // it (a key's bias) is held to agree to that rounding.
+        let largest = burn_grads.iter().flatten().fold(0.0f32, |m, x| m.max(x.abs()));
         let mut trained = 0;
         for (i, (b, h)) in burn_grads.iter().zip(&hand_grads).enumerate() {
             assert_eq!(b.len(), h.len(), "{what}: parameter {i} has a gradient on one path only");
@@ -85,9 +88,12 @@ fn the_hand_written_backward_pass_gives_burns_gradients() {
             // while its forward pass is the exact erf GELU; the hand-written pass takes the exact
             // derivative, as PyTorch does. That alone puts the two 1e-4 to 2e-3 apart (relative to the
             // gradient's norm) below the last block; with the tanh derivative in both they agree to
-            // 1e-5 to 1.2e-4. A key's bias has no gradient (softmax does not see it): both are rounding.
+            // 1e-5 to 1.2e-4. A key's bias has no gradient (softmax does not see it): both are rounding,
+            // whose size follows the order of the sums (2.0e-5 apart since stop 74, both under 1e-4 of
+            // the largest entry).
+            let rounding = b.iter().chain(h).fold(0.0f32, |m, x| m.max(x.abs())) <= 1e-4 * largest;
             assert!(
-                relative <= 3e-3 || off <= 1e-5,
+                relative <= 3e-3 || off <= 1e-5 || rounding,
                 "{what}: parameter {i}'s gradient off by {relative:.2e} of its norm (largest entry off by {off})"
             );
         }

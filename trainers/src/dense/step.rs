@@ -87,7 +87,8 @@ pub(super) fn held_out<B: Backend>(model: &DenseModel<B>, vectors: &Vectors<B>, 
 
 /// On burn-flex, which computes in bf16 as burn-cuda does; left out of a build with Burn's collectives
 /// (`ddp`), where every autodiff backend must be distributed and burn-flex is not.
-#[cfg(all(test, not(feature = "ddp")))]
+#[cfg(test)]
+#[cfg(not(feature = "ddp"))]
 mod tests {
     use burn::backend::Autodiff;
     use burn::optim::GradientsParams;
