@@ -259,7 +259,7 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
             let layers = tune.bert.layers.len();
             let flops = step_flops(Shape::of(&tune.bert), layers - config.trainable_layers.min(layers), &[&batch.pairs]);
             Timed::print(name, threads, [batch.pairs.len(), batch.pairs.len() / batch.group, batch.tokens()], &timing, flops)?;
-            let optimizer = serde_json::to_value(arbor_trainers::skeleton::optimizer(&config.schedule))?;
+            let optimizer = serde_json::to_value(arbor_trainers::adamw::config(&config.schedule))?;
             let (lr_encoder, lr_head, trainable_layers) = (config.lr_encoder, config.lr_head, config.trainable_layers);
             Some(RerankCase { name, lr_encoder, lr_head, trainable_layers, optimizer, head, batch })
         }
@@ -302,7 +302,7 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
                 doc_loss: config.doc_loss,
                 hard_negatives: config.hard_negatives,
                 frozen_layers: config.frozen_layers.unwrap_or(0),
-                optimizer: serde_json::to_value(arbor_trainers::skeleton::optimizer(&config.schedule))?,
+                optimizer: serde_json::to_value(arbor_trainers::adamw::config(&config.schedule))?,
                 start,
                 step,
             });
@@ -312,7 +312,7 @@ pub fn bench_step(args: &BenchStepArgs) -> anyhow::Result<()> {
         model_dir: arbor_models::hub::resolve(&exp.encoder.model)?.path.display().to_string(),
         tau: training.tau,
         lr: training.lr_encoder,
-        optimizer: serde_json::to_value(arbor_trainers::skeleton::optimizer(&training.schedule))?,
+        optimizer: serde_json::to_value(arbor_trainers::adamw::config(&training.schedule))?,
         frozen_layers: training.frozen_layers.unwrap_or(0),
         cases,
         rerank,

@@ -15,6 +15,7 @@
 //! - [`rerank_control::train`]: its matched control, a bi-encoder on the reranker's own batches, groups,
 //!   schedule, rate and trainable blocks.
 //! - [`stitch::Stitch`]: STITCH's routing of a query (vanilla, hinted, imitation; SmartChunk, Algorithm 2).
+//! - [`adamw`]: the optimizer, Burn's AdamW with its gradient clipping, fused into one pass on the CPU.
 //! - [`checkpoint`]: model and optimizer states written atomically, committed by `state.json` with their
 //!   digests and the best epoch on validation.
 //! - [`logger::Logger`]: `log.jsonl` and TensorBoard event files.
@@ -32,6 +33,7 @@
 //!   training split with batches across documents (false negatives filtered).
 //! - [`window`]: the sampled step's units (positives, then the nearest negatives within a token budget).
 
+pub mod adamw;
 pub mod bench;
 pub mod checkpoint;
 pub mod compressor;

@@ -23,11 +23,11 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use burn::module::{AutodiffModule, Module};
 use burn::optim::adaptor::OptimizerAdaptor;
-use burn::optim::grad_clipping::GradientClippingConfig;
-use burn::optim::{AdamW, AdamWConfig, GradientsAccumulator, GradientsParams, Optimizer};
+use burn::optim::{GradientsAccumulator, GradientsParams, Optimizer};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{ElementConversion, Tensor};
 
+use crate::adamw::FusedAdamW;
 use crate::checkpoint::{self, Best};
 use crate::logger::Logger;
 use crate::schedule::Schedule;
@@ -112,8 +112,7 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
     );
     let per_epoch = task.steps_per_epoch();
     anyhow::ensure!(per_epoch > 0, "nothing to train on: an epoch has no step");
-    let adamw = optimizer(schedule);
-    let mut optims: Vec<OptimizerAdaptor<AdamW, T::Model, B>> = groups.iter().map(|_| adamw.init()).collect();
+    let mut optims: Vec<OptimizerAdaptor<FusedAdamW, T::Model, B>> = groups.iter().map(|_| crate::adamw::init(schedule)).collect();
     std::fs::create_dir_all(run_dir).with_context(|| format!("cannot create {}", run_dir.display()))?;
     let ckpt_dir = run_dir.join("checkpoints");
     let device = Default::default();
@@ -236,17 +235,12 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
     }
 }
 
-/// Every group's optimizer: AdamW with the schedule's weight decay, gradients clipped to its norm.
-pub fn optimizer(schedule: &Schedule) -> AdamWConfig {
-    AdamWConfig::new().with_weight_decay(schedule.weight_decay).with_grad_clipping(Some(GradientClippingConfig::Norm(schedule.grad_clip)))
-}
-
 /// Loads a checkpoint's model, optimizers and task state.
 fn resume<B: AutodiffBackend, T: Task<B>>(
     task: &mut T,
     model: &mut T::Model,
     groups: &[Group<B, T::Model>],
-    optims: &mut [OptimizerAdaptor<AdamW, T::Model, B>],
+    optims: &mut [OptimizerAdaptor<FusedAdamW, T::Model, B>],
     ckpt_dir: &Path,
     state: &checkpoint::CheckpointState,
 ) -> anyhow::Result<()> {

@@ -7,8 +7,9 @@
 //! - Q, K and V are one `[hidden, 3 hidden]` product; bias, residual, GELU and layer norm are fused into
 //!   single passes over the rows;
 //! - matrix products go to the `gemm` crate's kernels (already built for Burn's CPU backend): the dense
-//!   layers spread over the rayon pool, attention one sequence per thread, each head as two strided
-//!   products (`Q Kᵀ`, then `P V`) read from and written into the fused buffers without copies;
+//!   layers spread over the rayon pool, attention a task a sequence (a head, for long sequences), each
+//!   head as two strided products (`Q Kᵀ`, then `P V`) read from and written into the fused buffers
+//!   without copies;
 //! - softmax and GELU are branch-free polynomial passes (`exp_neg`, `erf`) that vectorise.
 //!
 //! Weights are copied out of a [`super::Bert`] module, so the frozen and the fine-tuned encoders share this
@@ -18,6 +19,8 @@ use burn::module::Param;
 use burn::nn::{LayerNorm, Linear};
 use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
+use std::ops::Range;
+
 use rayon::prelude::*;
 
 use super::model::{Bert, BertLayer};
@@ -329,65 +332,129 @@ pub(super) enum Probs<'a> {
 
 /// Scaled dot-product attention of each sequence over its own tokens, every head; `qkv`: `[T, 3 hidden]`
 /// (query, key, value), `context`: `[T, hidden]`, heads side by side as in BertSelfAttention; `probs`,
-/// one per sequence, says what becomes of its probabilities.
+/// one per sequence, says what becomes of its probabilities. The work is spread over the thread pool by
+/// sequence and, for a sequence of [`SPLIT_HEADS_FROM`] tokens or more, by head (one long window would
+/// otherwise keep one thread busy and leave the others idle), except where the heads' probabilities are
+/// mixed into one matrix ([`Probs::Mix`]: one task a sequence, adding its heads in order).
 pub(super) fn attention(qkv: &[f32], lengths: &[usize], heads: usize, h: usize, context: &mut [f32], probs: Vec<Probs<'_>>) {
-    let mut parts: Vec<(usize, &mut [f32], Probs<'_>)> = Vec::with_capacity(lengths.len());
-    let (mut rest, mut start) = (context, 0);
-    for (&n, p) in lengths.iter().zip(probs) {
-        let (part, tail) = rest.split_at_mut(n * h);
-        parts.push((start, part, p));
-        rest = tail;
+    assert_eq!(context.len(), lengths.iter().sum::<usize>() * h, "context is [T, hidden]");
+    assert_eq!(qkv.len(), 3 * context.len(), "qkv is [T, 3 hidden]");
+    assert!(h.is_multiple_of(heads.max(1)), "heads split the hidden size");
+    let dh = h / heads.max(1);
+    let out = Shared(context.as_mut_ptr());
+    for_each_head_task(lengths, heads, probs, |tokens, range, mut p| {
+        SCRATCH.with_borrow_mut(|scratch| attend(qkv, tokens, range, [h, dh], out, &mut p, scratch))
+    });
+}
+
+/// The sequence length from which [`attention`] and its backward pass give each head a task of its own.
+pub(super) const SPLIT_HEADS_FROM: usize = 128;
+
+/// Runs `task(tokens, heads, part)` on the thread pool for each sequence of `lengths` (its rows
+/// `tokens` of the batch) and its `per_sequence` part: once for all `heads`, or, from [`SPLIT_HEADS_FROM`]
+/// tokens where `split` cuts the part by head, once a head with that head's part. Empty sequences get none.
+pub(super) fn head_tasks<T: Send>(
+    lengths: &[usize],
+    heads: usize,
+    per_sequence: Vec<T>,
+    split: impl Fn(T, usize, usize) -> Result<Vec<T>, T>,
+    task: impl Fn(Range<usize>, Range<usize>, T) + Sync + Send,
+) {
+    let mut tasks: Vec<(Range<usize>, Range<usize>, T)> = Vec::with_capacity(lengths.len());
+    let mut start = 0;
+    for (&n, part) in lengths.iter().zip(per_sequence) {
+        let tokens = start..start + n;
         start += n;
+        if n == 0 {
+            continue;
+        }
+        match if n >= SPLIT_HEADS_FROM { split(part, n, heads) } else { Err(part) } {
+            Ok(parts) => tasks.extend(parts.into_iter().enumerate().map(|(head, part)| (tokens.clone(), head..head + 1, part))),
+            Err(part) => tasks.push((tokens, 0..heads, part)),
+        }
     }
-    parts.into_par_iter().for_each(|(start, out, mut p)| attend(qkv, start, heads, h, out, &mut p));
+    tasks.into_par_iter().for_each(|(tokens, range, part)| task(tokens, range, part));
+}
+
+/// [`head_tasks`] for the forward pass's [`Probs`]: kept probabilities cut by head, dropped ones split
+/// freely, mixed ones never (their heads add into one matrix).
+fn for_each_head_task<'a>(
+    lengths: &[usize],
+    heads: usize,
+    probs: Vec<Probs<'a>>,
+    task: impl Fn(Range<usize>, Range<usize>, Probs<'a>) + Sync + Send,
+) {
+    let split = |p: Probs<'a>, n: usize, heads: usize| match p {
+        Probs::Keep(kept) => Ok(kept.chunks_exact_mut(n * n).map(Probs::Keep).collect()),
+        Probs::Drop => Ok((0..heads).map(|_| Probs::Drop).collect()),
+        mix @ Probs::Mix { .. } => Err(mix),
+    };
+    head_tasks(lengths, heads, probs, split, task);
+}
+
+/// A buffer's start handed to the thread pool's tasks, each of which writes elements of it that no other
+/// task reads or writes (a head's columns of a sequence's rows).
+#[derive(Clone, Copy)]
+pub(super) struct Shared(pub(super) *mut f32);
+
+// SAFETY: every task a `Shared` is given to writes elements no other task reads or writes (each user's
+// comment says which), and the buffer outlives the tasks (rayon's `for_each` returns after all of them).
+unsafe impl Send for Shared {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Shared {}
+
+thread_local! {
+    /// A thread's scratch `[n, n]` for the heads whose probabilities are not kept (every element is
+    /// written before it is read).
+    pub(super) static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 multiversion! {
-/// One sequence's attention (its tokens from row `start` of `qkv`), every head, into `out` `[n, hidden]`;
-/// its probabilities as `probs` says. Per head, two matrix products read the head's columns of `qkv` and
-/// write its columns of `out` in place (strided, nothing copied): `S = Q Kᵀ / sqrt(d)`, softmax of each
-/// row, then `P V`.
-fn attend(qkv: &[f32], start: usize, heads: usize, h: usize, out: &mut [f32], probs: &mut Probs<'_>) {
-    let dh = h / heads;
+/// One sequence's attention (rows `tokens` of `qkv` `[T, 3h]`), the heads in `range` (`dh` wide; `widths`
+/// is `[h, dh]`), into those heads' columns of the sequence's rows of `context` `[T, h]` (`out`, its
+/// start); the probabilities as `probs` says (`Keep`: `[range.len(), n, n]`). Per head, two matrix products read the
+/// head's columns of `qkv` and write its columns of `context` in place (strided, nothing copied):
+/// `S = Q Kᵀ / sqrt(d)`, softmax of each row, then `P V`. Tasks of disjoint (sequence, head) pairs write
+/// disjoint elements of `context` and read none of it. `local`: scratch for probabilities not kept.
+fn attend(qkv: &[f32], tokens: Range<usize>, range: Range<usize>, widths: [usize; 2], out: Shared, probs: &mut Probs<'_>, local: &mut Vec<f32>) {
+    let [h, dh] = widths;
     let scale = 1.0 / (dh as f32).sqrt();
-    let n = out.len() / h;
-    if n == 0 {
-        return;
+    let n = tokens.len();
+    let rows = &qkv[tokens.start * 3 * h..tokens.end * 3 * h];
+    let first = range.start;
+    match probs {
+        Probs::Keep(kept) => assert_eq!(kept.len(), range.len() * n * n, "one [n, n] per head"),
+        _ => local.resize(n * n, 0.0),
     }
-    let rows = &qkv[start * 3 * h..(start + n) * 3 * h];
-    assert_eq!(heads * dh, h, "heads split the hidden size");
-    let mut local = match probs {
-        Probs::Keep(kept) => {
-            assert_eq!(kept.len(), heads * n * n, "one [n, n] per head");
-            Vec::new()
-        }
-        _ => vec![0.0f32; n * n],
-    };
-    for head in 0..heads {
+    for head in range {
         let c = head * dh;
         let scores: &mut [f32] = match probs {
-            Probs::Keep(kept) => &mut kept[head * n * n..(head + 1) * n * n],
-            _ => &mut local,
+            Probs::Keep(kept) => &mut kept[(head - first) * n * n..(head - first + 1) * n * n],
+            _ => &mut local[..n * n],
         };
         // S = scale Q Kᵀ: K read transposed (row stride 1, column stride 3h).
         let (queries, keys) = (View::rows(rows[c..].as_ptr(), 3 * h), View { at: rows[h + c..].as_ptr(), rs: 1, cs: 3 * h });
         // SAFETY: `rows` is [n, 3h] row-major; Q, K and V of this head are its columns c, h + c and
         // 2h + c onward, dh wide, so the last element read is (n-1) 3h + 2h + c + dh - 1 < 3hn. `scores`
-        // is [n, n]; `out` is [n, h] and the head's columns c..c + dh end at (n-1) h + c + dh - 1 < hn.
+        // is [n, n].
         unsafe { product([n, n, dh], View::rows(scores.as_mut_ptr(), n), queries, keys, scale, Accumulate::No, ONE_THREAD) };
         // A loop, not `for_each`: the iterator's fold would be a function of its own, compiled without this
         // function's target features (the exponentials then call libm's roundf one at a time).
         for row in scores.chunks_exact_mut(n) {
             softmax(row);
         }
-        // The head's context: P V into out's columns c..c + dh.
-        let (context, p, values) = (View::rows(out[c..].as_mut_ptr(), h), View::rows(scores.as_ptr(), n), View::rows(rows[2 * h + c..].as_ptr(), 3 * h));
+        // The head's context: P V into its columns c..c + dh of the sequence's rows of `context`.
+        // SAFETY: `out` is `context`'s start, [T, h]; this sequence's rows are tokens.start.., so the
+        // head's columns end at (tokens.end - 1) h + c + dh - 1 < T h. No other task writes or reads
+        // these (sequence, head) elements ([`attention`] gives each pair to one task).
+        let context = View::rows(unsafe { out.0.add(tokens.start * h + c) }, h);
+        let (p, values) = (View::rows(scores.as_ptr(), n), View::rows(rows[2 * h + c..].as_ptr(), 3 * h));
         // SAFETY: the bounds of the first product's comment; V's columns start at 2h + c.
         unsafe { product([n, dh, n], context, p, values, 1.0, Accumulate::No, ONE_THREAD) };
         if let Probs::Mix { weights, into } = probs
             && let Some(&w) = weights.get(head)
         {
-            for (m, p) in into.iter_mut().zip(&local) {
+            for (m, p) in into.iter_mut().zip(&local[..n * n]) {
                 *m += w * p;
             }
         }

@@ -15,11 +15,13 @@
 //! optimizer steps on them as on any other gradient; `tests/integration/grad.rs` holds them equal to Burn's
 //! own on the real encoder.
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 
 use super::cpu::{
-    Accumulate, CpuBert, Dense, Layer, Norm, ONE_THREAD, Probs, View, attention, erf, exp_neg, gelu_all, matmul_bias, matmul_bias_residual,
-    multiversion, product,
+    Accumulate, CpuBert, Dense, Layer, Norm, ONE_THREAD, Probs, SCRATCH, Shared, View, attention, erf, exp_neg, gelu_all, head_tasks, matmul_bias,
+    matmul_bias_residual, multiversion, product,
 };
 use crate::pooling::Pooling;
 
@@ -254,57 +256,52 @@ pub(super) fn layer_backward(
     (dx, LayerGrads { qkv, attention_output, attention_norm, intermediate, output, output_norm })
 }
 
-/// Attention's backward pass, each sequence on its own thread: from the context's gradient `dcontext`
-/// `[T, hidden]`, the gradient of `qkv` `[T, 3 hidden]`.
+/// Attention's backward pass, spread over the thread pool by sequence and, for long ones, by head (as
+/// the forward pass, [`super::cpu::head_tasks`]): from the context's gradient `dcontext` `[T, hidden]`,
+/// the gradient of `qkv` `[T, 3 hidden]`.
 fn attention_backward(qkv: &[f32], probs: &[Vec<f32>], lengths: &[usize], heads: usize, dcontext: &[f32], dqkv: &mut [f32]) {
     let h = dcontext.len() / lengths.iter().sum::<usize>().max(1);
-    let mut parts: Vec<(usize, usize, &mut [f32], &[f32])> = Vec::with_capacity(lengths.len());
-    let (mut rest, mut start) = (dqkv, 0);
-    for (&n, p) in lengths.iter().zip(probs) {
-        let (part, tail) = rest.split_at_mut(n * 3 * h);
-        parts.push((start, n, part, p));
-        rest = tail;
-        start += n;
+    assert!(qkv.len() == 3 * dcontext.len() && dqkv.len() == qkv.len() && h.is_multiple_of(heads.max(1)));
+    let out = Shared(dqkv.as_mut_ptr());
+    let parts: Vec<&[f32]> = probs.iter().map(Vec::as_slice).collect();
+    fn by_head(p: &[f32], n: usize, _heads: usize) -> Result<Vec<&[f32]>, &[f32]> {
+        Ok(p.chunks_exact(n * n).collect())
     }
-    parts.into_par_iter().for_each(|(start, n, dqkv, p)| {
-        attend_backward(&qkv[start * 3 * h..(start + n) * 3 * h], p, heads, n, &dcontext[start * h..(start + n) * h], dqkv)
+    head_tasks(lengths, heads, parts, by_head, |tokens, range, p| {
+        SCRATCH.with_borrow_mut(|ds| attend_backward([qkv, p, dcontext], tokens, range, [h, h / heads], out, ds))
     });
 }
 
 multiversion! {
-/// One sequence's attention backward, every head: `rows` its `[n, 3h]` of qkv, `probs` `[heads, n, n]`,
-/// `dcontext` `[n, h]`, into `dqkv` `[n, 3h]`: `dP = dC Vᵀ`, `dV = Pᵀ dC`, `dS = P ⊙ (dP − rowsum(dP ⊙ P))`,
-/// `dQ = dS K / sqrt(d)`, `dK = dSᵀ Q / sqrt(d)`.
-fn attend_backward(rows: &[f32], probs: &[f32], heads: usize, n: usize, dcontext: &[f32], dqkv: &mut [f32]) {
-    if n == 0 {
-        return;
-    }
-    let h = dcontext.len() / n;
-    let dh = h / heads;
+/// One sequence's attention backward (rows `tokens` of `qkv` `[T, 3h]`), the heads in `range` (`widths`:
+/// `[h, dh]`), reading `[qkv, probs, dcontext]` (`probs` `[range.len(), n, n]`, `dcontext` `[T, h]`), into those heads' columns of the
+/// sequence's rows of `dqkv` `[T, 3h]` (`out`, its start): `dP = dC Vᵀ`, `dV = Pᵀ dC`,
+/// `dS = P ⊙ (dP − rowsum(dP ⊙ P))`, `dQ = dS K / sqrt(d)`, `dK = dSᵀ Q / sqrt(d)`. `ds`: scratch.
+fn attend_backward(reads: [&[f32]; 3], tokens: Range<usize>, range: Range<usize>, widths: [usize; 2], out: Shared, ds: &mut Vec<f32>) {
+    let ([qkv, probs, dcontext], [h, dh]) = (reads, widths);
+    let n = tokens.len();
     let scale = 1.0 / (dh as f32).sqrt();
-    assert!(rows.len() == n * 3 * h && dqkv.len() == n * 3 * h && probs.len() == heads * n * n);
-    let mut ds = vec![0.0f32; n * n];
-    for head in 0..heads {
+    let rows = &qkv[tokens.start * 3 * h..tokens.end * 3 * h];
+    let dcontext = &dcontext[tokens.start * h..tokens.end * h];
+    assert_eq!(probs.len(), range.len() * n * n, "one [n, n] per head");
+    ds.resize(n * n, 0.0);
+    let ds = &mut ds[..n * n];
+    // SAFETY: `out` is dqkv's start, [T, 3h]; this sequence's rows start at tokens.start.
+    let dqkv = unsafe { out.0.add(tokens.start * 3 * h) };
+    for (head, p) in range.zip(probs.chunks_exact(n * n)) {
         let c = head * dh;
-        let p = &probs[head * n * n..(head + 1) * n * n];
-        // SAFETY (every product below): rows and dqkv are [n, 3h], dcontext [n, h], p and ds [n, n], all
-        // row-major (asserted); a head's columns c..c + dh (Q), h + c.. (K), 2h + c.. (V) stay inside a row,
-        // and a transposed view reads the same elements with its strides swapped.
+        // SAFETY (every product below): rows [n, 3h], dcontext [n, h], p and ds [n, n], all row-major; a
+        // head's columns c..c + dh (Q), h + c.. (K), 2h + c.. (V) stay inside a row, and a transposed view
+        // reads the same elements with its strides swapped. The sequence's rows of dqkv lie inside it
+        // (the caller's [T, 3h]), and only this task writes this head's columns of them (head_tasks gives
+        // each (sequence, head) pair to one task); no task reads dqkv.
         unsafe {
             // dP = dC_h V_hᵀ
             let values_t = View { at: rows[2 * h + c..].as_ptr(), rs: 1, cs: 3 * h };
             product([n, n, dh], View::rows(ds.as_mut_ptr(), n), View::rows(dcontext[c..].as_ptr(), h), values_t, 1.0, Accumulate::No, ONE_THREAD);
             // dV_h = Pᵀ dC_h
             let probs_t = View { at: p.as_ptr(), rs: 1, cs: n };
-            product(
-                [n, dh, n],
-                View::rows(dqkv[2 * h + c..].as_mut_ptr(), 3 * h),
-                probs_t,
-                View::rows(dcontext[c..].as_ptr(), h),
-                1.0,
-                Accumulate::No,
-                ONE_THREAD,
-            );
+            product([n, dh, n], View::rows(dqkv.add(2 * h + c), 3 * h), probs_t, View::rows(dcontext[c..].as_ptr(), h), 1.0, Accumulate::No, ONE_THREAD);
         }
         for (d, p) in ds.chunks_exact_mut(n).zip(p.chunks_exact(n)) {
             let dot: f32 = d.iter().zip(p).map(|(d, p)| d * p).sum();
@@ -315,26 +312,10 @@ fn attend_backward(rows: &[f32], probs: &[f32], heads: usize, n: usize, dcontext
         // SAFETY: as above.
         unsafe {
             // dQ_h = scale dS K_h
-            product(
-                [n, dh, n],
-                View::rows(dqkv[c..].as_mut_ptr(), 3 * h),
-                View::rows(ds.as_ptr(), n),
-                View::rows(rows[h + c..].as_ptr(), 3 * h),
-                scale,
-                Accumulate::No,
-                ONE_THREAD,
-            );
+            product([n, dh, n], View::rows(dqkv.add(c), 3 * h), View::rows(ds.as_ptr(), n), View::rows(rows[h + c..].as_ptr(), 3 * h), scale, Accumulate::No, ONE_THREAD);
             // dK_h = scale dSᵀ Q_h
             let ds_t = View { at: ds.as_ptr(), rs: 1, cs: n };
-            product(
-                [n, dh, n],
-                View::rows(dqkv[h + c..].as_mut_ptr(), 3 * h),
-                ds_t,
-                View::rows(rows[c..].as_ptr(), 3 * h),
-                scale,
-                Accumulate::No,
-                ONE_THREAD,
-            );
+            product([n, dh, n], View::rows(dqkv.add(h + c), 3 * h), ds_t, View::rows(rows[c..].as_ptr(), 3 * h), scale, Accumulate::No, ONE_THREAD);
         }
     }
 }
@@ -506,7 +487,7 @@ mod tests {
         let probs = [p0[0], p0[1], p1[0], p1[1]];
         let dcontext = [1.0f32, -2.0];
         let mut dqkv = vec![0.0f32; 6];
-        attend_backward(&rows, &probs, 1, 2, &dcontext, &mut dqkv);
+        attention_backward(&rows, &[probs.to_vec()], &[2], 1, &dcontext, &mut dqkv);
         // dV_j = Σ_i P_ij dC_i.
         assert!((dqkv[2] - (p0[0] * 1.0 + p1[0] * -2.0)).abs() < 1e-6);
         assert!((dqkv[5] - (p0[1] * 1.0 + p1[1] * -2.0)).abs() < 1e-6);
@@ -515,5 +496,42 @@ mod tests {
         let mean = p0[0] * dp[0] + p0[1] * dp[1];
         let ds = [p0[0] * (dp[0] - mean), p0[1] * (dp[1] - mean)];
         assert!((dqkv[0] - (ds[0] * 2.0 - ds[1])).abs() < 1e-5);
+    }
+
+    /// A long sequence's heads, each a task of its own (forward and backward), give what each head
+    /// computes alone as a one-head problem on its own columns; a short sequence beside it too.
+    #[test]
+    fn attention_split_by_head_equals_each_head_alone() {
+        use super::super::cpu::SPLIT_HEADS_FROM;
+        let (heads, dh) = (3usize, 2usize);
+        let h = heads * dh;
+        let lengths = [SPLIT_HEADS_FROM + 5, 7];
+        let t: usize = lengths.iter().sum();
+        // Deterministic values in (-1, 1).
+        let value = |i: usize| ((i as f32 * 0.618_034).fract() - 0.5) * 2.0;
+        let qkv: Vec<f32> = (0..t * 3 * h).map(value).collect();
+        let dcontext: Vec<f32> = (0..t * h).map(|i| value(i + 7)).collect();
+        let mut context = vec![0.0f32; t * h];
+        let mut probs: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0f32; heads * n * n]).collect();
+        attention(&qkv, &lengths, heads, h, &mut context, probs.iter_mut().map(|p| Probs::Keep(p)).collect());
+        let mut dqkv = vec![0.0f32; t * 3 * h];
+        attention_backward(&qkv, &probs, &lengths, heads, &dcontext, &mut dqkv);
+        for head in 0..heads {
+            // The head's columns of Q, K and V (and of the context's gradient) as a one-head problem.
+            let columns = |rows: &[f32], width: usize, starts: &[usize]| -> Vec<f32> {
+                rows.chunks_exact(width).flat_map(|r| starts.iter().flat_map(move |&s| r[s + head * dh..s + (head + 1) * dh].to_vec())).collect()
+            };
+            let alone_qkv = columns(&qkv, 3 * h, &[0, h, 2 * h]);
+            let mut alone_context = vec![0.0f32; t * dh];
+            let mut alone_probs: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0f32; n * n]).collect();
+            attention(&alone_qkv, &lengths, 1, dh, &mut alone_context, alone_probs.iter_mut().map(|p| Probs::Keep(p)).collect());
+            assert_eq!(columns(&context, h, &[0]), alone_context, "head {head}'s context");
+            for (p, (alone, &n)) in probs.iter().zip(alone_probs.iter().zip(&lengths)) {
+                assert_eq!(&p[head * n * n..(head + 1) * n * n], &alone[..], "head {head}'s probabilities");
+            }
+            let mut alone_dqkv = vec![0.0f32; t * 3 * dh];
+            attention_backward(&alone_qkv, &alone_probs, &lengths, 1, &columns(&dcontext, h, &[0]), &mut alone_dqkv);
+            assert_eq!(columns(&dqkv, 3 * h, &[0, h, 2 * h]), alone_dqkv, "head {head}'s gradients");
+        }
     }
 }

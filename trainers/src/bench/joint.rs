@@ -186,7 +186,7 @@ pub fn time_joint_steps<B: AutodiffBackend>(
     let model = initial(config, model_config, aggregation, (dim, vocab), Some(tune.bert.clone()), &device)?;
     let start = JointStart::of(&model);
     let groups = groups::<B>(config, true);
-    let mut optims: Vec<_> = groups.iter().map(|_| crate::skeleton::optimizer(&config.schedule).init()).collect();
+    let mut optims: Vec<_> = groups.iter().map(|_| crate::adamw::init(&config.schedule)).collect();
     let mut model = Some(model);
     let timing = measure::<B>(steps, &device, |first| {
         let now = model.take().expect("each step puts the model back");

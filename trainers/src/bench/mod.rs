@@ -5,7 +5,7 @@
 //! with gradients over the batch's queries and the window of the document's units (`step_tokens`; the
 //! whole document without it), the other units by their frozen vectors, L_ret (InfoNCE, SproutRAG
 //! Section 4.1) over every unit, one backward pass, one AdamW update with the skeleton's optimizer
-//! ([`crate::skeleton::optimizer`]). [`FixedBatch`] is that batch written out as token ids and frozen
+//! ([`crate::adamw`]). [`FixedBatch`] is that batch written out as token ids and frozen
 //! vectors, with the loss's candidate rows, so that another framework can run exactly the same step.
 
 pub mod joint;
@@ -159,7 +159,7 @@ pub fn time_steps<B: AutodiffBackend>(
     let encoder = StepEncoder::of(tune, config)?;
     let dim = tune.bert.embeddings.word_embeddings.weight.dims()[1];
     let model = arbor_models::dense::DenseModel::new(dim, Some(tune.bert.clone()), &device);
-    let mut optim = crate::skeleton::optimizer(&config.schedule).init();
+    let mut optim = crate::adamw::init(&config.schedule);
     let mut model = Some(model);
     measure::<B>(steps, &device, |first| {
         let now = model.take().expect("each step puts the model back");

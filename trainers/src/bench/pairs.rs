@@ -137,7 +137,7 @@ pub fn time_pairs_steps<B: AutodiffBackend>(
         chunk: config.grad_cache,
     };
     let dim = tune.bert.embeddings.word_embeddings.weight.dims()[1];
-    let mut optim = crate::skeleton::optimizer(&config.schedule).init();
+    let mut optim = crate::adamw::init(&config.schedule);
     let mut model = Some(DenseModel::new(dim, Some(tune.bert.clone()), &device));
     let timing = measure::<B>(steps, &device, |first| {
         let now = model.take().expect("each step puts the model back");

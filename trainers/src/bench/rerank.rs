@@ -92,8 +92,7 @@ pub fn time_rerank_steps<B: AutodiffBackend>(
         bias: model.head.bias.as_ref().map_or(0.0, |b| values(b.val())[0]),
         gamma: values(model.prior_scale.val())[0],
     };
-    let adamw = crate::skeleton::optimizer(&config.schedule);
-    let (mut trunk, mut rest) = (adamw.init(), adamw.init());
+    let (mut trunk, mut rest) = (crate::adamw::init(&config.schedule), crate::adamw::init(&config.schedule));
     let rows: Vec<&[u32]> = batch.pairs.iter().map(Vec::as_slice).collect();
     let mut model = Some(model);
     let timing = measure::<B>(steps, &device, |first| {
