@@ -127,7 +127,9 @@ mod tests {
             (value, grads.get::<Flex, 2>(weight.id).expect("a trained weight has a gradient").into_data().to_vec::<f32>().unwrap())
         };
         let ((l32, g32), (l16, g16)) = (step(Precision::F32), step(Precision::Bf16));
-        assert!(l16 != l32 && (l16 - l32).abs() <= 0.01 * l32.abs(), "bf16 loss {l16} against float32's {l32}");
+        // Within 1 % of the loss, or 1e-3 absolute for a loss near zero (bf16 keeps 8 bits: its logits move by
+        // ~4e-3 of their size, which a loss of 0.01 does not scale down; this Xeon: 0.010847 against 0.010659).
+        assert!(l16 != l32 && (l16 - l32).abs() <= (0.01 * l32.abs()).max(1e-3), "bf16 loss {l16} against float32's {l32}");
         let dot: f32 = g32.iter().zip(&g16).map(|(a, b)| a * b).sum();
         let norm = |g: &[f32]| g.iter().map(|x| x * x).sum::<f32>().sqrt();
         let cosine = dot / (norm(&g32) * norm(&g16));
