@@ -104,7 +104,8 @@ impl Artefact {
             // 17: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
             // 18: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
             // 19: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 19,
+            // 20: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 20,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -156,7 +157,8 @@ impl Artefact {
             // 53: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
             // 54: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
             // 55: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
-            Artefact::Raptor => 55,
+            // 56: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
+            Artefact::Raptor => 56,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -212,7 +214,8 @@ impl Artefact {
             // 56: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
             // 57: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
             // 58: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
-            Artefact::Trees => 58,
+            // 59: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
+            Artefact::Trees => 59,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -268,7 +271,8 @@ impl Artefact {
             // 53: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
             // 54: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
             // 55: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
-            Artefact::HeadWeights => 55,
+            // 56: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
+            Artefact::HeadWeights => 56,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -321,7 +325,8 @@ impl Artefact {
             // 54: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
             // 55: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
             // 56: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
-            Artefact::Reranker => 56,
+            // 57: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
+            Artefact::Reranker => 57,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -377,7 +382,8 @@ impl Artefact {
             // 58: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
             // 59: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
             // 60: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
-            Artefact::SproutRag => 60,
+            // 61: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
+            Artefact::SproutRag => 61,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -431,7 +437,8 @@ impl Artefact {
             // 57: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
             // 58: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
             // 59: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
-            Artefact::Compressor => 59,
+            // 60: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
+            Artefact::Compressor => 60,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -486,7 +493,8 @@ impl Artefact {
             // 58: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
             // 59: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
             // 60: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
-            Artefact::Dense => 60,
+            // 61: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
+            Artefact::Dense => 61,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -541,7 +549,8 @@ impl Artefact {
             // 58: review of the change before: the bf16 tests on burn-flex left out of a build with Burn's collectives (models and trainers `ddp`), the step's bf16 test moved beside the step (trainers dense step.rs); no behaviour changed
             // 59: the bf16 tests marked `#[cfg(test)]` (a test module is no part of a digest), no behaviour changed
             // 60: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
-            Artefact::Planner => 60,
+            // 61: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
+            Artefact::Planner => 61,
         }
     }
 

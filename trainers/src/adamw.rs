@@ -3,7 +3,8 @@
 //! `AdamW` computes it, after each parameter's gradient is clipped to at most `grad_clip` in L2 norm (as
 //! burn-optim's `GradientClipping::Norm`, which clips each parameter tensor on its own):
 //!
-//! `m ← β₁ m + (1 − β₁) g`, `v ← β₂ v + (1 − β₂) g²`, `θ ← θ (1 − η λ) − η (m / (1 − β₁ᵗ)) / (sqrt(v / (1 − β₂ᵗ)) + ε)`.
+//! `m ← β₁ m + (1 − β₁) g`, `v ← β₂ v + (1 − β₂) g²`,
+//! `θ ← θ (1 − η λ) − η (m / (1 − β₁ᵗ)) / (sqrt(v / (1 − β₂ᵗ)) + ε)`.
 //!
 //! On the CPU build's backend ([`arbor_models::host::Host`]) the clipping and the update are one pass over
 //! each parameter, spread over the rayon pool, on the tensors' own buffers (burn-ndarray hands them over
@@ -54,7 +55,8 @@ pub fn init<B: AutodiffBackend, M: AutodiffModule<B>>(schedule: &Schedule) -> Op
 #[derive(Clone)]
 pub struct FusedAdamW {
     weight_decay: f32,
-    grad_clip: Option<f32>,
+    /// Each parameter's gradient is scaled to at most this L2 norm.
+    grad_clip: f32,
     /// Burn's AdamW with the same settings, for the backends this does not fuse for.
     burn: AdamW,
 }
@@ -62,7 +64,7 @@ pub struct FusedAdamW {
 impl FusedAdamW {
     pub fn new(schedule: &Schedule) -> Self {
         let burn = config(schedule).with_grad_clipping(None).build();
-        FusedAdamW { weight_decay: schedule.weight_decay, grad_clip: Some(schedule.grad_clip), burn }
+        FusedAdamW { weight_decay: schedule.weight_decay, grad_clip: schedule.grad_clip, burn }
     }
 }
 
@@ -81,10 +83,7 @@ impl<B: Backend> SimpleOptimizer<B> for FusedAdamW {
     ) -> (Tensor<B, D>, Option<Self::State<D>>) {
         let amsgrad = state.as_ref().is_some_and(|s| s.momentum.max_moment_2.is_some());
         if TypeId::of::<B>() != TypeId::of::<Host>() || amsgrad {
-            let grad = match self.grad_clip {
-                Some(norm) => GradientClipping::Norm(norm).clip_gradient(grad),
-                None => grad,
-            };
+            let grad = GradientClipping::Norm(self.grad_clip).clip_gradient(grad);
             return self.burn.step(lr, tensor, grad, state);
         }
         let (device, shape) = (tensor.device(), tensor.shape());
@@ -94,9 +93,7 @@ impl<B: Backend> SimpleOptimizer<B> for FusedAdamW {
             Some(s) => (s.momentum.time + 1, floats(s.momentum.moment_1), floats(s.momentum.moment_2)),
             None => (1, vec![0.0; theta.len()], vec![0.0; theta.len()]),
         };
-        if let Some(max_norm) = self.grad_clip {
-            clip(&mut g, max_norm);
-        }
+        clip(&mut g, self.grad_clip);
         let update = Update::new(lr, self.weight_decay, time);
         theta
             .par_chunks_mut(CHUNK)
@@ -134,8 +131,9 @@ struct Update {
     first: bool,
     /// `1 − β₁ᵗ` and `1 − β₂ᵗ`.
     corrections: [f32; 2],
-    /// `1 − η λ` (computed in `f64`, as Burn's scalar) and `η`.
+    /// `1 − η λ` (computed in `f64`, as Burn's scalar).
     decay: f32,
+    /// `η`.
     lr: f32,
 }
 

@@ -140,17 +140,7 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
     let select = task.select_by();
     let mut stop = false;
     for step in start..total {
-        // GradCache: the task's pieces' gradients, summed per optimizer group as they come.
-        let mut cached: Vec<GradientsAccumulator<T::Model>> = groups.iter().map(|_| GradientsAccumulator::new()).collect();
-        let add = &mut |mut grads: B::Gradients| {
-            for (group, sum) in groups.iter().zip(cached.iter_mut()) {
-                sum.accumulate(&model, (group.params)(&mut grads, &model));
-            }
-        };
-        let (Step { terms, scalars, context }, by_pieces) = match task.cached_step(&model, step, add) {
-            Some(step) => (step?, true),
-            None => (task.step(&model, step)?, false),
-        };
+        let (Step { terms, scalars, context }, params) = step_gradients(task, &model, step, groups)?;
         let mut logged = Vec::with_capacity(terms.len() + scalars.len() + groups.len() + 4);
         for (name, term) in &terms {
             let v: f32 = term.clone().into_scalar().elem();
@@ -164,14 +154,6 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
         }
         logged.extend(scalars);
         let factor = schedule.factor(step, total);
-        // A step without a loss term has nothing to learn from (no GRPO group was usable): no update.
-        let params: Option<Vec<GradientsParams>> = match by_pieces {
-            true => Some(cached.iter_mut().map(GradientsAccumulator::grads).collect()),
-            false => terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b).map(|loss| {
-                let mut grads = loss.backward();
-                groups.iter().map(|g| (g.params)(&mut grads, &model)).collect()
-            }),
-        };
         if let Some(params) = params {
             for ((group, optim), params) in groups.iter().zip(&mut optims).zip(params) {
                 model = optim.step(group.lr * factor, model, params);
@@ -233,6 +215,32 @@ pub fn train<B: AutodiffBackend, T: Task<B>>(
         }
         None => Ok(model),
     }
+}
+
+/// One step's terms and each group's gradients: a task that caches its step (GradCache) hands its pieces'
+/// gradients, summed per group as they come; any other task's terms are summed and back-propagated once.
+/// No gradients when the step has no loss term (no GRPO group was usable): nothing to learn from.
+pub fn step_gradients<B: AutodiffBackend, T: Task<B>>(
+    task: &mut T,
+    model: &T::Model,
+    step: usize,
+    groups: &[Group<B, T::Model>],
+) -> anyhow::Result<(Step<B>, Option<Vec<GradientsParams>>)> {
+    let mut sums: Vec<GradientsAccumulator<T::Model>> = groups.iter().map(|_| GradientsAccumulator::new()).collect();
+    let add = &mut |mut grads: B::Gradients| {
+        for (group, sum) in groups.iter().zip(sums.iter_mut()) {
+            sum.accumulate(model, (group.params)(&mut grads, model));
+        }
+    };
+    if let Some(done) = task.cached_step(model, step, add) {
+        return Ok((done?, Some(sums.iter_mut().map(GradientsAccumulator::grads).collect())));
+    }
+    let done = task.step(model, step)?;
+    let params = done.terms.iter().map(|(_, t)| t.clone()).reduce(|a, b| a + b).map(|loss| {
+        let mut grads = loss.backward();
+        groups.iter().map(|g| (g.params)(&mut grads, model)).collect()
+    });
+    Ok((done, params))
 }
 
 /// Loads a checkpoint's model, optimizers and task state.

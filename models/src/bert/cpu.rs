@@ -222,7 +222,7 @@ impl CpuBert {
 }
 
 /// sentence-transformers' pooling of a sum of `count` token states, in place: their mean, L2-normalised.
-pub(crate) fn mean_normalise(sum: &mut [f32], count: usize) {
+pub fn mean_normalise(sum: &mut [f32], count: usize) {
     let n = count.max(1) as f32;
     sum.iter_mut().for_each(|v| *v /= n);
     let norm = sum.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
@@ -410,12 +410,12 @@ thread_local! {
 }
 
 multiversion! {
-/// One sequence's attention (rows `tokens` of `qkv` `[T, 3h]`), the heads in `range` (`dh` wide; `widths`
-/// is `[h, dh]`), into those heads' columns of the sequence's rows of `context` `[T, h]` (`out`, its
-/// start); the probabilities as `probs` says (`Keep`: `[range.len(), n, n]`). Per head, two matrix products read the
-/// head's columns of `qkv` and write its columns of `context` in place (strided, nothing copied):
-/// `S = Q Kᵀ / sqrt(d)`, softmax of each row, then `P V`. Tasks of disjoint (sequence, head) pairs write
-/// disjoint elements of `context` and read none of it. `local`: scratch for probabilities not kept.
+/// One sequence's attention (rows `tokens` of `qkv` `[T, 3h]`), the heads in `range` (`widths`: `[h, dh]`),
+/// into those heads' columns of the sequence's rows of `context` `[T, h]` (`out`, its start); the
+/// probabilities as `probs` says (`Keep`: `[range.len(), n, n]`; `local`: scratch for those not kept). Per
+/// head, two matrix products read the head's columns of `qkv` and write its columns of `context` in place
+/// (strided, nothing copied): `S = Q Kᵀ / sqrt(d)`, softmax of each row, then `P V`. Tasks of disjoint
+/// (sequence, head) pairs write disjoint elements of `context` and read none of it.
 fn attend(qkv: &[f32], tokens: Range<usize>, range: Range<usize>, widths: [usize; 2], out: Shared, probs: &mut Probs<'_>, local: &mut Vec<f32>) {
     let [h, dh] = widths;
     let scale = 1.0 / (dh as f32).sqrt();

@@ -301,7 +301,15 @@ fn attend_backward(reads: [&[f32]; 3], tokens: Range<usize>, range: Range<usize>
             product([n, n, dh], View::rows(ds.as_mut_ptr(), n), View::rows(dcontext[c..].as_ptr(), h), values_t, 1.0, Accumulate::No, ONE_THREAD);
             // dV_h = Pᵀ dC_h
             let probs_t = View { at: p.as_ptr(), rs: 1, cs: n };
-            product([n, dh, n], View::rows(dqkv.add(2 * h + c), 3 * h), probs_t, View::rows(dcontext[c..].as_ptr(), h), 1.0, Accumulate::No, ONE_THREAD);
+            product(
+                [n, dh, n],
+                View::rows(dqkv.add(2 * h + c), 3 * h),
+                probs_t,
+                View::rows(dcontext[c..].as_ptr(), h),
+                1.0,
+                Accumulate::No,
+                ONE_THREAD,
+            );
         }
         for (d, p) in ds.chunks_exact_mut(n).zip(p.chunks_exact(n)) {
             let dot: f32 = d.iter().zip(p).map(|(d, p)| d * p).sum();
@@ -312,10 +320,26 @@ fn attend_backward(reads: [&[f32]; 3], tokens: Range<usize>, range: Range<usize>
         // SAFETY: as above.
         unsafe {
             // dQ_h = scale dS K_h
-            product([n, dh, n], View::rows(dqkv.add(c), 3 * h), View::rows(ds.as_ptr(), n), View::rows(rows[h + c..].as_ptr(), 3 * h), scale, Accumulate::No, ONE_THREAD);
+            product(
+                [n, dh, n],
+                View::rows(dqkv.add(c), 3 * h),
+                View::rows(ds.as_ptr(), n),
+                View::rows(rows[h + c..].as_ptr(), 3 * h),
+                scale,
+                Accumulate::No,
+                ONE_THREAD,
+            );
             // dK_h = scale dSᵀ Q_h
             let ds_t = View { at: ds.as_ptr(), rs: 1, cs: n };
-            product([n, dh, n], View::rows(dqkv.add(h + c), 3 * h), ds_t, View::rows(rows[c..].as_ptr(), 3 * h), scale, Accumulate::No, ONE_THREAD);
+            product(
+                [n, dh, n],
+                View::rows(dqkv.add(h + c), 3 * h),
+                ds_t,
+                View::rows(rows[c..].as_ptr(), 3 * h),
+                scale,
+                Accumulate::No,
+                ONE_THREAD,
+            );
         }
     }
 }

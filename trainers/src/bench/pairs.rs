@@ -10,8 +10,9 @@
 
 use anyhow::Context as _;
 use arbor_datasets::{Corpus, DocSpan, Span};
+use arbor_models::bert::cpu::mean_normalise;
 use arbor_models::dense::DenseModel;
-use burn::optim::{GradientsAccumulator, GradientsParams, Optimizer};
+use burn::optim::{GradientsParams, Optimizer};
 use burn::tensor::ElementConversion;
 use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
@@ -20,7 +21,7 @@ use super::{StepTiming, measure};
 use crate::config::TrainConfig;
 use crate::data::{TrainDoc, TrainQuery};
 use crate::encoder::{FineTune, StepEncoder};
-use crate::skeleton::Task;
+use crate::skeleton::{Group, step_gradients};
 
 /// One large-batch step's inputs as another framework needs them: the encoder reads `queries` and
 /// `passages` (token ids; GradCache pads each chunk to its longest, the plain step each side to its
@@ -103,14 +104,14 @@ fn pieces_of(units: &[Vec<u32>], max_pieces: usize) -> Vec<u32> {
     ids
 }
 
-/// The L2-normalised mean of vectors of equal width.
+/// The L2-normalised mean of vectors of equal width (as sentence-transformers pools token states).
 fn mean_direction(rows: &[Vec<f32>]) -> Vec<f32> {
-    let mut mean = vec![0.0f32; rows.first().map_or(0, Vec::len)];
+    let mut sum = vec![0.0f32; rows.first().map_or(0, Vec::len)];
     for row in rows {
-        mean.iter_mut().zip(row).for_each(|(m, x)| *m += x);
+        sum.iter_mut().zip(row).for_each(|(m, x)| *m += x);
     }
-    let norm = mean.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-    mean.into_iter().map(|x| x / norm).collect()
+    mean_normalise(&mut sum, rows.len());
+    sum
 }
 
 /// Times `steps` steps (after one warm-up) of the dense trainer's corpus-wide step on `docs` (passages:
@@ -141,17 +142,9 @@ pub fn time_pairs_steps<B: AutodiffBackend>(
     let mut model = Some(DenseModel::new(dim, Some(tune.bert.clone()), &device));
     let timing = measure::<B>(steps, &device, |first| {
         let now = model.take().expect("each step puts the model back");
-        let mut sum = GradientsAccumulator::<DenseModel<B>>::new();
-        let cached = Task::<B>::cached_step(&mut task, &now, 0, &mut |mut g| sum.accumulate(&now, GradientsParams::from_module(&mut g, &now)));
-        let (loss, grads) = match cached {
-            Some(step) => (step?.terms.remove(0).1, sum.grads()),
-            None => {
-                let loss = Task::<B>::step(&mut task, &now, 0)?.terms.remove(0).1;
-                let mut grads = loss.backward();
-                let params = GradientsParams::from_module(&mut grads, &now);
-                (loss, params)
-            }
-        };
+        let encoder = Group { name: "encoder", lr: config.lr_encoder, params: |grads, model| GradientsParams::from_module(grads, model) };
+        let (mut done, grads) = step_gradients(&mut task, &now, 0, &[encoder])?;
+        let (loss, grads) = (done.terms.remove(0).1, grads.context("the large-batch step has no loss term")?.remove(0));
         let value = first.then(|| loss.into_scalar().elem::<f32>());
         model = Some(optim.step(config.lr_encoder, now, grads));
         Ok(value)

@@ -45,8 +45,7 @@ use arbor_datasets::Corpus;
 use burn::data::dataloader::batcher::Batcher;
 use burn::module::{AutodiffModule, Module, ModuleVisitor, Param};
 use burn::optim::adaptor::OptimizerAdaptor;
-use burn::optim::grad_clipping::GradientClippingConfig;
-use burn::optim::{AdamW, AdamWConfig, GradientsParams, LearningRate, MultiGradientsParams, Optimizer};
+use burn::optim::{AdamW, GradientsParams, LearningRate, MultiGradientsParams, Optimizer};
 use burn::tensor::Tensor;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn_flex::Flex;
@@ -170,12 +169,8 @@ pub struct Grouped<M: AutodiffModule<B>, B: AutodiffBackend> {
 impl<M: AutodiffModule<B>, B: AutodiffBackend> Grouped<M, B> {
     /// `groups`: each group's learning-rate scale and how it takes its gradients (`None` for the last).
     pub fn new(schedule: &Schedule, groups: Vec<(f64, Option<Take<M>>)>) -> Self {
-        let adamw = || {
-            AdamWConfig::new()
-                .with_weight_decay(schedule.weight_decay)
-                .with_grad_clipping(Some(GradientClippingConfig::Norm(schedule.grad_clip)))
-                .init()
-        };
+        // Burn's AdamW itself (the Learner's trainers keep it), configured as the skeleton's.
+        let adamw = || crate::adamw::config(schedule).init();
         Grouped { groups: groups.into_iter().map(|(scale, take)| (scale, take, adamw())).collect() }
     }
 
