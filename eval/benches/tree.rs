@@ -2,8 +2,7 @@
 //!
 //!     cargo bench --profile release -p arbor-eval --bench tree
 //!
-//! `--profile release`: the workspace's bench profile compiles this crate at opt-level 1 for the test
-//! suite (Cargo.toml says why), which would time a slower build than users run.
+//! `--profile release`: the build users run (the bench profile inherits it unchanged since stop 78).
 //!
 //! Random symmetric similarities and 384-d leaf embeddings (all-MiniLM-L6-v2's width); each figure is
 //! the best of 3 builds and the mean over 200 queries.

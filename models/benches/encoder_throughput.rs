@@ -12,9 +12,9 @@
 //!
 //!     PYTHON=/path/to/python ARBOR_DATA=../shared/data cargo bench --profile release -p arbor-models --bench encoder_throughput
 //!
-//! `--profile release`: the workspace's bench profile compiles arbor-models at opt-level 1 (it is the
-//! profile `cargo test --release` builds the test suite with, Cargo.toml says why), which would time a
-//! slower encoder than users run (about half the speed); the benchmark refuses such a build.
+//! `--profile release`: the build users run (the bench profile inherits it unchanged; until stop 78 it
+//! compiled arbor-models at opt-level 1, about half the encoder's speed). The benchmark refuses any build
+//! of arbor-models below opt-level 3.
 
 use std::path::Path;
 use std::process::Command;

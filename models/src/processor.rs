@@ -43,17 +43,17 @@ pub fn features() -> Vec<&'static str> {
     }
 }
 
-/// The optimisation level this crate was compiled at (`3` in a release build; the bench profile's
-/// override in Cargo.toml compiles it at `1` for the test suite), recorded by its build script.
+/// The optimisation level this crate was compiled at (`3` in a release build, `0` in a debug one),
+/// recorded by its build script.
 pub const OPT_LEVEL: &str = env!("ARBOR_MODELS_OPT_LEVEL");
 
 /// Refuses to time a build slower than the one users run: a benchmark calls it first, with the command that
-/// builds it right (`cargo bench --profile release ...`: the workspace's bench profile compiles this crate at
-/// opt-level 1, at which the encoder runs at about half its speed).
+/// builds it right (`cargo bench --profile release ...`; at opt-level 1 the encoder runs at about half its
+/// speed).
 pub fn ensure_release_build(command: &str) -> Result<(), String> {
     match OPT_LEVEL {
         "3" => Ok(()),
-        level => Err(format!("arbor-models was compiled at opt-level {level} (the bench profile's override), not as users run it: {command}")),
+        level => Err(format!("arbor-models was compiled at opt-level {level}, not as users run it: {command}")),
     }
 }
 
