@@ -106,7 +106,8 @@ impl Artefact {
             // 19: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
             // 20: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 21: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 21,
+            // 22: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 22,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -160,7 +161,8 @@ impl Artefact {
             // 55: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
             // 56: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 57: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
-            Artefact::Raptor => 57,
+            // 58: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
+            Artefact::Raptor => 58,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -218,7 +220,8 @@ impl Artefact {
             // 58: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
             // 59: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 60: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
-            Artefact::Trees => 60,
+            // 61: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
+            Artefact::Trees => 61,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -276,7 +279,8 @@ impl Artefact {
             // 55: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
             // 56: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 57: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
-            Artefact::HeadWeights => 57,
+            // 58: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
+            Artefact::HeadWeights => 58,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -331,7 +335,8 @@ impl Artefact {
             // 56: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
             // 57: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 58: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
-            Artefact::Reranker => 58,
+            // 59: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
+            Artefact::Reranker => 59,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -389,7 +394,8 @@ impl Artefact {
             // 60: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
             // 61: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 62: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
-            Artefact::SproutRag => 62,
+            // 63: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
+            Artefact::SproutRag => 63,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -445,7 +451,8 @@ impl Artefact {
             // 59: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
             // 60: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 61: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
-            Artefact::Compressor => 61,
+            // 62: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
+            Artefact::Compressor => 62,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -502,7 +509,8 @@ impl Artefact {
             // 60: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
             // 61: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 62: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
-            Artefact::Dense => 62,
+            // 63: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
+            Artefact::Dense => 63,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -559,7 +567,8 @@ impl Artefact {
             // 60: attention spread over the thread pool by head for long sequences (the same floats), the CPU optimizer fused (trainers' adamw.rs: Burn's AdamW and clipping element by element, the same weights to the clipping norm's rounding)
             // 61: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 62: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
-            Artefact::Planner => 62,
+            // 63: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
+            Artefact::Planner => 63,
         }
     }
 
