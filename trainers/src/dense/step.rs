@@ -132,11 +132,12 @@ mod tests {
     /// hand-written forward and backward, checked against PyTorch's): the loss within 1 % of float32's (or
     /// 1e-3 absolute: bf16 keeps 8 bits, so its logits move by ~4e-3 of their size, which a loss of 0.01 does
     /// not scale down: 0.010847 against 0.010659 on an AMD EPYC and on an Intel Xeon) and not equal to it, the
-    /// gradient of a block's weight within cosine 0.99 of float32's (0.99993 on the EPYC). The reference is
-    /// the default build's float32 step, not burn-flex's: on an Intel Xeon with AVX-512 (CI, stop 79) the
-    /// bf16 gradient once came out at cosine 0.709 of burn-flex's own float32 gradient where the EPYC gives
-    /// 0.99993 for the same losses, so burn-flex's float32 gradient is printed beside it, to say which side
-    /// moved if it happens again. The default CPU build (which cannot compute in bf16: arbor-models' test)
+    /// gradient of a block's weight within cosine 0.99 of float32's (0.99993 on an AMD EPYC with AVX-512,
+    /// Zen 4, against either float32 step). The reference is the default build's float32 step, not
+    /// burn-flex's: on CI's machine after stop 79 (its processor not recorded) the bf16 gradient came out at
+    /// cosine 0.709 of burn-flex's own float32 gradient, a figure no other machine has shown (the same test
+    /// passed on a Xeon at stop 75), so on a miss burn-flex's float32 gradient is printed beside it, to say
+    /// which side moved. The default CPU build (which cannot compute in bf16: arbor-models' test)
     /// refuses the setting before a step, naming the build; a frozen encoder cannot take it.
     #[test]
     fn the_bf16_step_is_near_the_float32_step_where_the_backend_computes_in_bf16() {
