@@ -8,7 +8,7 @@
 # (default target/release/arbor); ARBOR_MODEL: an encoder folder (config.json, model.safetensors,
 # tokenizer.json) to read instead of all-MiniLM-L6-v2 fetched into $ARBOR_HOME (the GPU machine has no
 # network); ARBOR_CHECK_TIMEOUT: seconds any one run may take (default 600); ARBOR_CHECKS: which checks
-# to run (default "1 2 3 4 5 6"). The checks, cheapest first:
+# to run (default "1 2 3 4 5 6 7"). The checks, cheapest first:
 #   1. the encoder: `arbor embed` over the fixture's sentences, sentences a second, and the cosine of each
 #      GPU vector to the CPU's (the lowest printed);
 #   2. the fine-tuning step on the fixture's fixed batches (`arbor bench-step`,
@@ -19,7 +19,9 @@
 #   3. the same on scripts/bench_step.sh's batches (experiments/bench-step-legalbench.ron), the GPU build
 #      and PyTorch, where ARBOR_DATA holds legalbench-rag-mini;
 #   4. the quickstart (experiments/quickstart.ron) trained and evaluated: every method's IE within 0.1 of
-#      the CPU build's and every query's ranking the same (scripts/compare_runs.py);
+#      the CPU build's and every query's ranking the same (scripts/compare_runs.py); then each build scores
+#      the other's trained models (`evaluate --from`), every row's IE in a table (the learned head weights
+#      of one build on the other's attention);
 #   5. (run before 4) pooling and prompts: `arbor embed` of the tiny CLS fixture's sentences
 #      (models/tests/fixtures/tiny-bert-cls) as queries and as passages under CLS, last-token and mean
 #      pooling, each build against sentence-transformers' vectors in its expected.json;
@@ -30,7 +32,11 @@
 #      peak GPU memory (nvidia-smi's, sampled every 0.1 s, above what was in use before), TFLOP/s and MFU
 #      against the card's FP32, TF32 and BF16 peaks; then the encoder's inference at batch 256, `arbor
 #      embed` against sentence-transformers on squad-long's sentences (the rate between 4,096 and 32,768
-#      sentences, ARBOR_EMBED_SENTENCES, so that loading is not counted).
+#      sentences, ARBOR_EMBED_SENTENCES, so that loading is not counted);
+#   7. (run after 2; issue 65's numerics) the encoder's forward pass step by step on the first batch of
+#      check 2's file: `arbor trace-forward` on each build and scripts/trace_forward.py's PyTorch side
+#      (float32, and TF32 on a GPU), each against PyTorch in float32 (the CPU build without torch): per
+#      step the largest difference relative to the reference's magnitude, and the step where it grows most.
 #
 # For a lent GPU machine (no network, at most 64 MiB carried; DEVELOPERS' device tool):
 #   scripts/gpu-check.sh pack      here: builds the CUDA binary (target/cuda) and packs into .gpu/ both builds
@@ -200,7 +206,7 @@ fi
 torch_device=""
 "$python" -c "import torch, transformers" 2> /dev/null && torch_device=$("$python" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 
-checks=" ${ARBOR_CHECKS:-1 2 3 4 5 6} "
+checks=" ${ARBOR_CHECKS:-1 2 3 4 5 6 7} "
 if [[ $checks == *" 1 "* ]]; then
 echo "== 1. the encoder, each build"
 "$python" -c "
@@ -285,6 +291,31 @@ PY
 if [[ $checks == *" 2 "* ]]; then
     echo "== 2. the fine-tuning step on the fixture's fixed batches"
     steps fixture experiments/bench-step-fixture.ron cpu gpu torch torch-tf32
+fi
+
+if [[ $checks == *" 7 "* ]]; then
+    echo "== 7. the forward pass step by step on the fixture's first batch (scripts/trace_forward.py)"
+    batches=$out/batches-fixture.json
+    [ -f "$batches" ] || timeout "$limit" "$cpu" bench-step "$(experiment experiments/bench-step-fixture.ron)" --batches "$batches" --steps 1 --cache "$out/cache-fixture" > /dev/null || status=1
+    traces=()
+    for side in cpu gpu; do
+        timeout "$limit" "$(bin_of $side)" trace-forward "$batches" --out "$out/trace-$side.safetensors" || status=1
+        traces+=("$out/trace-$side.safetensors")
+    done
+    if [ -n "$torch_device" ]; then
+        for precision in fp32 tf32; do
+            [ $precision = tf32 ] && [ "$torch_device" != cuda ] && continue
+            tf32=0; [ $precision = tf32 ] && tf32=1
+            DEVICE=$torch_device TF32=$tf32 timeout "$limit" "$python" scripts/trace_forward.py torch "$batches" "$out/trace-torch-$precision.safetensors" || status=1
+            traces+=("$out/trace-torch-$precision.safetensors")
+        done
+    fi
+    # Against PyTorch in float32 where it runs (else the CPU build): the GPU build, the CPU build, PyTorch in TF32.
+    if [ ${#traces[@]} -gt 2 ]; then ref=${traces[2]}; unset 'traces[2]'; else ref=${traces[0]}; unset 'traces[0]'; fi
+    # The table is also written to trace-compare.txt; the traces (about 100 MB each) are removed.
+    "$python" scripts/trace_forward.py compare "$ref" "${traces[@]}" > "$out/trace-compare.txt" || status=1
+    cat "$out/trace-compare.txt"
+    rm -f "$ref" "${traces[@]}"
 fi
 
 if [[ $checks != *" 3 "* ]]; then
@@ -388,6 +419,22 @@ for side in cpu gpu; do
 done
 run_of() { dirname "$(ls "$out/$1"/*/*/report.json | head -1)"; }
 "$python" scripts/compare_runs.py "$(run_of cpu)" "$(run_of gpu)" 0.1 || status=1
+# The models each build trained, scored by the other (issue 65: why the learned head weights' trees differ):
+# the CPU build over the GPU run's models reads the GPU's weights on the CPU's attention, and the reverse.
+for pair in "cpu gpu" "gpu cpu"; do
+    read -r by from <<< "$pair"
+    timeout "$limit" "$(bin_of "$by")" evaluate "$quickstart" --from "$(run_of "$from")" --out "$out/$by-scores-$from" > "$out/$by-scores-$from.log" 2>&1 ||
+        { tail -n 20 "$out/$by-scores-$from.log"; status=1; }
+done
+"$python" - "$(run_of cpu)" "$(run_of gpu)" "$(run_of cpu-scores-gpu)" "$(run_of gpu-scores-cpu)" <<'PY' || status=1
+import json, sys
+names = ["cpu build, its models", "gpu build, its models", "cpu build, gpu models", "gpu build, cpu models"]
+runs = [{m["name"]: m["metrics"]["ie_mean"] for m in json.load(open(f"{r}/report.json"))["methods"]} for r in sys.argv[1:]]
+print("IE of each row, each build scoring each build's trained models:")
+print("| method | " + " | ".join(names) + " |")
+for method in runs[0]:
+    print(f"| {method[:60]} | " + " | ".join(f"{r.get(method, float('nan')):.2f}" for r in runs) + " |")
+PY
 
 if [ "${status:-0}" -ne 0 ]; then echo "gpu-check: the builds disagree"; exit 1; fi
 echo "gpu-check: the builds agree"

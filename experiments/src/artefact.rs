@@ -107,7 +107,8 @@ impl Artefact {
             // 20: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 21: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
             // 22: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 22,
+            // 23: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 23,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -162,7 +163,8 @@ impl Artefact {
             // 56: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 57: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
             // 58: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
-            Artefact::Raptor => 58,
+            // 59: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
+            Artefact::Raptor => 59,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -221,7 +223,8 @@ impl Artefact {
             // 59: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 60: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
             // 61: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
-            Artefact::Trees => 61,
+            // 62: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
+            Artefact::Trees => 62,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -280,7 +283,8 @@ impl Artefact {
             // 56: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 57: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
             // 58: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
-            Artefact::HeadWeights => 58,
+            // 59: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
+            Artefact::HeadWeights => 59,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -336,7 +340,8 @@ impl Artefact {
             // 57: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 58: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
             // 59: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
-            Artefact::Reranker => 59,
+            // 60: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
+            Artefact::Reranker => 60,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -395,7 +400,8 @@ impl Artefact {
             // 61: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 62: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
             // 63: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
-            Artefact::SproutRag => 63,
+            // 64: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
+            Artefact::SproutRag => 64,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -452,7 +458,8 @@ impl Artefact {
             // 60: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 61: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
             // 62: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
-            Artefact::Compressor => 62,
+            // 63: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
+            Artefact::Compressor => 63,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -510,7 +517,8 @@ impl Artefact {
             // 61: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 62: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
             // 63: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
-            Artefact::Dense => 63,
+            // 64: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
+            Artefact::Dense => 64,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -568,7 +576,8 @@ impl Artefact {
             // 61: review: FusedAdamW's clip always set, the parallel trainer's AdamW from adamw::config, the skeleton's step_gradients (a step's loss and gradients, cached or plain) shared with the large-batch bench (no behaviour changed)
             // 62: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
             // 63: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
-            Artefact::Planner => 63,
+            // 64: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
+            Artefact::Planner => 64,
         }
     }
 

@@ -23,5 +23,6 @@ pub mod run;
 pub mod source_state;
 pub mod stored;
 pub mod summaries;
+pub mod trace;
 pub mod trained;
 pub mod validation;

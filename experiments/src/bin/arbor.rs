@@ -1,5 +1,5 @@
 //! `arbor`: the umbrella command (`arbor embed`, `arbor evaluate`, `arbor train`, `arbor compare`, `arbor inspect`,
-//! `arbor index`, `arbor query`, `arbor serve`, `arbor bench-step`, `arbor export`, `arbor cpu`).
+//! `arbor index`, `arbor query`, `arbor serve`, `arbor bench-step`, `arbor trace-forward`, `arbor export`, `arbor cpu`).
 
 use arbor_experiments::bench_step::{BenchStepArgs, bench_step};
 use arbor_experiments::cli::{EvaluateArgs, TrainArgs, evaluate, train};
@@ -10,6 +10,7 @@ use arbor_experiments::inspect::{InspectArgs, inspect};
 use arbor_experiments::library::index::{IndexArgs, index};
 use arbor_experiments::library::query::{QueryArgs, query};
 use arbor_experiments::library::serve::{ServeArgs, serve};
+use arbor_experiments::trace::{TraceArgs, trace_forward};
 use clap::{Parser, Subcommand};
 
 // mimalloc reuses the large tensor buffers that glibc's malloc maps and unmaps on every op (about 20 %
@@ -44,6 +45,8 @@ enum Command {
     Serve(ServeArgs),
     /// Time the fine-tuning step on fixed batches of an experiment's training split, and write those batches for PyTorch's side (scripts/bench_step.sh)
     BenchStep(BenchStepArgs),
+    /// The encoder's forward pass over a bench-step batches file's first case, every step written (safetensors) for scripts/trace_forward.py
+    TraceForward(TraceArgs),
     /// Write a run's fine-tuned encoder (a Dense or SproutRAG row) as a sentence-transformers folder
     Export(ExportArgs),
     /// The processor, the SIMD extensions the CPU kernels may use and the path the matrix products take
@@ -62,6 +65,7 @@ fn main() -> anyhow::Result<()> {
         Command::Query(args) => query(&args),
         Command::Serve(args) => serve(&args),
         Command::BenchStep(args) => bench_step(&args),
+        Command::TraceForward(args) => trace_forward(&args),
         Command::Export(args) => export(&args),
         Command::Cpu => {
             println!("{}", arbor_models::processor::describe());

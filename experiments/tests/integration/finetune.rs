@@ -172,6 +172,22 @@ fn bench_step_writes_the_batches_it_timed() {
     assert!(len(&window["frozen"]) > 0 && len(&whole["frozen"]) == 0, "the window leaves units out, the whole article none");
     let loss = |i: usize| lines[i]["first_loss"].as_f64().unwrap();
     assert!((loss(0) - loss(1)).abs() < 1e-4, "window {} against whole {}", loss(0), loss(1));
+    // `arbor trace-forward` over the first case: per side its mask, embeddings, nine steps of each of the
+    // six blocks and the pooled vectors (safetensors: a little-endian header length, then the JSON header).
+    let trace = tmp.path().join("trace.safetensors");
+    crate::common::ok(&["trace-forward", batches.to_str().unwrap(), "--out", trace.to_str().unwrap()]);
+    let bytes = std::fs::read(&trace).unwrap();
+    let head = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + head]).unwrap();
+    let names = header.as_object().unwrap().keys().filter(|k| *k != "__metadata__").count();
+    assert_eq!(names, 2 * (2 + 6 * 9 + 1));
+    let longest = |side: &str| window[side].as_array().unwrap().iter().map(len).max().unwrap() as u64;
+    for side in ["queries", "window"] {
+        let shape = |step: &str| header[format!("{side}.{step}")]["shape"].clone();
+        assert_eq!(shape("mask"), serde_json::json!([len(&window[side]), longest(side)]), "{side}");
+        assert_eq!(shape("5.intermediate"), serde_json::json!([len(&window[side]) as u64 * longest(side), 1536]), "{side}");
+        assert_eq!(shape("pooled"), serde_json::json!([len(&window[side]), 384]), "{side}");
+    }
     // The reranker's step: 3 questions, each its positive and 2 negatives as [CLS] query [SEP] unit [SEP].
     let rerank = &file["rerank"];
     let (pairs, line) = (rerank["batch"]["pairs"].as_array().unwrap(), &lines[3]);

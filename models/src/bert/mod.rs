@@ -14,6 +14,7 @@ pub mod frozen;
 pub mod model;
 pub mod precision;
 mod tape;
+pub mod trace;
 pub mod weights;
 
 pub use config::BertConfig;

@@ -162,21 +162,41 @@ impl<B: Backend> BertLayer<B> {
     /// attention products take bf16 operands, the scores' scaling, the padding bias, the softmax, the
     /// residual sums and the layer norms float32 (as autocast runs BertSelfAttention and BertOutput).
     pub fn forward_in(&self, x: Tensor<B, 3>, key_bias: Tensor<B, 4>, precision: Precision) -> (Tensor<B, 3>, Tensor<B, 4>) {
+        self.forward_observed(x, key_bias, precision, &mut |_, _| {})
+    }
+
+    /// [`Self::forward_in`], each step's result shown to `observe` as it is computed, by the name of the
+    /// transformers module that computes it (`query`, `key`, `value`, `context`: the heads' attention
+    /// output, `attention_output`, `attention_norm`, `intermediate`: after GELU, `output`, `output_norm`),
+    /// each `[batch * tokens, features]` in its own dtype ([`crate::bert::trace`]).
+    pub fn forward_observed(
+        &self,
+        x: Tensor<B, 3>,
+        key_bias: Tensor<B, 4>,
+        precision: Precision,
+        observe: &mut dyn FnMut(&'static str, &Tensor<B, 2>),
+    ) -> (Tensor<B, 3>, Tensor<B, 4>) {
         let p = precision;
         let [batch, tokens, hidden] = x.dims();
         let head_dim = hidden / self.num_heads;
         // Linear layers see all tokens of the batch as one matrix: one large matrix product per weight
         // instead of one per sequence.
         let x = x.reshape([batch * tokens, hidden]); // [batch * tokens, hidden]
+        let mut seen = |name, t: Tensor<B, 2>| {
+            observe(name, &t);
+            t
+        };
         let split = |t: Tensor<B, 2>| t.reshape([batch, tokens, self.num_heads, head_dim]).swap_dims(1, 2);
-        let q = split(p.linear(&self.query, x.clone())); // [batch, heads, tokens, head_dim]
-        let k = split(p.linear(&self.key, x.clone()));
-        let v = split(p.linear(&self.value, x.clone()));
+        let q = split(seen("query", p.linear(&self.query, x.clone()))); // [batch, heads, tokens, head_dim]
+        let k = split(seen("key", p.linear(&self.key, x.clone())));
+        let v = split(seen("value", p.linear(&self.value, x.clone())));
         let scores = p.high(q.matmul(k.transpose())) / (head_dim as f64).sqrt() + key_bias; // [batch, heads, tokens, tokens]
         let probs = softmax(scores, 3);
-        let context = p.low(probs.clone()).matmul(v).swap_dims(1, 2).reshape([batch * tokens, hidden]);
-        let x = self.attention_norm.forward(p.high(p.linear(&self.attention_output, context)) + x);
-        let ff = p.high(p.linear(&self.output, gelu(p.linear(&self.intermediate, x.clone()))));
-        (self.output_norm.forward(ff + x).reshape([batch, tokens, hidden]), probs)
+        let context = seen("context", p.low(probs.clone()).matmul(v).swap_dims(1, 2).reshape([batch * tokens, hidden]));
+        let attended = seen("attention_output", p.linear(&self.attention_output, context));
+        let x = seen("attention_norm", self.attention_norm.forward(p.high(attended) + x));
+        let inner = seen("intermediate", gelu(p.linear(&self.intermediate, x.clone())));
+        let ff = p.high(seen("output", p.linear(&self.output, inner)));
+        (seen("output_norm", self.output_norm.forward(ff + x)).reshape([batch, tokens, hidden]), probs)
     }
 }
