@@ -12,7 +12,7 @@ use arbor_models::EncoderConfig;
 use serde::{Deserialize, Serialize};
 
 pub use crate::methods::Method;
-use crate::methods::controls::ControlKind;
+use crate::methods::controls::{ControlKind, matched};
 pub use crate::methods::smartchunk::SmartChunkConfig;
 pub use crate::methods::sproutrag::{AttentionSource, SproutRagConfig};
 use crate::validation::ValidationConfig;
@@ -220,6 +220,25 @@ impl Experiment {
         }
         for m in &self.methods {
             m.spec().check()?;
+        }
+        // A report, its retrievals and `arbor compare` know a row by its name: two rows of one name would
+        // share their retrievals and pair with each other's queries. A matched control equal to a method is
+        // that method's row ([`crate::run::rows`]); one that only shares its name is refused as well.
+        let mut labels: Vec<(String, usize)> = self.methods.iter().map(Method::label).zip(0..).collect();
+        for (control, _) in matched(&self.methods, &self.controls) {
+            if !self.methods.contains(&control) {
+                labels.push((control.label(), usize::MAX));
+            }
+        }
+        labels.sort();
+        if let Some(w) = labels.windows(2).find(|w| w[0].0 == w[1].0) {
+            let which = |i: usize| if i == usize::MAX { "a matched control".to_owned() } else { format!("method {i}") };
+            bail!(
+                "{} and {} are both named {:?} in the report: give them settings that tell them apart (or drop one)",
+                which(w[0].1),
+                which(w[1].1),
+                w[0].0
+            );
         }
         if !self.data.train_with.is_empty() && self.retrieval.scope != Scope::QueryDocuments {
             bail!(

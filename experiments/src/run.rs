@@ -29,9 +29,33 @@ use crate::validation::VALIDATION;
 /// artefacts are read back and training continues from its last checkpoint. Artefacts are kept in the run
 /// folder, or in `cache` when given (a folder shared between runs: every artefact is keyed by its inputs).
 pub fn run(exp: &Experiment, out: &Path, resume: bool, cache: Option<&Path>) -> anyhow::Result<(PathBuf, Report)> {
+    trainable_here(exp)?;
     let dir = if resume { latest_run(out, exp)? } else { run_folder(out, &exp.name)? };
     let report = run_in(exp, &dir, &cache_in(&dir, cache), &Training::Allowed)?;
     Ok((dir, report))
+}
+
+/// Refuses, before anything is loaded or trained, a row whose training this build cannot run: bf16
+/// autocast (`training.precision: Bf16`) on a build that computes in float32 only (the default CPU build),
+/// which would otherwise fail at that row's first step, after every row before it had trained. A model
+/// trained so elsewhere is still scored here (`evaluate --from`).
+pub fn trainable_here(exp: &Experiment) -> anyhow::Result<()> {
+    let device = Default::default();
+    for (method, _) in rows(exp) {
+        if let Trains::Queries(t) = method.spec().trains()
+            && !t.precision.supported::<burn::backend::Autodiff<DefaultBackend>>(&device)
+        {
+            anyhow::bail!(
+                "{}: training.precision: {:?} needs a backend that computes in bf16 (the CUDA build, `--features cuda`); this \
+                 build is {}, float32 only. Nothing was trained: train this file on a GPU, or score its models here with \
+                 `evaluate --from` that run",
+                method.label(),
+                t.precision,
+                arbor_models::backend::NAME
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Evaluates an experiment without training: its trained methods take their models from the run folder

@@ -21,7 +21,7 @@ use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use super::document_summary::DocumentSummary;
-use super::training::{Needs, data_key, headed_key, on_devices, pretrained, queries_by_doc, train_docs, training_queries};
+use super::training::{Needs, data_key, headed_key, in_bf16, on_devices, pretrained, queries_by_doc, train_docs, training_queries};
 use super::{Built, Context, MethodSpec, QueryVectors};
 use crate::cache::{Artefact, key};
 use crate::progress::with_bar;
@@ -134,8 +134,8 @@ impl MethodSpec for DenseConfig {
                     Some(k) => window += &format!(", embeddings and blocks 0-{} frozen", k - 1),
                     None => {}
                 }
-                if let Some(devices) = on_devices(t) {
-                    window += &format!(", {devices}");
+                for procedure in in_bf16(t).into_iter().chain(on_devices(t)) {
+                    window += &format!(", {procedure}");
                 }
                 format!("Dense, encoder fine-tuned at {} by InfoNCE alone ({} epochs{window})", t.lr_encoder, t.schedule.epochs)
             }

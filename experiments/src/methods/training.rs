@@ -34,6 +34,12 @@ pub fn on_devices(training: &TrainConfig) -> Option<String> {
     training.schedule.devices.as_ref().map(|d| format!("{how} on devices {d:?}"))
 }
 
+/// A row's name says so when its encoder trains in bf16 autocast (`training.precision: Bf16`): another
+/// arithmetic, so another row, which `compare_with` can set against its float32 twin.
+pub fn in_bf16(training: &TrainConfig) -> Option<String> {
+    (!training.precision.is_f32()).then(|| "bf16 autocast".to_owned())
+}
+
 /// A split's queries with gold evidence, by the document of their first gold span.
 pub fn queries_by_doc<'c>(corpus: &'c Corpus, split: &str) -> BTreeMap<usize, Vec<&'c Query>> {
     by_doc(corpus, corpus.eval_queries(Some(split)))

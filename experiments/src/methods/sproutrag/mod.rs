@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use super::dense::DenseConfig;
 use super::document_level;
 use super::document_summary::DocumentSummary;
-use super::training::on_devices;
+use super::training::{in_bf16, on_devices};
 use super::{Built, Context, MethodSpec, QueryVectors, Served, Serving, Trains};
 use crate::cache::{Artefact, key};
 use crate::progress::bar;
@@ -248,6 +248,7 @@ impl MethodSpec for SproutRagConfig {
                     parts.push("leaves and queries: the encoder's vectors".into());
                 }
                 parts.push(format!("{} epochs", t.schedule.epochs));
+                parts.extend(in_bf16(t));
                 parts.extend(on_devices(t));
                 format!("SproutRAG trained ({}, {search})", parts.join(", "))
             }

@@ -98,3 +98,22 @@ fn values_that_make_no_sense_are_errors_naming_the_field() {
     assert!(err.contains("hand_on: WholeSentences"), "{err}");
     assert!(Experiment::parse(&GOOD.replace("methods:", "retrieval: (hand_on: Paragraphs), methods:"), Path::new("x.ron")).is_ok());
 }
+
+#[test]
+fn two_rows_of_one_name_are_refused_and_a_rows_arithmetic_is_in_its_name() {
+    let with = |methods: &str| Experiment::parse(&GOOD.replace("[Flat, Bm25]", methods), Path::new("x.ron"));
+    let err = with("[Flat, Bm25, Flat]").unwrap_err().to_string();
+    assert!(err.contains("method 0 and method 2") && err.contains("\"Flat (dense units)\""), "{err}");
+    // A control listed as a method is that control's row (crate::run::rows), not a second one.
+    let mut exp = with("[SproutRag((attention: Sllm, training: Some((schedule: (epochs: 1)))))]").unwrap();
+    let controls = arbor_experiments::methods::controls::matched(&exp.methods, &exp.controls);
+    exp.methods.push(controls[0].0.clone());
+    exp.check().unwrap();
+    assert_eq!(arbor_experiments::run::rows(&exp).len(), 1 + controls.len(), "the listed control's row is its own");
+    // The same fine-tuned row in float32 and in bf16 autocast: two rows, the second named so.
+    let tuned = |precision: &str| format!("Dense((training: (schedule: (epochs: 1), freeze_encoder: false, precision: {precision})))");
+    let exp = with(&format!("[{}, {}]", tuned("F32"), tuned("Bf16"))).unwrap();
+    let labels: Vec<String> = exp.methods.iter().map(|m| m.label()).collect();
+    assert!(!labels[0].contains("bf16") && labels[1].ends_with(", bf16 autocast)"), "{labels:?}");
+    assert_eq!(labels[0], labels[1].replace(", bf16 autocast", ""));
+}

@@ -73,3 +73,20 @@ fn training_corpora_lend_their_train_split_alone_ahead_of_the_own_documents() {
     let err = with_training_corpora(only_own, vec![("covid".into(), none)], Path::new("own")).unwrap_err().to_string();
     assert!(err.contains("covid has no document of split \"train\""), "{err}");
 }
+
+/// The default CPU build computes in float32 only: `train` of a file with a bf16 row refuses before any row
+/// trains or any folder is made, naming the row and the build; the float32 rows of the same file pass.
+#[test]
+#[cfg(not(any(feature = "cuda", feature = "wgpu")))]
+fn a_row_this_build_cannot_train_is_refused_before_anything_trains() {
+    let tuned = |precision: &str| format!("Dense((training: (schedule: (epochs: 1), freeze_encoder: false, precision: {precision})))");
+    let file = |methods: String| {
+        let text = format!(r#"Experiment(name: "bf16", data: (format: Jsonl, path: "experiments/fixtures/squad-mini"), methods: [{methods}])"#);
+        arbor_experiments::experiment::Experiment::parse(&text, Path::new("bf16.ron")).unwrap()
+    };
+    let out = tempfile::tempdir().unwrap();
+    let err = run(&file(format!("Flat, {}, {}", tuned("F32"), tuned("Bf16"))), out.path(), false, None).unwrap_err().to_string();
+    assert!(err.contains("bf16 autocast") && err.contains("training.precision: Bf16") && err.contains(arbor_models::backend::NAME), "{err}");
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "no run folder");
+    trainable_here(&file(format!("Flat, {}", tuned("F32")))).unwrap();
+}
