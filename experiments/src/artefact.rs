@@ -165,7 +165,8 @@ impl Artefact {
             // 58: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
             // 59: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 60: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
-            Artefact::Raptor => 60,
+            // 61: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
+            Artefact::Raptor => 61,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -226,7 +227,8 @@ impl Artefact {
             // 61: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
             // 62: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 63: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
-            Artefact::Trees => 63,
+            // 64: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
+            Artefact::Trees => 64,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -287,7 +289,8 @@ impl Artefact {
             // 58: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
             // 59: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 60: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
-            Artefact::HeadWeights => 60,
+            // 61: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
+            Artefact::HeadWeights => 61,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -345,7 +348,8 @@ impl Artefact {
             // 59: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
             // 60: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 61: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
-            Artefact::Reranker => 61,
+            // 62: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
+            Artefact::Reranker => 62,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -406,7 +410,8 @@ impl Artefact {
             // 63: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
             // 64: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 65: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
-            Artefact::SproutRag => 65,
+            // 66: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
+            Artefact::SproutRag => 66,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -465,7 +470,8 @@ impl Artefact {
             // 62: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
             // 63: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 64: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
-            Artefact::Compressor => 64,
+            // 65: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
+            Artefact::Compressor => 65,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -525,7 +531,8 @@ impl Artefact {
             // 63: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
             // 64: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 65: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
-            Artefact::Dense => 65,
+            // 66: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
+            Artefact::Dense => 66,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -585,7 +592,8 @@ impl Artefact {
             // 63: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
             // 64: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 65: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
-            Artefact::Planner => 65,
+            // 66: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
+            Artefact::Planner => 66,
         }
     }
 

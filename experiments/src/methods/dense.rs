@@ -21,7 +21,7 @@ use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use super::document_summary::DocumentSummary;
-use super::training::{Needs, data_key, headed_key, in_bf16, on_devices, pretrained, queries_by_doc, train_docs, training_queries};
+use super::training::{Needs, data_key, headed_key, in_bf16, on_a_sample, on_devices, pretrained, queries_by_doc, train_docs, training_queries};
 use super::{Built, Context, MethodSpec, QueryVectors};
 use crate::cache::{Artefact, key};
 use crate::progress::with_bar;
@@ -118,6 +118,9 @@ impl MethodSpec for DenseConfig {
         });
         if let Some(docs) = t.describe_docs_per_step() {
             negatives += &format!(", {docs}");
+        }
+        if let Some(sample) = on_a_sample(t) {
+            negatives += &format!(", {sample}");
         }
         if !t.validation.is_documents() {
             negatives += ", the epoch chosen over every validation document";

@@ -34,6 +34,13 @@ pub fn on_devices(training: &TrainConfig) -> Option<String> {
     training.schedule.devices.as_ref().map(|d| format!("{how} on devices {d:?}"))
 }
 
+/// A row's name says so when its training reads a sample of its split's questions (`train_queries`):
+/// another row than the same training on every question (a learning curve's points, a trained row's
+/// matched control, which reads the row's own sample).
+pub fn on_a_sample(training: &TrainConfig) -> Option<String> {
+    training.train_queries.map(|n| format!("a sample of {n} training questions"))
+}
+
 /// A row's name says so when its encoder trains in bf16 autocast (`training.precision: Bf16`): another
 /// arithmetic, so another row, which `compare_with` can set against its float32 twin.
 pub fn in_bf16(training: &TrainConfig) -> Option<String> {

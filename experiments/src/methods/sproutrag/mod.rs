@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use super::dense::DenseConfig;
 use super::document_level;
 use super::document_summary::DocumentSummary;
-use super::training::{in_bf16, on_devices};
+use super::training::{in_bf16, on_a_sample, on_devices};
 use super::{Built, Context, MethodSpec, QueryVectors, Served, Serving, Trains};
 use crate::cache::{Artefact, key};
 use crate::progress::bar;
@@ -216,9 +216,10 @@ impl MethodSpec for SproutRagConfig {
                 leaves(*leaf_vectors),
                 t.lr_aggregation,
                 t.schedule.epochs,
-                match t.merge_pairs {
-                    MergePairs::SameParagraph => String::new(),
-                    other => format!(", G {other:?}"),
+                match (t.merge_pairs, on_a_sample(t)) {
+                    (MergePairs::SameParagraph, _) => String::new(),
+                    (other, None) => format!(", G {other:?}"),
+                    (other, Some(sample)) => format!(", G {other:?}, {sample}"),
                 }
             ),
             (AttentionSource::Sllm, Some(t)) => {
@@ -248,6 +249,7 @@ impl MethodSpec for SproutRagConfig {
                     parts.push("leaves and queries: the encoder's vectors".into());
                 }
                 parts.push(format!("{} epochs", t.schedule.epochs));
+                parts.extend(on_a_sample(t));
                 parts.extend(in_bf16(t));
                 parts.extend(on_devices(t));
                 format!("SproutRAG trained ({}, {search})", parts.join(", "))

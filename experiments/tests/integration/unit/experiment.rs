@@ -116,4 +116,9 @@ fn two_rows_of_one_name_are_refused_and_a_rows_arithmetic_is_in_its_name() {
     let labels: Vec<String> = exp.methods.iter().map(|m| m.label()).collect();
     assert!(!labels[0].contains("bf16") && labels[1].ends_with(", bf16 autocast)"), "{labels:?}");
     assert_eq!(labels[0], labels[1].replace(", bf16 autocast", ""));
+    // A row on a sample of the training questions beside a trained row whose control reads them all (a
+    // learning curve's point): two rows, the sample named.
+    let sampled = "Dense((training: (schedule: (epochs: 1), train_queries: Some(100))))";
+    let exp = with(&format!("[SproutRag((attention: Sllm, training: Some((schedule: (epochs: 1))))), {sampled}]")).unwrap();
+    assert!(exp.methods[1].label().contains(", a sample of 100 training questions"), "{}", exp.methods[1].label());
 }
