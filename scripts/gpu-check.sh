@@ -35,8 +35,8 @@
 #      sentences, ARBOR_EMBED_SENTENCES, so that loading is not counted);
 #   7. (run after 2; issue 65's numerics) the encoder's forward pass step by step on the first batch of
 #      check 2's file: `arbor trace-forward` on each build and scripts/trace_forward.py's PyTorch side
-#      (float32, and TF32 on a GPU), each against PyTorch in float32 (the CPU build without torch): per
-#      step the largest difference relative to the reference's magnitude, and the step where it grows most.
+#      (float32, and TF32 on a GPU), each against PyTorch in float32 (skipped where python3 has no torch):
+#      per step the largest difference relative to the reference's magnitude, and the step where it grows most.
 #
 # For a lent GPU machine (no network, at most 64 MiB carried; DEVELOPERS' device tool):
 #   scripts/gpu-check.sh pack      here: builds the CUDA binary (target/cuda) and packs into .gpu/ both builds
@@ -293,7 +293,11 @@ if [[ $checks == *" 2 "* ]]; then
     steps fixture experiments/bench-step-fixture.ron cpu gpu torch torch-tf32
 fi
 
-if [[ $checks == *" 7 "* ]]; then
+if [[ $checks != *" 7 "* ]]; then
+    :
+elif [ -z "$torch_device" ]; then
+    echo "== 7. skipped: $python has no torch and transformers (scripts/trace_forward.py reads the traces with them)"
+else
     echo "== 7. the forward pass step by step on the fixture's first batch (scripts/trace_forward.py)"
     batches=$out/batches-fixture.json
     [ -f "$batches" ] || timeout "$limit" "$cpu" bench-step "$(experiment experiments/bench-step-fixture.ron)" --batches "$batches" --steps 1 --cache "$out/cache-fixture" > /dev/null || status=1
@@ -302,16 +306,15 @@ if [[ $checks == *" 7 "* ]]; then
         timeout "$limit" "$(bin_of $side)" trace-forward "$batches" --out "$out/trace-$side.safetensors" || status=1
         traces+=("$out/trace-$side.safetensors")
     done
-    if [ -n "$torch_device" ]; then
-        for precision in fp32 tf32; do
-            [ $precision = tf32 ] && [ "$torch_device" != cuda ] && continue
-            tf32=0; [ $precision = tf32 ] && tf32=1
-            DEVICE=$torch_device TF32=$tf32 timeout "$limit" "$python" scripts/trace_forward.py torch "$batches" "$out/trace-torch-$precision.safetensors" || status=1
-            traces+=("$out/trace-torch-$precision.safetensors")
-        done
-    fi
-    # Against PyTorch in float32 where it runs (else the CPU build): the GPU build, the CPU build, PyTorch in TF32.
-    if [ ${#traces[@]} -gt 2 ]; then ref=${traces[2]}; unset 'traces[2]'; else ref=${traces[0]}; unset 'traces[0]'; fi
+    for precision in fp32 tf32; do
+        [ $precision = tf32 ] && [ "$torch_device" != cuda ] && continue
+        tf32=0; [ $precision = tf32 ] && tf32=1
+        DEVICE=$torch_device TF32=$tf32 timeout "$limit" "$python" scripts/trace_forward.py torch "$batches" "$out/trace-torch-$precision.safetensors" || status=1
+        traces+=("$out/trace-torch-$precision.safetensors")
+    done
+    # Against PyTorch in float32: the CPU build, the GPU build, PyTorch in TF32 (on a GPU).
+    ref=${traces[2]}
+    unset 'traces[2]'
     # The table is also written to trace-compare.txt; the traces (about 100 MB each) are removed.
     "$python" scripts/trace_forward.py compare "$ref" "${traces[@]}" > "$out/trace-compare.txt" || status=1
     cat "$out/trace-compare.txt"
