@@ -108,7 +108,8 @@ impl Artefact {
             // 21: the bench profile's opt-level overrides, which never reached `cargo test --release`, removed from Cargo.toml and the doc comments that named them corrected (models processor.rs); no behaviour changed
             // 22: arbor-ablations compiled at opt-level 0 (the workspace manifest's release profile: its sweeps, tables and verdicts run no model); no behaviour changed
             // 23: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 23,
+            // 24: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 24,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -166,7 +167,8 @@ impl Artefact {
             // 59: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 60: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
             // 61: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
-            Artefact::Raptor => 61,
+            // 62: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
+            Artefact::Raptor => 62,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -228,7 +230,8 @@ impl Artefact {
             // 62: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 63: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
             // 64: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
-            Artefact::Trees => 64,
+            // 65: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
+            Artefact::Trees => 65,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -290,7 +293,8 @@ impl Artefact {
             // 59: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 60: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
             // 61: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
-            Artefact::HeadWeights => 61,
+            // 62: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
+            Artefact::HeadWeights => 62,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -349,7 +353,8 @@ impl Artefact {
             // 60: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 61: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
             // 62: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
-            Artefact::Reranker => 62,
+            // 63: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
+            Artefact::Reranker => 63,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -411,7 +416,8 @@ impl Artefact {
             // 64: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 65: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
             // 66: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
-            Artefact::SproutRag => 66,
+            // 67: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
+            Artefact::SproutRag => 67,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -471,7 +477,8 @@ impl Artefact {
             // 63: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 64: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
             // 65: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
-            Artefact::Compressor => 65,
+            // 66: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
+            Artefact::Compressor => 66,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -532,7 +539,8 @@ impl Artefact {
             // 64: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 65: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
             // 66: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
-            Artefact::Dense => 66,
+            // 67: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
+            Artefact::Dense => 67,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -593,7 +601,8 @@ impl Artefact {
             // 64: `BertLayer::forward_observed` (a block's forward shows each step to an observer; `forward_in` passes none: the same floats) and the forward trace (models bert/trace.rs, `arbor trace-forward`: issue 65's numerics); no behaviour changed
             // 65: a row's name says `bf16 autocast` when it trains so (methods training.rs `in_bf16`), `train` refuses a row this build cannot train before anything trains (run.rs `trainable_here`), two rows of one name refused (experiment.rs); no float32 row's name or artefact changed
             // 66: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
-            Artefact::Planner => 66,
+            // 67: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
+            Artefact::Planner => 67,
         }
     }
 

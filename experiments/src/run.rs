@@ -43,15 +43,11 @@ pub fn trainable_here(exp: &Experiment) -> anyhow::Result<()> {
     let device = Default::default();
     for (method, _) in rows(exp) {
         if let Trains::Queries(t) = method.spec().trains()
-            && !t.precision.supported::<burn::backend::Autodiff<DefaultBackend>>(&device)
+            && let Err(e) = t.precision.ensure_supported::<burn::backend::Autodiff<DefaultBackend>>(&device)
         {
             anyhow::bail!(
-                "{}: training.precision: {:?} needs a backend that computes in bf16 (the CUDA build, `--features cuda`); this \
-                 build is {}, float32 only. Nothing was trained: train this file on a GPU, or score its models here with \
-                 `evaluate --from` that run",
-                method.label(),
-                t.precision,
-                arbor_models::backend::NAME
+                "{}: training.{e}. Nothing was trained: train this file on a GPU, or score its models here with `evaluate --from` that run",
+                method.label()
             );
         }
     }

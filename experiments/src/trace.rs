@@ -6,13 +6,14 @@
 //! build (the CPU build's training step runs its own hand-written one, which the trainers' tests hold to
 //! it), mean-pooled as the benchmark's step pools, in the file's precision.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context as _;
 use arbor_files::atomic_write;
 use arbor_models::DefaultBackend;
 use arbor_models::bert::trace::{to_safetensors, trace_side};
-use arbor_models::bert::{BertConfig, Precision, load_bert};
+use arbor_models::bert::{Precision, load_bert};
+use arbor_models::encoder::read_config;
 use arbor_models::pooling::Pooling;
 use serde::Deserialize;
 
@@ -46,24 +47,16 @@ struct Sides {
     window: Vec<Vec<u32>>,
 }
 
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path, what: &str) -> anyhow::Result<T> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}: {what}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{}: not {what}", path.display()))
-}
-
 pub fn trace_forward(args: &TraceArgs) -> anyhow::Result<()> {
-    let batches: Batches = read_json(&args.batches, "a batches file of `arbor bench-step --batches`")?;
+    let what = "a batches file of `arbor bench-step --batches`";
+    let text = std::fs::read_to_string(&args.batches).with_context(|| format!("reading {}: {what}", args.batches.display()))?;
+    let batches: Batches = serde_json::from_str(&text).with_context(|| format!("{}: not {what}", args.batches.display()))?;
     let case = batches.cases.first().with_context(|| format!("{}: holds no case", args.batches.display()))?;
     let dir = &batches.model_dir;
-    let config: BertConfig = read_json(&dir.join("config.json"), "an encoder's config.json")?;
+    let config = read_config(dir)?;
     let device = Default::default();
     let precision = batches.precision;
-    anyhow::ensure!(
-        precision.supported::<DefaultBackend>(&device),
-        "{}: precision {precision:?} needs a backend that computes in bf16 (the CUDA build); this build is {}",
-        args.batches.display(),
-        arbor_models::backend::NAME
-    );
+    precision.ensure_supported::<DefaultBackend>(&device).map_err(|e| anyhow::anyhow!("{}: {e}", args.batches.display()))?;
     let bert = load_bert::<DefaultBackend>(&config, &dir.join("model.safetensors"), &device)?;
     let mut traced = Vec::new();
     for (side, rows) in [("queries", &case.batch.queries), ("window", &case.batch.window)] {

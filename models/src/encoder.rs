@@ -65,7 +65,8 @@ pub fn fingerprint(config: &EncoderConfig) -> Result<String, ModelError> {
     dir.fingerprint(max_len(&dir.path, config.max_seq_length, &bert)?, KERNEL, &pipeline.key())
 }
 
-fn read_config(dir: &Path) -> Result<BertConfig, ModelError> {
+/// A model folder's config.json, checked (an error names the file).
+pub fn read_config(dir: &Path) -> Result<BertConfig, ModelError> {
     let path = dir.join("config.json");
     let text = std::fs::read_to_string(&path).map_err(|e| ModelError::io(&path, e))?;
     let config: BertConfig = serde_json::from_str(&text).map_err(|e| ModelError::weights(&path, e.to_string()))?;

@@ -45,11 +45,7 @@ impl StepEncoder {
     /// backend `B` must compute in (bf16: the CUDA build; the default CPU build is float32 only).
     pub fn of<B: Backend>(tune: &FineTune<B>, config: &TrainConfig) -> anyhow::Result<Self> {
         let precision = config.precision;
-        anyhow::ensure!(
-            precision.supported::<B>(&Default::default()),
-            "training.precision: {precision:?} needs a backend that computes in bf16 (the CUDA build, `--features cuda`); this build is {}, float32 only",
-            arbor_models::backend::NAME
-        );
+        precision.ensure_supported::<B>(&Default::default()).map_err(|e| anyhow::anyhow!("training.{e}"))?;
         Ok(StepEncoder { precision, ..StepEncoder::new(tune, config.frozen_layers)? })
     }
 

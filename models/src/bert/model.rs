@@ -98,11 +98,25 @@ impl<B: Backend> Bert<B> {
         with_attention: bool,
         precision: Precision,
     ) -> BertOutput<B> {
+        self.forward_from_observed(x, mask, from, with_attention, precision, &mut |_, _, _| {})
+    }
+
+    /// [`Self::forward_from_in`], each block's steps shown to `observe` with the block's index
+    /// ([`BertLayer::forward_observed`]; [`crate::bert::trace`]).
+    pub fn forward_from_observed(
+        &self,
+        x: Tensor<B, 3>,
+        mask: Tensor<B, 2, Bool>,
+        from: usize,
+        with_attention: bool,
+        precision: Precision,
+        observe: &mut dyn FnMut(usize, &'static str, &Tensor<B, 2>),
+    ) -> BertOutput<B> {
         let key_bias = padding_bias(mask);
         let mut x = x;
         let mut attentions = Vec::new();
-        for layer in &self.layers[from..] {
-            let (out, probs) = layer.forward_in(x, key_bias.clone(), precision);
+        for (l, layer) in self.layers.iter().enumerate().skip(from) {
+            let (out, probs) = layer.forward_observed(x, key_bias.clone(), precision, &mut |name, t| observe(l, name, t));
             x = out;
             if with_attention {
                 attentions.push(probs);

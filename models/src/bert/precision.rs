@@ -45,6 +45,19 @@ impl Precision {
         }
     }
 
+    /// Refuses this precision where backend `B` cannot compute in it on `device`, naming the build (bf16:
+    /// the CUDA build; the default CPU build is float32 only): what a trainer, `train` and `arbor
+    /// trace-forward` say before they start.
+    pub fn ensure_supported<B: Backend>(self, device: &B::Device) -> Result<(), String> {
+        match self.supported::<B>(device) {
+            true => Ok(()),
+            false => Err(format!(
+                "precision: {self:?} needs a backend that computes in bf16 (the CUDA build, `--features cuda`); this build is {}, float32 only",
+                crate::backend::NAME
+            )),
+        }
+    }
+
     /// `x` as the products take it.
     pub fn low<B: Backend, const D: usize>(self, x: Tensor<B, D>) -> Tensor<B, D> {
         match self {

@@ -1,6 +1,6 @@
 //! The encoder's forward pass observed step by step (issue 65's numerics: where a build's first loss
-//! leaves PyTorch's): Burn's module forward ([`Bert::embed`], [`BertLayer::forward_observed`] per block,
-//! [`Pooling::pool`]) over one side of a fine-tuning batch, every intermediate kept as float32 under the
+//! leaves PyTorch's): Burn's module forward ([`Bert::embed`], [`Bert::forward_from_observed`],
+//! [`Pooling::pool`], as the training path's `pool_ids_in` runs them) over one side of a fine-tuning batch, every intermediate kept as float32 under the
 //! name of the transformers module that computes it, so that `scripts/trace_forward.py compare` can set two
 //! builds, or a build and PyTorch, side by side and name the first step where they part.
 //!
@@ -14,7 +14,6 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 
-use super::model::padding_bias;
 use super::{Bert, Precision};
 use crate::encoder::pad_ids;
 use crate::pooling::Pooling;
@@ -59,14 +58,12 @@ pub fn trace_side<B: Backend>(
     let (ids, mask) = pad_ids::<B>(rows, device);
     let [batch, tokens] = ids.dims();
     let mut traced = vec![Traced::of(format!("{side}.mask"), &mask.clone().float())];
-    let mut x = bert.embed(ids);
+    let x = bert.embed(ids);
     let hidden = x.dims()[2];
     traced.push(Traced::of(format!("{side}.embeddings"), &x.clone().reshape([batch * tokens, hidden])));
-    let key_bias = padding_bias(mask.clone());
-    for (l, layer) in bert.layers.iter().enumerate() {
-        x = layer.forward_observed(x, key_bias.clone(), precision, &mut |name, t| traced.push(Traced::of(format!("{side}.{l}.{name}"), t))).0;
-    }
-    traced.push(Traced::of(format!("{side}.pooled"), &pooling.pool(x, mask)));
+    let mut observe = |l, name, t: &Tensor<B, 2>| traced.push(Traced::of(format!("{side}.{l}.{name}"), t));
+    let hidden = bert.forward_from_observed(x, mask.clone(), 0, false, precision, &mut observe).hidden;
+    traced.push(Traced::of(format!("{side}.pooled"), &pooling.pool(hidden, mask)));
     traced
 }
 
