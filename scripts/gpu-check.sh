@@ -8,7 +8,7 @@
 # (default target/release/arbor); ARBOR_MODEL: an encoder folder (config.json, model.safetensors,
 # tokenizer.json) to read instead of all-MiniLM-L6-v2 fetched into $ARBOR_HOME (the GPU machine has no
 # network); ARBOR_CHECK_TIMEOUT: seconds any one run may take (default 600); ARBOR_CHECKS: which checks
-# to run (default "1 2 3 4 5 6 7"). The checks, cheapest first:
+# to run (default "1 2 3 4 5 6 7 8"). The checks, cheapest first:
 #   1. the encoder: `arbor embed` over the fixture's sentences, sentences a second, and the cosine of each
 #      GPU vector to the CPU's (the lowest printed);
 #   2. the fine-tuning step on the fixture's fixed batches (`arbor bench-step`,
@@ -36,7 +36,11 @@
 #   7. (run after 2; issue 65's numerics) the encoder's forward pass step by step on the first batch of
 #      check 2's file: `arbor trace-forward` on each build and scripts/trace_forward.py's PyTorch side
 #      (float32, and TF32 on a GPU), each against PyTorch in float32 (skipped where python3 has no torch):
-#      per step the largest difference relative to the reference's magnitude, and the step where it grows most.
+#      per step the largest difference relative to the reference's magnitude, and the step where it grows most;
+#   8. (run before 4; issue 65) burn-train's distributed data parallel at world size 1: the encoder's
+#      fine-tuning on the Learner on device 0 and under DDP on the same seed (experiments/lent-ddp-fixture.ron),
+#      by ARBOR_DDP (a CUDA build with `--features ddp`; default the GPU build), every step's loss of the
+#      two trainings side by side (scripts/compare_losses.py) and both rows' IE.
 #
 # For a lent GPU machine (no network, at most 64 MiB carried; DEVELOPERS' device tool):
 #   scripts/gpu-check.sh pack      here: builds the CUDA binary (target/cuda) and packs into .gpu/ both builds
@@ -44,13 +48,17 @@
 #                                  float32 file is 87 MiB), and legalbench-rag-mini's contractnli documents
 #                                  and questions from $ARBOR_DATA (default ../shared/data; 1 MiB), for
 #                                  check 3: about 61 MiB; add /.gpu/ to .git/info/exclude
-#                                  ARBOR_PACK_BUILDS: which builds (default "cpu cuda"); ARBOR_PACK_CORPORA:
+#                                  ARBOR_PACK_BUILDS: which builds (default "cpu cuda"; "cuda-ddp": the
+#                                  CUDA build with `--features ddp`, target/cuda-ddp, for check 8: the three
+#                                  builds and the encoder exceed 64 MiB, so it goes in a second pack of its
+#                                  own, ARBOR_PACK_BUILDS=cuda-ddp ARBOR_PACK_MODEL=0, whose unpack on the
+#                                  same warm machine reuses the first's encoder); ARBOR_PACK_CORPORA:
 #                                  whole corpora of $ARBOR_DATA to pack besides (e.g. "squad-long" for check
 #                                  6; "legalbench-rag-mini squad-long covid-qa", as one tar.xz: about 9 MiB
 #                                  for those three, contractnli's files then not packed apart)
 #   scripts/gpu-check.sh unpack    there: unpacks .gpu/ into /tmp/gpu-check (the weights widened back to
 #                                  float32, so both builds read the same numbers) and prints the variables
-#                                  (ARBOR_CPU, ARBOR_GPU, ARBOR_MODEL, ARBOR_DATA)
+#                                  (ARBOR_CPU, ARBOR_GPU, ARBOR_MODEL, ARBOR_DATA, ARBOR_DDP)
 #                                  to run with, e.g. in one command, carry [".gpu"]:
 #     eval "$(scripts/gpu-check.sh unpack)" && scripts/gpu-check.sh "$OUT/gpu-check"
 #   scripts/gpu-check.sh train OUT FILE...
@@ -75,21 +83,28 @@ cd "$(dirname "$0")/.."
 case "${1:-}" in
 pack)
     python=${PYTHON:-python3}
-    cargo build --release --bin arbor
-    # Without nvcc here cudarc binds CUDA's newest API (13.4); the lent machines' toolkit is 13.0.
-    CUDARC_CUDA_VERSION=${CUDARC_CUDA_VERSION:-13000} CARGO_TARGET_DIR=target/cuda cargo build --release --features cuda --bin arbor
     rm -rf .gpu && mkdir -p .gpu/model
     for side in ${ARBOR_PACK_BUILDS:-cpu cuda}; do
-        bin=target/release/arbor; [ $side = cuda ] && bin=target/cuda/release/arbor
+        case $side in
+        cpu) cargo build --release --bin arbor && bin=target/release/arbor ;;
+        cuda | cuda-ddp)
+            # Without nvcc here cudarc binds CUDA's newest API (13.4); the lent machines' toolkit is 13.0.
+            CUDARC_CUDA_VERSION=${CUDARC_CUDA_VERSION:-13000} CARGO_TARGET_DIR=target/$side cargo build --release --features "${side/-/,}" --bin arbor
+            bin=target/$side/release/arbor
+            ;;
+        *) echo "gpu-check.sh pack: no build \"$side\" (cpu, cuda, cuda-ddp)" >&2 && exit 2 ;;
+        esac
         strip -o ".gpu/arbor-$side" "$bin" && xz -9 -f ".gpu/arbor-$side"
     done
-    model=$(ls -d "${ARBOR_HOME:-$HOME/.cache/arbor}"/models/all-MiniLM-L6-v2)
-    cp "$model"/{config.json,tokenizer.json,tokenizer_config.json,special_tokens_map.json,vocab.txt,sentence_bert_config.json} .gpu/model/
-    "$python" - "$model/model.safetensors" .gpu/model/model.f16.safetensors <<'PY'
+    if [ "${ARBOR_PACK_MODEL:-1}" = 1 ]; then
+        model=$(ls -d "${ARBOR_HOME:-$HOME/.cache/arbor}"/models/all-MiniLM-L6-v2)
+        cp "$model"/{config.json,tokenizer.json,tokenizer_config.json,special_tokens_map.json,vocab.txt,sentence_bert_config.json} .gpu/model/
+        "$python" - "$model/model.safetensors" .gpu/model/model.f16.safetensors <<'PY'
 import sys
 from safetensors.numpy import load_file, save_file
 save_file({k: v.astype("float16") for k, v in load_file(sys.argv[1]).items()}, sys.argv[2])
 PY
+    fi
     data=${ARBOR_DATA:-../shared/data}/legalbench-rag-mini
     if [ -n "${ARBOR_PACK_CORPORA:-}" ]; then
         # shellcheck disable=SC2086 # a list of folder names
@@ -114,25 +129,33 @@ unpack)
     python=${PYTHON:-python3}
     dest=/tmp/gpu-check
     mkdir -p "$dest/model"
-    for side in cpu cuda; do # python's lzma: the lent machine may have no xz
+    for side in cpu cuda cuda-ddp; do # python's lzma: the lent machine may have no xz
         [ -f ".gpu/arbor-$side.xz" ] || continue
         "$python" -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" ".gpu/arbor-$side.xz" "$dest/arbor-$side"
         chmod +x "$dest/arbor-$side"
     done
-    cp .gpu/model/*.json .gpu/model/vocab.txt "$dest/model/"
-    "$python" - .gpu/model/model.f16.safetensors "$dest/model/model.safetensors" <<'PY'
+    if [ -f .gpu/model/model.f16.safetensors ]; then
+        cp .gpu/model/*.json .gpu/model/vocab.txt "$dest/model/"
+        "$python" - .gpu/model/model.f16.safetensors "$dest/model/model.safetensors" <<'PY'
 import sys
 from safetensors.numpy import load_file, save_file
 save_file({k: v.astype("float32") for k, v in load_file(sys.argv[1]).items()}, sys.argv[2])
 PY
-    data=""
-    [ -d .gpu/data ] && cp -r .gpu/data "$dest/" && data=" ARBOR_DATA=$dest/data"
+    fi
+    [ -d .gpu/data ] && cp -r .gpu/data "$dest/"
     if [ -f .gpu/data.tar.xz ]; then
         mkdir -p "$dest/data"
         "$python" -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" .gpu/data.tar.xz "$dest/data"
-        data=" ARBOR_DATA=$dest/data"
     fi
-    echo "export ARBOR_CPU=$dest/arbor-cpu ARBOR_GPU=$dest/arbor-cuda ARBOR_MODEL=$dest/model$data"
+    # What this unpack or an earlier one on this machine left (a second pack, e.g. the cuda-ddp build
+    # alone with ARBOR_PACK_MODEL=0, reuses the first's encoder and builds).
+    exports=()
+    [ -f "$dest/arbor-cpu" ] && exports+=("ARBOR_CPU=$dest/arbor-cpu")
+    [ -f "$dest/arbor-cuda" ] && exports+=("ARBOR_GPU=$dest/arbor-cuda")
+    [ -f "$dest/arbor-cuda-ddp" ] && exports+=("ARBOR_DDP=$dest/arbor-cuda-ddp")
+    [ -f "$dest/model/model.safetensors" ] && exports+=("ARBOR_MODEL=$dest/model")
+    [ -d "$dest/data" ] && exports+=("ARBOR_DATA=$dest/data")
+    echo "export ${exports[*]}"
     exit 0
     ;;
 esac
@@ -206,7 +229,7 @@ fi
 torch_device=""
 "$python" -c "import torch, transformers" 2> /dev/null && torch_device=$("$python" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
 
-checks=" ${ARBOR_CHECKS:-1 2 3 4 5 6 7} "
+checks=" ${ARBOR_CHECKS:-1 2 3 4 5 6 7 8} "
 if [[ $checks == *" 1 "* ]]; then
 echo "== 1. the encoder, each build"
 "$python" -c "
@@ -409,6 +432,22 @@ PY
     fi
 else
     echo "== 6. skipped: no squad-long under ARBOR_DATA=${ARBOR_DATA:-}"
+fi
+
+if [[ $checks == *" 8 "* ]]; then
+    echo "== 8. burn-train's DDP at world size 1 against the Learner on one device, on the same seed"
+    # ARBOR_DDP: a CUDA build with `--features ddp` (default: the GPU build, which refuses the DDP row
+    # unless it has the feature); ARBOR_DDP_EXPERIMENT: another file whose first two trained rows are compared.
+    ddp=${ARBOR_DDP:-$gpu}
+    rm -rf "${out:?}/ddp"
+    start=$(ms)
+    if timeout "$limit" "$ddp" train "$(experiment "${ARBOR_DDP_EXPERIMENT:-experiments/lent-ddp-fixture.ron}")" --out "$out/ddp" > "$out/ddp.log" 2>&1; then
+        echo "$ddp: trained and scored in $(secs $(($(ms) - start))) s"
+        "$python" scripts/compare_losses.py "$(dirname "$(ls "$out"/ddp/*/*/models.json | head -1)")" || status=1
+    else
+        tail -n 20 "$out/ddp.log"
+        status=1
+    fi
 fi
 
 [[ $checks == *" 4 "* ]] || { echo "gpu-check: checks$checks done"; exit "${status:-0}"; }

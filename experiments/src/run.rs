@@ -37,21 +37,43 @@ pub fn run(exp: &Experiment, out: &Path, resume: bool, cache: Option<&Path>) -> 
 
 /// Refuses, before anything is loaded or trained, a row whose training this build cannot run: bf16
 /// autocast (`training.precision: Bf16`) on a build that computes in float32 only (the default CPU build),
-/// which would otherwise fail at that row's first step, after every row before it had trained. A model
-/// trained so elsewhere is still scored here (`evaluate --from`).
+/// or burn-train's DDP (`data_parallel: Ddp` in any of the row's schedules) on a build without `--features
+/// ddp`; either would otherwise fail at that row's first step, after every row before it had trained. A
+/// model trained so elsewhere is still scored here (`evaluate --from`).
 pub fn trainable_here(exp: &Experiment) -> anyhow::Result<()> {
     let device = Default::default();
+    let refuse = |method: &Method, why: String, build: &str| {
+        anyhow::anyhow!(
+            "{}: {why}. Nothing was trained: train this file on {build}, or score its models here with `evaluate --from` that run",
+            method.label()
+        )
+    };
     for (method, _) in rows(exp) {
         if let Trains::Queries(t) = method.spec().trains()
             && let Err(e) = t.precision.ensure_supported::<burn::backend::Autodiff<DefaultBackend>>(&device)
         {
-            anyhow::bail!(
-                "{}: training.{e}. Nothing was trained: train this file on a GPU, or score its models here with `evaluate --from` that run",
-                method.label()
-            );
+            return Err(refuse(&method, format!("training.{e}"), "a GPU"));
+        }
+        if asks_for_ddp(&method)
+            && let Err(e) = arbor_trainers::strategy::ensure_supported(arbor_trainers::schedule::DataParallel::Ddp)
+        {
+            return Err(refuse(&method, e.to_string(), "a CUDA build with `--features ddp`"));
         }
     }
     Ok(())
+}
+
+/// Whether any schedule in a row's settings asks for DDP: its training's, or a SmartChunk compressor's or
+/// planner's, at any depth of the settings (a schedule writes `data_parallel` only when it is `Ddp`).
+fn asks_for_ddp(method: &Method) -> bool {
+    fn any(value: &serde_json::Value) -> bool {
+        match value {
+            serde_json::Value::Object(fields) => fields.get("data_parallel").is_some_and(|p| p == "Ddp") || fields.values().any(any),
+            serde_json::Value::Array(items) => items.iter().any(any),
+            _ => false,
+        }
+    }
+    serde_json::to_value(method).is_ok_and(|settings| any(&settings))
 }
 
 /// Evaluates an experiment without training: its trained methods take their models from the run folder

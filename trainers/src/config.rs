@@ -75,10 +75,12 @@ pub struct TrainConfig {
     /// evaluation ranks them ([`HeldOut`], read by [`crate::objective::flat_on_held_out`]).
     #[serde(default, skip_serializing_if = "HeldOut::is_documents")]
     pub validation: HeldOut,
-    /// GradCache ([`crate::grad_cache`]): with corpus-wide negatives and the encoder fine-tuned, a step
-    /// embeds its queries and units this many at a time without a graph, takes the loss's gradient with
-    /// respect to those vectors, then replays each chunk with it: the plain step's gradient, in the memory
-    /// of one chunk, so `batch_size` is bounded by time, not memory. `None`: the plain step.
+    /// GradCache ([`crate::grad_cache`]): with the encoder fine-tuned, a step embeds every query and unit
+    /// it reads this many at a time without a graph, takes the loss's gradient with respect to those
+    /// vectors, then replays each chunk with it: the plain step's gradient, in the memory of one chunk, so
+    /// `batch_size` (and `docs_per_step`, SproutRAG's whole documents) is bounded by time, not memory. The
+    /// dense trainer's steps (across documents or within them) and SproutRAG's joint step, on arbor's own
+    /// loop. `None`: the plain step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grad_cache: Option<usize>,
     /// With the encoder fine-tuned, a step runs it over at most this many word pieces of its document:
@@ -192,10 +194,11 @@ impl TrainConfig {
         }
         match self.grad_cache {
             Some(0) => return Err("training.grad_cache: a chunk holds at least 1 input (or None: the plain step)".into()),
-            Some(_) if self.negatives.corpus().is_none() || self.freeze_encoder => {
-                return Err("training.grad_cache caches the fine-tuned encoder's step over a corpus-wide batch: it needs \
-                     negatives: Corpus(..) and freeze_encoder: false"
-                    .into());
+            Some(_) if self.freeze_encoder => {
+                return Err("training.grad_cache caches the fine-tuned encoder's step: it needs freeze_encoder: false".into());
+            }
+            Some(_) if self.schedule.devices.is_some() => {
+                return Err("training.grad_cache is read by arbor's own loop, not by the Learner over schedule.devices: set one".into());
             }
             _ => {}
         }
@@ -214,6 +217,11 @@ impl TrainConfig {
     /// How a label names the documents a step reads (`None`: one, the paper's step).
     pub fn describe_docs_per_step(&self) -> Option<String> {
         (self.docs_per_step > 1).then(|| format!("{} documents a step", self.docs_per_step))
+    }
+
+    /// How a label names GradCache (`None`: the plain step).
+    pub fn describe_grad_cache(&self) -> Option<String> {
+        self.grad_cache.map(|k| format!("GradCache chunks of {k}"))
     }
 
     /// The schedule over `per_epoch` steps an epoch: `schedule.epochs`, or more to reach `min_steps`; with
@@ -260,6 +268,21 @@ mod tests {
         assert_eq!(TrainConfig::default().schedule_over(1).epochs, TrainConfig::default().schedule.epochs);
         let devices = TrainConfig { schedule: Schedule { devices: Some(vec![0, 0]), ..Schedule::default() }, ..config };
         assert!(devices.check().unwrap_err().contains("min_steps"));
+    }
+
+    /// GradCache caches a fine-tuned encoder's step on arbor's own loop, whatever its batches: within
+    /// documents (SproutRAG's joint step, the dense control's) or across them.
+    #[test]
+    fn grad_cache_needs_a_fine_tuned_encoder_on_arbors_own_loop() {
+        let cached = TrainConfig { freeze_encoder: false, grad_cache: Some(4), docs_per_step: 2, ..TrainConfig::default() };
+        cached.check().unwrap();
+        let corpus = crate::negatives::Negatives::Corpus(crate::negatives::CorpusNegatives::default());
+        TrainConfig { negatives: corpus, docs_per_step: 1, ..cached.clone() }.check().unwrap();
+        let frozen = TrainConfig { freeze_encoder: true, ..cached.clone() };
+        assert!(frozen.check().unwrap_err().contains("freeze_encoder: false"));
+        let learner = TrainConfig { schedule: Schedule { devices: Some(vec![0]), ..Schedule::default() }, docs_per_step: 1, ..cached.clone() };
+        assert!(learner.check().unwrap_err().contains("grad_cache is read by arbor's own loop"));
+        assert!(TrainConfig { grad_cache: Some(0), ..cached }.check().unwrap_err().contains("at least 1"));
     }
 }
 

@@ -4,6 +4,9 @@
 //! [`FrozenLayers`]) and validation runs through the inference kernel of its current weights (the CPU
 //! kernel, padding nothing; what the evaluator will use after training).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use arbor_models::bert::{Bert, FrozenLayers, Precision, autodiff};
 use arbor_models::encoder::{Kernel, pool_ids_in};
 use arbor_models::pooling::Pooling;
@@ -85,6 +88,11 @@ pub enum Vectors<'a, B: Backend> {
     Step(&'a StepEncoder, &'a Bert<B>),
     /// Validation's: the fine-tuned weights in the inference kernel, no gradient.
     Kernel(Kernel<B>),
+    /// A cached step's first run of its loss (GradCache, [`crate::grad_cache`]): each input embedded once,
+    /// without a graph, and noted.
+    Recording(&'a Recorder<'a, B>),
+    /// A cached step's second run: the first run's rows, as leaves the loss's gradient reaches.
+    Cached(&'a Recorded<B>),
 }
 
 impl<'a, B: Backend> Vectors<'a, B> {
@@ -133,7 +141,7 @@ impl<'a, B: Backend> Vectors<'a, B> {
 
     /// Whether the vectors come from an encoder a step fine-tunes.
     pub fn fine_tuned(&self) -> bool {
-        matches!(self, Vectors::Step(..))
+        matches!(self, Vectors::Step(..) | Vectors::Recording(_) | Vectors::Cached(_))
     }
 
     /// The vectors of `doc`'s every unit.
@@ -157,6 +165,8 @@ impl<'a, B: Backend> Vectors<'a, B> {
                 let rows = kernel.embed_ids(&ids(), 32, device, &mut |_| {});
                 matrix(&rows.iter().map(Vec::as_slice).collect::<Vec<_>>(), device)
             }
+            Vectors::Recording(recorder) => recorder.rows(&ids(), device),
+            Vectors::Cached(recorded) => recorded.rows(&ids(), device),
         }
     }
 }
@@ -182,4 +192,64 @@ pub fn index<B: Backend>(values: &[usize], device: &B::Device) -> Tensor<B, 1, I
 pub fn matrix<B: Backend>(rows: &[&[f32]], device: &B::Device) -> Tensor<B, 2> {
     let width = rows.first().map_or(0, |r| r.len());
     Tensor::from_data(TensorData::new(rows.concat(), [rows.len(), width]), device)
+}
+
+/// GradCache's first run of a step's loss ([`Vectors::Recording`], [`crate::grad_cache`]): each input not
+/// seen before embedded without a graph, the new inputs of a call shortest first, `chunk` at a time, and
+/// noted.
+pub struct Recorder<'a, B: Backend> {
+    chunk: usize,
+    embed: &'a dyn Fn(&[&[u32]]) -> Tensor<B, 2>,
+    noted: RefCell<Noted<B>>,
+}
+
+/// The inputs a step read: each one's row, the chunks they were embedded in (rows in order), the rows.
+pub(crate) struct Noted<B: Backend> {
+    pub(crate) at: HashMap<Vec<u32>, usize>,
+    pub(crate) chunks: Vec<Vec<Vec<u32>>>,
+    pub(crate) rows: Vec<Tensor<B, 2>>,
+}
+
+impl<'a, B: Backend> Recorder<'a, B> {
+    /// `embed`: the encoder without a graph, over one chunk of token-id rows.
+    pub(crate) fn new(chunk: usize, embed: &'a dyn Fn(&[&[u32]]) -> Tensor<B, 2>) -> Self {
+        Recorder { chunk, embed, noted: RefCell::new(Noted { at: HashMap::new(), chunks: Vec::new(), rows: Vec::new() }) }
+    }
+
+    /// What the run read.
+    pub(crate) fn finish(self) -> Noted<B> {
+        self.noted.into_inner()
+    }
+
+    /// The vectors of `ids`, `[ids, hidden]`, embedding those not seen before.
+    pub(crate) fn rows(&self, ids: &[&[u32]], device: &B::Device) -> Tensor<B, 2> {
+        let mut noted = self.noted.borrow_mut();
+        let mut new: Vec<&[u32]> = ids.iter().copied().filter(|i| !noted.at.contains_key(*i)).collect();
+        new.sort_by(|a, b| a.len().cmp(&b.len()).then(a.cmp(b)));
+        new.dedup();
+        for piece in new.chunks(self.chunk) {
+            let first = noted.at.len();
+            noted.at.extend(piece.iter().enumerate().map(|(k, i)| (i.to_vec(), first + k)));
+            noted.chunks.push(piece.iter().map(|i| i.to_vec()).collect());
+            noted.rows.push((self.embed)(piece));
+        }
+        let at: Vec<usize> = ids.iter().map(|i| noted.at[*i]).collect();
+        Tensor::cat(noted.rows.clone(), 0).select(0, index(&at, device))
+    }
+}
+
+/// GradCache's second run ([`Vectors::Cached`]): the rows the first run embedded, a leaf the loss's
+/// gradient reaches.
+pub struct Recorded<B: Backend> {
+    pub(crate) at: HashMap<Vec<u32>, usize>,
+    pub(crate) reps: Tensor<B, 2>,
+}
+
+impl<B: Backend> Recorded<B> {
+    /// The rows of `ids`, `[ids, hidden]`.
+    pub(crate) fn rows(&self, ids: &[&[u32]], device: &B::Device) -> Tensor<B, 2> {
+        let at: Vec<usize> =
+            ids.iter().map(|i| *self.at.get(*i).expect("GradCache's second run of the loss reads only the inputs its first run read")).collect();
+        self.reps.clone().select(0, index(&at, device))
+    }
 }

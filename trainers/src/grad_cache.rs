@@ -12,60 +12,80 @@
 //! Memory holds one chunk's activations and the batch's representations, whatever the batch size; rows
 //! are taken in order of length, so a chunk pads its inputs to a length near their own. The
 //! encoder runs twice (once without a graph); with no dropout in arbor's encoder the replay is exact, so
-//! the gradient equals the plain step's to float rounding (a test in [`crate::dense`]). The trainer hands each
-//! chunk's gradients to the skeleton ([`crate::skeleton::Task::cached_step`]), which sums them.
+//! the gradient equals the plain step's to float rounding (tests in [`crate::dense`] and
+//! [`crate::sproutrag`]). The trainer hands each piece's gradients to the skeleton
+//! ([`crate::skeleton::Task::cached_step`]), which sums them.
+//!
+//! The loss is any step's own code, reading its vectors through [`Vectors`] (the dense trainer's
+//! corpus-wide and in-document steps, SproutRAG's joint step over one or more whole documents), so the
+//! inputs of step 1 are found by running it: a first run over [`Vectors::Recording`] embeds each input it
+//! asks for, once and without a graph, and notes it; the second, over [`Vectors::Cached`], reads those rows
+//! as leaves. L may have parameters of its own (SproutRAG's SLLM and aggregation weights, which read the
+//! unit vectors): their gradients come with step 2's backward pass.
 
 use burn::tensor::Tensor;
 use burn::tensor::backend::AutodiffBackend;
 
-/// One side of a contrastive batch (its queries, or its candidates): rows embedded a few at a time, by
-/// their indices, with a graph (`embed`) or without (`embed_inner`, the same function on the inner backend).
-/// `order` is the order rows are taken in, chunk by chunk (a permutation of `0..rows`): rows of like length
-/// together, so a chunk pads little.
-pub struct Side<'a, B: AutodiffBackend> {
-    pub order: Vec<usize>,
-    pub embed: Box<dyn Fn(&[usize]) -> Tensor<B, 2> + 'a>,
-    pub embed_inner: Box<dyn Fn(&[usize]) -> Tensor<B::InnerBackend, 2> + 'a>,
-}
+use crate::encoder::{Noted, Recorded, Recorder, Vectors};
+use crate::skeleton::Terms;
 
-/// A [`Side::order`] taking `rows` shortest first by `len(row)` (ties in row order).
-pub fn by_length(rows: usize, len: impl Fn(usize) -> usize) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..rows).collect();
-    order.sort_by_key(|&r| (len(r), r));
-    order
-}
-
-/// The cached step: `loss` of every side's representations (each in row order, `sides` in order), its
-/// gradient handed to `add` one chunk of one side at a time; returns the loss's value (no graph).
+/// The cached step of `loss` (its named terms over the vectors it reads, [`Vectors`]): `embed` runs the
+/// fine-tuned encoder over token-id rows with a graph, `embed_inner` the same weights without one. Each
+/// piece's gradients (the loss's own parameters', then one per chunk of inputs) go to `add`; returns the
+/// terms' values (no graph). A loss that draws random numbers (the SentenceVAE's samples) draws them in
+/// both runs, so a cached run's later steps are not the plain run's; it is deterministic otherwise.
 pub fn cached_step<B: AutodiffBackend>(
-    sides: &[Side<B>],
     chunk: usize,
-    loss: impl FnOnce(Vec<Tensor<B, 2>>) -> Tensor<B, 1>,
+    embed: &dyn Fn(&[&[u32]]) -> Tensor<B, 2>,
+    embed_inner: &dyn Fn(&[&[u32]]) -> Tensor<B::InnerBackend, 2>,
+    loss: impl Fn(&Vectors<B>) -> Terms<B>,
     add: &mut dyn FnMut(B::Gradients),
-) -> Tensor<B, 1> {
+) -> Terms<B> {
     assert!(chunk > 0, "a chunk holds at least one row");
-    let reps: Vec<Tensor<B, 2>> = sides
-        .iter()
-        .map(|side| {
-            let taken = Tensor::cat(side.order.chunks(chunk).map(|rows| (side.embed_inner)(rows)).collect(), 0);
-            // Back to row order: row r was taken at place `at[r]`.
-            let mut at = vec![0; side.order.len()];
-            for (place, &r) in side.order.iter().enumerate() {
-                at[r] = place;
-            }
-            let device = taken.device();
-            Tensor::from_inner(taken.select(0, crate::encoder::index(&at, &device))).require_grad()
-        })
-        .collect();
-    let value = loss(reps.clone());
-    let grads = value.backward();
-    for (side, rep) in sides.iter().zip(&reps) {
-        let Some(g) = rep.grad(&grads) else { continue };
-        for rows in side.order.chunks(chunk) {
-            let g_rows = g.clone().select(0, crate::encoder::index(rows, &g.device()));
-            let surrogate = ((side.embed)(rows) * Tensor::from_inner(g_rows)).sum();
-            add(surrogate.backward());
+    // 1. Every input the loss reads, embedded without a graph a chunk at a time (its terms dropped).
+    let constant = |ids: &[&[u32]]| Tensor::from_inner(embed_inner(ids));
+    let recorder = Recorder::new(chunk, &constant);
+    drop(loss(&Vectors::Recording(&recorder)));
+    let Noted { at, chunks, rows } = recorder.finish();
+    assert!(!rows.is_empty(), "a fine-tuning step reads its encoder's vectors");
+    // 2. The loss over those rows as leaves: its parameters' gradients and g_i = dL/dr_i.
+    let reps = Tensor::<B, 2>::from_inner(Tensor::cat(rows, 0).inner()).require_grad();
+    let terms = loss(&Vectors::Cached(&Recorded { at, reps: reps.clone() }));
+    let logged = terms.iter().map(|(name, t)| (*name, Tensor::from_inner(t.clone().inner()))).collect();
+    let total = terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b).expect("a step has a loss term");
+    let grads = total.backward();
+    let g = reps.grad(&grads);
+    add(grads);
+    // 3. Each chunk again, with a graph: the gradient of sum_i f(x_i) . g_i is its share of dL/dtheta.
+    if let Some(g) = g {
+        let mut first = 0;
+        for piece in &chunks {
+            let rows = first..first + piece.len();
+            first = rows.end;
+            let ids: Vec<&[u32]> = piece.iter().map(Vec::as_slice).collect();
+            add((embed(&ids) * Tensor::from_inner(g.clone().slice([rows]))).sum().backward());
         }
     }
-    Tensor::from_inner(value.inner())
+    logged
+}
+
+/// The cached step's tests: step 0 of `task` plain (its terms, the gradients of their sum) and by
+/// [`crate::skeleton::Task::cached_step`] (its terms, the sum of its pieces' gradients), and how many pieces
+/// the cached step handed on.
+#[cfg(test)]
+pub(crate) fn plain_and_cached<B: AutodiffBackend, T: crate::skeleton::Task<B>>(
+    task: &mut T,
+    model: &T::Model,
+) -> ((crate::skeleton::Step<B>, burn::optim::GradientsParams), (crate::skeleton::Step<B>, burn::optim::GradientsParams), usize) {
+    use burn::optim::{GradientsAccumulator, GradientsParams};
+    let plain = task.step(model, 0).unwrap();
+    let mut grads = plain.terms.iter().map(|(_, t)| t.clone()).reduce(|a, b| a + b).unwrap().backward();
+    let plain_grads = GradientsParams::from_module(&mut grads, model);
+    let (mut sum, mut pieces) = (GradientsAccumulator::<T::Model>::new(), 0);
+    let cached = task.cached_step(model, 0, &mut |mut g| {
+        pieces += 1;
+        sum.accumulate(model, GradientsParams::from_module(&mut g, model));
+    });
+    let cached = cached.expect("a fine-tuning step with grad_cache is cached").unwrap();
+    ((plain, plain_grads), (cached, sum.grads()), pieces)
 }

@@ -32,10 +32,13 @@ use crate::checkpoint::{self, Best};
 use crate::logger::Logger;
 use crate::schedule::Schedule;
 
+/// A step's named loss terms.
+pub type Terms<B> = Vec<(&'static str, Tensor<B, 1>)>;
+
 /// What one step of a task computed.
 pub struct Step<B: Backend> {
     /// Named loss terms; the loss is their sum (none: nothing to learn from this step, no update).
-    pub terms: Vec<(&'static str, Tensor<B, 1>)>,
+    pub terms: Terms<B>,
     /// Other figures of the step to log (rewards, ratios).
     pub scalars: Vec<(&'static str, f64)>,
     /// Where the step's data came from, for the error a non-finite term raises.

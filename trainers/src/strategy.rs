@@ -46,12 +46,20 @@ pub fn even<I>(mut items: Vec<I>, devices: usize) -> (Vec<I>, usize) {
     (items, left)
 }
 
+/// Why a build without `--features ddp` runs no `Ddp`.
+const NO_DDP: &str = "schedule.data_parallel: Ddp needs a build with `--features ddp` (burn-train's distributed data parallel; \
+                      Burn 0.21 runs its all-reduce on CUDA devices only); `MultiDevice` runs on any backend";
+
+/// Whether this build can run `parallel`: `Ddp` needs a build with `--features ddp`; the error says so
+/// (`train` asks before any row trains; the Learner would fail at that row's first step).
+pub fn ensure_supported(parallel: DataParallel) -> anyhow::Result<()> {
+    anyhow::ensure!(parallel != DataParallel::Ddp || cfg!(feature = "ddp"), NO_DDP);
+    Ok(())
+}
+
 #[cfg(not(feature = "ddp"))]
 fn ddp<B: AutodiffBackend>(_devices: Vec<B::Device>) -> anyhow::Result<ExecutionStrategy<B>> {
-    anyhow::bail!(
-        "schedule.data_parallel: Ddp needs a build with `--features ddp` (burn-train's distributed data parallel; Burn 0.21 \
-         runs its all-reduce on CUDA devices only); `MultiDevice` runs on any backend"
-    )
+    anyhow::bail!(NO_DDP)
 }
 
 /// DDP on the build's CUDA backend. The trainers are generic over the backend while Burn's DDP needs a
@@ -93,6 +101,8 @@ mod tests {
         let two = devices::<A>(&Schedule { devices: Some(vec![0, 0]), ..Default::default() });
         let err = execution::<A>(DataParallel::Ddp, two).err().expect("no DDP in this build").to_string();
         assert!(err.contains("--features ddp") && err.contains("CUDA"), "{err}");
+        assert_eq!(ensure_supported(DataParallel::Ddp).unwrap_err().to_string(), err);
+        ensure_supported(DataParallel::MultiDevice).unwrap();
     }
 
     #[cfg(feature = "ddp")]
@@ -100,6 +110,7 @@ mod tests {
     fn ddp_builds_burn_trains_distributed_strategy_on_cuda() {
         let two = devices::<A>(&Schedule { devices: Some(vec![0, 1]), ..Default::default() });
         assert!(matches!(execution::<A>(DataParallel::Ddp, two), Ok(Some(ExecutionStrategy::DistributedDataParallel { .. }))));
+        ensure_supported(DataParallel::Ddp).unwrap();
     }
 
     #[test]

@@ -112,10 +112,10 @@ impl MethodSpec for DenseConfig {
                 r.lr_encoder, r.trainable_layers, r.schedule.epochs, t.tau
             );
         }
-        let mut negatives = t.negatives.describe(t.batch_size).map_or(String::new(), |n| {
-            let cached = t.grad_cache.map_or(String::new(), |k| format!(", GradCache chunks of {k}"));
-            format!(", {n}{cached}")
-        });
+        let mut negatives = t.negatives.describe(t.batch_size).map_or(String::new(), |n| format!(", {n}"));
+        if let Some(cached) = t.describe_grad_cache() {
+            negatives += &format!(", {cached}");
+        }
         if let Some(docs) = t.describe_docs_per_step() {
             negatives += &format!(", {docs}");
         }

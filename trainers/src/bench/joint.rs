@@ -175,6 +175,10 @@ pub fn time_joint_steps<B: AutodiffBackend>(
     anyhow::ensure!(!config.freeze_encoder, "the step benchmark fine-tunes the encoder: training.freeze_encoder must be false");
     anyhow::ensure!(model_config.vae.is_none(), "the joint step's benchmark runs the SLLM without a SentenceVAE: set model.vae: None");
     anyhow::ensure!(config.node_loss == 0.0, "the joint step's benchmark leaves L_node out: set node_loss: 0");
+    anyhow::ensure!(
+        config.grad_cache.is_none(),
+        "the joint step's benchmark times the plain step (PyTorch's side has no cached joint step): set grad_cache: None"
+    );
     anyhow::ensure!(config.hard_negatives, "the step benchmark reads the documents' other units as negatives: training.hard_negatives must be true");
     anyhow::ensure!(!parts.is_empty(), "a step reads at least one document");
     for Part { doc, queries } in parts {

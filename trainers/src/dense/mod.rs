@@ -25,6 +25,7 @@
 
 pub(crate) mod step;
 
+use std::cell::Cell;
 use std::path::Path;
 
 use arbor_datasets::Corpus;
@@ -32,17 +33,16 @@ use arbor_models::bert::Bert;
 use arbor_models::dense::DenseModel;
 use burn::module::AutodiffModule;
 use burn::optim::GradientsParams;
-use burn::tensor::Tensor;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 
 use crate::config::TrainConfig;
 use crate::data::{EpochBatches, Part, TrainDoc, describe, step_batch};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
-use crate::grad_cache::{self, Side};
+use crate::grad_cache;
 use crate::negatives::{self, CorpusBatch, Mined, Negatives, StepMined, step_mined};
-use crate::objective::{corpus_retrieval_loss, start};
+use crate::objective::start;
 use crate::parallel;
-use crate::skeleton::{self, Group, SelectBy, Step, Task};
+use crate::skeleton::{self, Group, SelectBy, Step, Task, Terms};
 use step::{corpus_loss, held_out_figures, plain_loss};
 
 /// Trains the control; `encoder`: the pretrained encoder when it is fine-tuned (else the frozen vectors
@@ -137,59 +137,17 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
 
     fn step(&mut self, model: &DenseModel<B>, step: usize) -> anyhow::Result<Step<B>> {
         let vectors = Vectors::step(self.encoder.as_ref(), model.encoder.as_ref());
-        let (batches, mined) = match &mut self.batches {
-            Batches::InDocument(batches, mined) => (batches, mined),
-            Batches::Corpus { queries, mined, per_query } => {
-                let batch = corpus_batch(self.train, self.config, queries, mined, *per_query, step);
-                let loss = corpus_loss(model, &vectors, self.config, self.train, &batch, &Default::default());
-                return Ok(corpus_step(loss, &batch));
-            }
-        };
-        let (epoch, batches) = (step / batches.per_epoch(), batches.at(self.train, step));
-        let mined = step_mined(mined.as_ref(), batches, self.config.schedule.seed, epoch, self.config.hard_negatives);
-        let step_mined = mined.as_ref().map(|units| StepMined { docs: self.train, units });
-        let parts: Vec<Part<'_>> = batches.iter().map(|b| b.part(self.train)).collect();
-        let (loss, kept) = plain_loss(model, &vectors, self.config, &parts, step_mined, &Default::default());
-        let mut scalars = vec![("step/units", kept as f64)];
-        scalars.extend(mined.as_ref().map(|m| ("negatives/mined", m.len() as f64)));
-        let units: usize = parts.iter().map(|p| p.doc.units.len()).sum();
-        Ok(Step { terms: vec![("loss/ret", loss)], scalars, context: format!("{}, {kept} of {units} units", describe(batches)) })
+        Ok(run_step(&mut self.batches, self.config, self.train, model, step, |loss| loss(&vectors)))
     }
 
     fn cached_step(&mut self, model: &DenseModel<B>, step: usize, add: &mut dyn FnMut(B::Gradients)) -> Option<anyhow::Result<Step<B>>> {
         let chunk = self.config.grad_cache?;
         let (encoder, bert) = (self.encoder.as_ref()?, model.encoder.as_ref()?);
-        let Batches::Corpus { queries, mined, per_query } = &self.batches else { return None };
-        let batch = corpus_batch(self.train, self.config, queries, mined, *per_query, step);
-        let inner = model.valid();
-        let inner_bert = inner.encoder.as_ref().expect("a fine-tuned model's inner model has its encoder");
-        let (docs, device) = (self.train, Default::default());
-        let queries = batch.questions(docs);
-        let (queries, units, device) = (&queries, &batch.candidates, &device);
-        let pick_queries = |rows: &[usize]| rows.iter().map(|&r| queries[r]).collect::<Vec<_>>();
-        let pick_units = |rows: &[usize]| rows.iter().map(|&r| units[r]).collect::<Vec<_>>();
-        let sides = [
-            Side {
-                order: grad_cache::by_length(queries.len(), |r| queries[r].ids.len()),
-                embed: Box::new(|rows| model.embed(Vectors::Step(encoder, bert).queries(&pick_queries(rows), device))),
-                embed_inner: Box::new(|rows| inner.embed(Vectors::Step(encoder, inner_bert).queries(&pick_queries(rows), device))),
-            },
-            Side {
-                order: grad_cache::by_length(units.len(), |r| docs[units[r].0].ids[units[r].1].len()),
-                embed: Box::new(|rows| model.embed(Vectors::Step(encoder, bert).units_across(docs, &pick_units(rows), device))),
-                embed_inner: Box::new(|rows| inner.embed(Vectors::Step(encoder, inner_bert).units_across(docs, &pick_units(rows), device))),
-            },
-        ];
-        let loss = grad_cache::cached_step(
-            &sides,
-            chunk,
-            |reps| {
-                let [q, u]: [Tensor<B, 2>; 2] = reps.try_into().expect("two sides");
-                corpus_retrieval_loss(u, q, &batch, self.config)
-            },
-            add,
-        );
-        Some(Ok(corpus_step(loss, &batch)))
+        let (inner, device) = (bert.valid(), Default::default());
+        let embed = |ids: &[&[u32]]| encoder.pool(bert, ids, &device);
+        let embed_inner = |ids: &[&[u32]]| encoder.pool(&inner, ids, &device);
+        let cached = |loss: &dyn Fn(&Vectors<B>) -> Terms<B>| grad_cache::cached_step(chunk, &embed, &embed_inner, loss, add);
+        Some(Ok(run_step(&mut self.batches, self.config, self.train, model, step, cached)))
     }
 
     fn evaluate(&self, model: &DenseModel<B::InnerBackend>) -> Vec<(&'static str, f64)> {
@@ -198,6 +156,41 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
 
     fn select_by(&self) -> Option<SelectBy> {
         Some(SelectBy { figure: "eval/ie_mean", higher_is_better: true })
+    }
+}
+
+/// Step `step`: its batch drawn from `batches`, then `terms` given its loss as a function of the vectors it
+/// reads, which `terms` runs over the step's vectors (the plain step) or hands to GradCache.
+fn run_step<B: AutodiffBackend>(
+    batches: &mut Batches,
+    config: &TrainConfig,
+    docs: &[TrainDoc],
+    model: &DenseModel<B>,
+    step: usize,
+    terms: impl FnOnce(&dyn Fn(&Vectors<B>) -> Terms<B>) -> Terms<B>,
+) -> Step<B> {
+    let device = Default::default();
+    match batches {
+        Batches::Corpus { queries, mined, per_query } => {
+            let batch = corpus_batch(docs, config, queries, mined, *per_query, step);
+            corpus_step(terms(&|v| vec![("loss/ret", corpus_loss(model, v, config, docs, &batch, &device))]), &batch)
+        }
+        Batches::InDocument(batches, mined) => {
+            let (epoch, batches) = (step / batches.per_epoch(), batches.at(docs, step));
+            let mined = step_mined(mined.as_ref(), batches, config.schedule.seed, epoch, config.hard_negatives);
+            let step_mined = mined.as_ref().map(|units| StepMined { docs, units });
+            let parts: Vec<Part<'_>> = batches.iter().map(|b| b.part(docs)).collect();
+            let kept = Cell::new(0);
+            let terms = terms(&|v| {
+                let (loss, units) = plain_loss(model, v, config, &parts, step_mined, &device);
+                kept.set(units);
+                vec![("loss/ret", loss)]
+            });
+            let mut scalars = vec![("step/units", kept.get() as f64)];
+            scalars.extend(mined.as_ref().map(|m| ("negatives/mined", m.len() as f64)));
+            let units: usize = parts.iter().map(|p| p.doc.units.len()).sum();
+            Step { terms, scalars, context: format!("{}, {} of {units} units", describe(batches), kept.get()) }
+        }
     }
 }
 
@@ -211,10 +204,10 @@ fn corpus_batch(train: &[TrainDoc], config: &TrainConfig, queries: &[(usize, usi
 
 /// A corpus-wide step's loss with what it logs: its candidates, the documents they came from, the
 /// (query, candidate) pairs left out as false negatives.
-fn corpus_step<B: Backend>(loss: Tensor<B, 1>, batch: &CorpusBatch) -> Step<B> {
+fn corpus_step<B: Backend>(terms: Terms<B>, batch: &CorpusBatch) -> Step<B> {
     let documents = batch.documents();
     Step {
-        terms: vec![("loss/ret", loss)],
+        terms,
         scalars: vec![
             ("negatives/candidates", batch.candidates.len() as f64),
             ("negatives/documents", documents as f64),
@@ -236,6 +229,7 @@ mod tests {
     use arbor_datasets::{DocSpan, Document, Span};
     use arbor_models::DefaultBackend;
     use burn::backend::Autodiff;
+    use burn::tensor::Tensor;
 
     /// `n + 1` documents of five units in 8-d: units 0-3 are the axes e0..e3, unit 4 is e7; query k asks for
     /// unit k but its pooled vector is e_k + 2 e7, nearer unit 4: the corpus, the `n` training documents
@@ -418,10 +412,10 @@ mod tests {
         assert!((corpus_wide - whole).abs() < 1e-4 * whole.abs().max(1.0), "corpus-wide {corpus_wide}, in-document {whole}");
     }
 
-    /// GradCache's step under `config` (corpus-wide negatives, `grad_cache`) against the plain step on
-    /// step 0's batch, the encoder `tune` fine-tuned: the loss and the gradients of `weights` of its encoder
-    /// equal to float rounding (each weight's largest difference within `tolerance` of its largest
-    /// gradient), one piece a chunk of each side.
+    /// GradCache's step under `config` (`grad_cache`; batches across documents with `negatives: Corpus`,
+    /// else within them) against the plain step on step 0's batch, the encoder `tune` fine-tuned: the loss
+    /// and the gradients of `weights` of its encoder equal to float rounding (each weight's largest
+    /// difference within `tolerance` of its largest gradient), one piece a chunk of each side.
     fn assert_cached_step_is_plain(
         corpus: &Corpus,
         docs: &[TrainDoc],
@@ -430,32 +424,40 @@ mod tests {
         tolerance: f32,
         weights: impl Fn(&Bert<Autodiff<DefaultBackend>>) -> Vec<&burn::module::Param<Tensor<Autodiff<DefaultBackend>, 2>>>,
     ) {
-        use burn::optim::{GradientsAccumulator, GradientsParams};
+        use burn::optim::GradientsParams;
+        use std::collections::HashSet;
         type A = Autodiff<DefaultBackend>;
         config.check().unwrap();
-        let (chunk, how) = (config.grad_cache.unwrap(), config.negatives.corpus().unwrap());
+        let chunk = config.grad_cache.unwrap();
         let dim = tune.bert.embeddings.word_embeddings.weight.dims()[1];
         let model = DenseModel::new(dim, Some(tune.bert.clone()), &Default::default());
-        let batches = Batches::Corpus { queries: negatives::all_queries(docs), mined: how.mine(corpus, docs, 0, false), per_query: how.per_query };
+        let batches = match config.negatives.corpus() {
+            Some(how) => Batches::Corpus { queries: negatives::all_queries(docs), mined: how.mine(corpus, docs, 0, false), per_query: how.per_query },
+            None => Batches::InDocument(EpochBatches::with_docs(docs, config.batch_size, config.docs_per_step, 0), None),
+        };
         let encoder = Some(StepEncoder::new(tune, config.frozen_layers).unwrap());
         let mut task = PlainRetrieval { config, corpus, train: docs, holdout: &[], batches, encoder };
-        let plain = Task::<A>::step(&mut task, &model, 0).unwrap();
+        let ((plain, plain_grads), (cached, cached_grads), pieces) = grad_cache::plain_and_cached::<A, _>(&mut task, &model);
         let plain_loss: f32 = plain.terms[0].1.clone().into_scalar();
-        let mut grads = plain.terms[0].1.clone().backward();
-        let plain_grads = GradientsParams::from_module(&mut grads, &model);
-        let (mut sum, mut pieces) = (GradientsAccumulator::<DenseModel<A>>::new(), 0);
-        let cached = Task::<A>::cached_step(&mut task, &model, 0, &mut |mut g| {
-            pieces += 1;
-            sum.accumulate(&model, GradientsParams::from_module(&mut g, &model));
-        });
-        let cached = cached.expect("a corpus-wide fine-tuning step with grad_cache is cached").unwrap();
         let cached_loss: f32 = cached.terms[0].1.clone().into_scalar();
         let what = format!("{} questions, chunks of {chunk}, {:?} frozen", config.batch_size, config.frozen_layers);
         assert!((plain_loss - cached_loss).abs() < 1e-5 * plain_loss.abs().max(1.0), "{what}: loss {plain_loss} against {cached_loss}");
-        let candidates = plain.scalars.iter().find(|(name, _)| *name == "negatives/candidates").unwrap().1 as usize;
-        let questions = config.batch_size.min(negatives::all_queries(docs).len());
-        assert_eq!(pieces, questions.div_ceil(chunk) + candidates.div_ceil(chunk), "{what}: one piece a chunk");
-        let cached_grads = sum.grads();
+        // One piece for the loss, then one a chunk of the distinct inputs (equal token ids have equal vectors,
+        // embedded once), the units first (the loss reads them first), then the questions not among them.
+        let (units, questions): (HashSet<&[u32]>, Vec<&TrainQuery>) = match &task.batches {
+            Batches::Corpus { queries, mined, per_query } => {
+                let batch = corpus_batch(docs, config, queries, mined, *per_query, 0);
+                (batch.candidates.iter().map(|&(d, u)| docs[d].ids[u].as_slice()).collect(), batch.questions(docs))
+            }
+            Batches::InDocument(..) => {
+                let questions: Vec<&TrainQuery> = docs[0].queries.iter().collect();
+                let window = crate::window::window(&docs[0], &questions, config.step_tokens);
+                assert!(window.len() < docs[0].units.len(), "{what}: a window of the document");
+                (window.iter().map(|&u| docs[0].ids[u].as_slice()).collect(), questions)
+            }
+        };
+        let questions: HashSet<&[u32]> = questions.iter().map(|q| q.ids.as_slice()).filter(|q| !units.contains(q)).collect();
+        assert_eq!(pieces, 1 + units.len().div_ceil(chunk) + questions.len().div_ceil(chunk), "{what}: one piece a chunk");
         for weight in weights(model.encoder.as_ref().unwrap()) {
             let get = |g: &GradientsParams| {
                 g.get::<DefaultBackend, 2>(weight.id).expect("a trained weight has a gradient").into_data().to_vec::<f32>().unwrap()
@@ -488,6 +490,19 @@ mod tests {
                 weights
             });
         }
+    }
+
+    /// GradCache within a document (the matched control of a cached SproutRAG row): the lease's two
+    /// questions against a window of three of its five units, the others by their frozen vectors, in
+    /// chunks of two; the loss and the encoder's gradients are the plain step's.
+    #[test]
+    fn an_in_document_cached_step_has_the_plain_steps_gradient() {
+        let crate::fixtures::Lease { corpus, docs, tune, ids, .. } = crate::fixtures::lease();
+        let step_tokens = Some(ids[0].len() + ids[1].len() + ids.iter().skip(2).map(Vec::len).max().unwrap());
+        let config = TrainConfig { batch_size: 2, freeze_encoder: false, grad_cache: Some(2), step_tokens, ..TrainConfig::default() };
+        assert_cached_step_is_plain(&corpus, &docs, &tune, &config, 1e-4, |bert| {
+            vec![&bert.layers[5].query.weight, &bert.layers[0].intermediate.weight, &bert.embeddings.word_embeddings.weight]
+        });
     }
 
     /// At the field's batch size (issue 65): 256 questions across 64 documents, each with a mined negative,

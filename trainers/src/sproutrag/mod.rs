@@ -13,7 +13,10 @@
 //! a query's smallest node covering its gold above that node's ancestors and the siblings on its path.
 //! The encoder is frozen (units and queries arrive as pooled vectors), or fine-tuned: it
 //! is then part of the model and runs over the document's units and the batch's queries every step.
-//! With `schedule.devices`, on burn-train's Learner, data parallel ([`crate::parallel::sproutrag`]); else
+//! With `grad_cache` and the encoder fine-tuned, a step is taken by GradCache ([`crate::grad_cache`]): the
+//! encoder's inputs embedded a chunk at a time without a graph, the SLLM and every term over those vectors,
+//! each chunk replayed with their gradient (the plain step's gradient; whole documents bounded by time, not
+//! memory). With `schedule.devices`, on burn-train's Learner, data parallel ([`crate::parallel::sproutrag`]); else
 //! on the trainer skeleton ([`crate::skeleton`]): AdamW groups with separate learning rates for the
 //! aggregation weights, the fine-tuned encoder and the new modules, linear warmup and decay, gradient
 //! clipping, checkpoints and resume with the same batches, a NaN stop naming the step and the term.
@@ -34,10 +37,11 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use crate::config::TrainConfig;
 use crate::data::{EpochBatches, Part, TrainDoc, describe};
 use crate::encoder::{FineTune, StepEncoder, Vectors};
+use crate::grad_cache;
 use crate::negatives::{self, Mined, StepMined, step_mined};
 use crate::objective::start;
 use crate::parallel;
-use crate::skeleton::{self, Group, SelectBy, Step, Task};
+use crate::skeleton::{self, Group, SelectBy, Step, Task, Terms};
 pub use step::evaluate;
 use step::{held_out_figures, losses};
 
@@ -163,6 +167,27 @@ struct Joint<'a> {
     encoder: Option<StepEncoder>,
 }
 
+impl Joint<'_> {
+    /// Step `step`: its documents' batches and mined negatives drawn, then `terms` given the step encoder and
+    /// the step's losses as a function of the vectors they read, which it runs over the step's vectors (the
+    /// plain step) or hands to GradCache.
+    fn run<B: AutodiffBackend>(
+        &mut self,
+        model: &SproutRagModel<B>,
+        step: usize,
+        terms: impl FnOnce(Option<&StepEncoder>, &dyn Fn(&Vectors<B>) -> Terms<B>) -> Terms<B>,
+    ) -> Step<B> {
+        let (epoch, batches) = (step / self.batches.per_epoch(), self.batches.at(self.train, step));
+        let mined = step_mined(self.mined.as_ref(), batches, self.config.schedule.seed, epoch, self.config.hard_negatives);
+        let step_mined = mined.as_ref().map(|units| StepMined { docs: self.train, units });
+        let parts: Vec<Part<'_>> = batches.iter().map(|b| b.part(self.train)).collect();
+        let (config, max_tokens) = (self.config, self.max_tokens);
+        let terms = terms(self.encoder.as_ref(), &|vectors| losses(model, vectors, config, &parts, step_mined, max_tokens));
+        let scalars = mined.as_ref().map(|m| ("negatives/mined", m.len() as f64)).into_iter().collect();
+        Step { terms, scalars, context: describe(batches) }
+    }
+}
+
 impl<B: AutodiffBackend> Task<B> for Joint<'_> {
     type Model = SproutRagModel<B>;
 
@@ -171,14 +196,20 @@ impl<B: AutodiffBackend> Task<B> for Joint<'_> {
     }
 
     fn step(&mut self, model: &SproutRagModel<B>, step: usize) -> anyhow::Result<Step<B>> {
-        let (epoch, batches) = (step / self.batches.per_epoch(), self.batches.at(self.train, step));
-        let vectors = Vectors::step(self.encoder.as_ref(), model.encoder.as_ref());
-        let mined = step_mined(self.mined.as_ref(), batches, self.config.schedule.seed, epoch, self.config.hard_negatives);
-        let step_mined = mined.as_ref().map(|units| StepMined { docs: self.train, units });
-        let parts: Vec<Part<'_>> = batches.iter().map(|b| b.part(self.train)).collect();
-        let terms = losses(model, &vectors, self.config, &parts, step_mined, self.max_tokens);
-        let scalars = mined.as_ref().map(|m| ("negatives/mined", m.len() as f64)).into_iter().collect();
-        Ok(Step { terms, scalars, context: describe(batches) })
+        Ok(self.run(model, step, |encoder, losses| losses(&Vectors::step(encoder, model.encoder.as_ref()))))
+    }
+
+    /// GradCache over the step's encoder inputs (every unit of its window in each of its documents, its
+    /// queries, its mined negatives), the SLLM and its losses run over their cached vectors.
+    fn cached_step(&mut self, model: &SproutRagModel<B>, step: usize, add: &mut dyn FnMut(B::Gradients)) -> Option<anyhow::Result<Step<B>>> {
+        let (chunk, bert) = (self.config.grad_cache?, model.encoder.as_ref()?);
+        let (inner, device) = (bert.valid(), Default::default());
+        Some(Ok(self.run(model, step, |encoder, losses| {
+            let encoder = encoder.expect("a fine-tuned model has its step encoder");
+            let embed = |ids: &[&[u32]]| encoder.pool(bert, ids, &device);
+            let embed_inner = |ids: &[&[u32]]| encoder.pool(&inner, ids, &device);
+            grad_cache::cached_step(chunk, &embed, &embed_inner, losses, add)
+        })))
     }
 
     fn monitor(&self, model: &SproutRagModel<B>) -> Vec<(&'static str, f64)> {
@@ -403,6 +434,77 @@ mod tests {
         let one = TrainConfig { tau: tau.into(), ..TrainConfig::default() };
         let own: f32 = losses(&model, &Vectors::Given, &one, &parts[..1], None, 0)[0].1.clone().into_scalar();
         assert!((own - nll(q0, units[0], &units[..3])).abs() < 1e-4 && own < value("loss/ret") * 2.0);
+    }
+
+    /// GradCache over SproutRAG's joint step (issue 65): two documents a step (the lease and a copy of it,
+    /// whose units are the same inputs, embedded once), a window of three units of five, L_ret, L_attn,
+    /// L_node and the document term, chunks of two; every term and every parameter's gradient (the
+    /// encoder's, the SLLM's, the aggregation weights') is the plain step's to float rounding.
+    #[test]
+    fn a_cached_joint_step_has_the_plain_steps_gradient() {
+        use arbor_models::sllm::SllmConfig;
+        use burn::module::{Module, ModuleVisitor, Param};
+        use burn::optim::GradientsParams;
+        let crate::fixtures::Lease { corpus, docs, tune, ids, dim } = crate::fixtures::lease();
+        let docs = vec![docs[0].clone(), docs[0].clone()];
+        let three = ids[0].len() + ids[1].len() + ids.iter().skip(2).map(Vec::len).max().unwrap();
+        let config = TrainConfig {
+            batch_size: 2,
+            docs_per_step: 2,
+            doc_loss: 0.5,
+            node_loss: 0.1,
+            step_tokens: Some(three),
+            freeze_encoder: false,
+            grad_cache: Some(2),
+            ..TrainConfig::default()
+        };
+        config.check().unwrap();
+        let model_config = SproutRagModelConfig { sllm: SllmConfig { layers: 1, heads: 2, d_model: 16, d_ff: 32 }, vae: None };
+        let model = model_config.init::<A>(dim, 0, AggregationInit::Uniform, &Default::default()).with_encoder(tune.bert.clone());
+        let batches = EpochBatches::with_docs(&docs, config.batch_size, config.docs_per_step, config.schedule.seed);
+        let encoder = Some(StepEncoder::of(&tune, &config).unwrap());
+        let mut task = Joint { config: &config, corpus: &corpus, train: &docs, holdout: &[], max_tokens: 0, batches, mined: None, encoder };
+        let ((plain, plain_grads), (cached, cached_grads), pieces) = grad_cache::plain_and_cached::<A, _>(&mut task, &model);
+        let names = |s: &Step<A>| s.terms.iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        assert_eq!(names(&plain), ["loss/ret", "loss/attn_weighted", "loss/node_weighted", "loss/doc_weighted"]);
+        assert_eq!(names(&cached), names(&plain));
+        for ((name, p), (_, c)) in plain.terms.iter().zip(&cached.terms) {
+            let (p, c): (f32, f32) = (p.clone().into_scalar(), c.clone().into_scalar());
+            assert!((p - c).abs() < 1e-5 * p.abs().max(1.0), "{name}: plain {p}, cached {c}");
+        }
+        // The loss's own parameters, then the window's five distinct inputs (three units of the lease, its
+        // copy's the same, two questions) in chunks of two: the units', then the questions'.
+        assert_eq!(pieces, 1 + 2 + 1, "one piece for the SLLM, one a chunk");
+        // Each parameter's largest difference and largest gradient; gradients that are zero analytically
+        // (the key biases': softmax ignores them) are rounding noise, held to the model's largest gradient.
+        struct Compare<'a> {
+            plain: &'a GradientsParams,
+            cached: &'a GradientsParams,
+            checked: Vec<(String, f32, f32)>,
+            bad: Vec<String>,
+        }
+        impl ModuleVisitor<A> for Compare<'_> {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<A, D>>) {
+                let get = |g: &GradientsParams| g.get::<DefaultBackend, D>(param.id).map(|t| t.into_data().to_vec::<f32>().unwrap());
+                match (get(self.plain), get(self.cached)) {
+                    (Some(p), Some(c)) => {
+                        let scale = p.iter().fold(0f32, |m, x| m.max(x.abs()));
+                        let diff = p.iter().zip(&c).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+                        self.checked.push((format!("{:?}", param.id), diff, scale));
+                    }
+                    (None, None) => {}
+                    (p, c) => self.bad.push(format!("{:?}: a gradient in one step only ({} plain, {} cached)", param.id, p.is_some(), c.is_some())),
+                }
+            }
+        }
+        let mut compare = Compare { plain: &plain_grads, cached: &cached_grads, checked: Vec::new(), bad: Vec::new() };
+        model.visit(&mut compare);
+        let largest = compare.checked.iter().fold(0f32, |m, c| m.max(c.2));
+        compare.bad.extend(
+            compare.checked.iter().filter(|(_, diff, scale)| *diff > 1e-4 * scale.max(1e-4 * largest)).map(|(id, d, s)| format!("{id}: {d} of {s}")),
+        );
+        assert!(compare.bad.is_empty(), "{:?} (the largest gradient {largest})", compare.bad);
+        assert!(compare.checked.len() > 100 && largest > 0.0, "{} parameters compared", compare.checked.len());
     }
 
     /// A real joint step with the pretrained encoder: a window holding the whole document is the

@@ -239,6 +239,7 @@ impl MethodSpec for SproutRagConfig {
                 }
                 parts.extend(t.negatives.describe(t.batch_size));
                 parts.extend(t.describe_docs_per_step());
+                parts.extend(t.describe_grad_cache());
                 if t.doc_loss > 0.0 {
                     parts.push(format!("document term x{}", t.doc_loss));
                 }

@@ -90,3 +90,26 @@ fn a_row_this_build_cannot_train_is_refused_before_anything_trains() {
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "no run folder");
     trainable_here(&file(format!("Flat, {}", tuned("F32")))).unwrap();
 }
+
+/// A build without `--features ddp` runs no DDP: `train` of a file with a row whose schedule asks for it
+/// (the dense control's training, or a schedule nested in a SmartChunk planner's settings) refuses before any
+/// row trains, naming the row and the feature; the same rows on one device under `MultiDevice` pass.
+#[test]
+#[cfg(not(feature = "ddp"))]
+fn a_ddp_row_is_refused_before_anything_trains_on_a_build_without_ddp() {
+    let file = |methods: &str| {
+        let text = format!(r#"Experiment(name: "ddp", data: (format: Jsonl, path: "experiments/fixtures/squad-mini"), methods: [Flat, {methods}])"#);
+        arbor_experiments::experiment::Experiment::parse(&text, Path::new("ddp.ron")).unwrap()
+    };
+    let dense: fn(&str) -> String =
+        |parallel| format!("Dense((training: (schedule: (epochs: 1, devices: Some([0]){parallel}), freeze_encoder: false)))");
+    let planner: fn(&str) -> String =
+        |parallel| format!("SmartChunk((plan: Planner((training: (strategy: Sft, schedule: (epochs: 1, devices: Some([0]){parallel}))))))");
+    let out = tempfile::tempdir().unwrap();
+    for (row, named) in [(dense, "Learner, DDP on devices [0]"), (planner, "SmartChunk")] {
+        let err = run(&file(&row(", data_parallel: Ddp")), out.path(), false, None).unwrap_err().to_string();
+        assert!(err.contains(named) && err.contains("--features ddp") && err.contains("Nothing was trained"), "{err}");
+        assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "no run folder");
+        trainable_here(&file(&row(""))).unwrap();
+    }
+}
