@@ -445,7 +445,7 @@ if [[ $checks == *" 8 "* ]]; then
         echo "$ddp: trained and scored in $(secs $(($(ms) - start))) s"
         "$python" scripts/compare_losses.py "$(dirname "$(ls "$out"/ddp/*/*/models.json | head -1)")" || status=1
     else
-        tail -n 20 "$out/ddp.log"
+        grep -A2 '^Error' "$out/ddp.log" || tail -n 20 "$out/ddp.log" # the message, not a backtrace under RUST_BACKTRACE
         status=1
     fi
 fi
