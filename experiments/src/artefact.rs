@@ -169,7 +169,8 @@ impl Artefact {
             // 61: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
             // 62: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
             // 63: GradCache in SproutRAG's joint step and in the dense trainer's in-document step (trainers grad_cache.rs: the step's own loss run once over `Vectors::Recording` to find and embed its inputs without a graph, then over `Vectors::Cached`; the dense corpus-wide step's cache now the same code, its gradient the same to rounding), `training.grad_cache` with any batches on arbor's own loop, a row's name says GradCache when it is set; `train` refuses a DDP row on a build without `ddp` before anything trains (run.rs `trainable_here`, trainers strategy.rs `ensure_supported`)
-            Artefact::Raptor => 63,
+            // 64: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
+            Artefact::Raptor => 64,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -233,7 +234,8 @@ impl Artefact {
             // 64: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
             // 65: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
             // 66: GradCache in SproutRAG's joint step and in the dense trainer's in-document step (trainers grad_cache.rs: the step's own loss run once over `Vectors::Recording` to find and embed its inputs without a graph, then over `Vectors::Cached`; the dense corpus-wide step's cache now the same code, its gradient the same to rounding), `training.grad_cache` with any batches on arbor's own loop, a row's name says GradCache when it is set; `train` refuses a DDP row on a build without `ddp` before anything trains (run.rs `trainable_here`, trainers strategy.rs `ensure_supported`)
-            Artefact::Trees => 66,
+            // 67: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
+            Artefact::Trees => 67,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -297,7 +299,8 @@ impl Artefact {
             // 61: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
             // 62: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
             // 63: GradCache in SproutRAG's joint step and in the dense trainer's in-document step (trainers grad_cache.rs: the step's own loss run once over `Vectors::Recording` to find and embed its inputs without a graph, then over `Vectors::Cached`; the dense corpus-wide step's cache now the same code, its gradient the same to rounding), `training.grad_cache` with any batches on arbor's own loop, a row's name says GradCache when it is set; `train` refuses a DDP row on a build without `ddp` before anything trains (run.rs `trainable_here`, trainers strategy.rs `ensure_supported`)
-            Artefact::HeadWeights => 63,
+            // 64: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
+            Artefact::HeadWeights => 64,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -358,7 +361,8 @@ impl Artefact {
             // 62: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
             // 63: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
             // 64: GradCache in SproutRAG's joint step and in the dense trainer's in-document step (trainers grad_cache.rs: the step's own loss run once over `Vectors::Recording` to find and embed its inputs without a graph, then over `Vectors::Cached`; the dense corpus-wide step's cache now the same code, its gradient the same to rounding), `training.grad_cache` with any batches on arbor's own loop, a row's name says GradCache when it is set; `train` refuses a DDP row on a build without `ddp` before anything trains (run.rs `trainable_here`, trainers strategy.rs `ensure_supported`)
-            Artefact::Reranker => 64,
+            // 65: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
+            Artefact::Reranker => 65,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -422,7 +426,8 @@ impl Artefact {
             // 66: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
             // 67: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
             // 68: GradCache in SproutRAG's joint step and in the dense trainer's in-document step (trainers grad_cache.rs: the step's own loss run once over `Vectors::Recording` to find and embed its inputs without a graph, then over `Vectors::Cached`; the dense corpus-wide step's cache now the same code, its gradient the same to rounding), `training.grad_cache` with any batches on arbor's own loop, a row's name says GradCache when it is set; `train` refuses a DDP row on a build without `ddp` before anything trains (run.rs `trainable_here`, trainers strategy.rs `ensure_supported`)
-            Artefact::SproutRag => 68,
+            // 69: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
+            Artefact::SproutRag => 69,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -484,7 +489,8 @@ impl Artefact {
             // 65: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
             // 66: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
             // 67: GradCache in SproutRAG's joint step and in the dense trainer's in-document step (trainers grad_cache.rs: the step's own loss run once over `Vectors::Recording` to find and embed its inputs without a graph, then over `Vectors::Cached`; the dense corpus-wide step's cache now the same code, its gradient the same to rounding), `training.grad_cache` with any batches on arbor's own loop, a row's name says GradCache when it is set; `train` refuses a DDP row on a build without `ddp` before anything trains (run.rs `trainable_here`, trainers strategy.rs `ensure_supported`)
-            Artefact::Compressor => 67,
+            // 68: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
+            Artefact::Compressor => 68,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -547,7 +553,8 @@ impl Artefact {
             // 66: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
             // 67: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
             // 68: GradCache in SproutRAG's joint step and in the dense trainer's in-document step (trainers grad_cache.rs: the step's own loss run once over `Vectors::Recording` to find and embed its inputs without a graph, then over `Vectors::Cached`; the dense corpus-wide step's cache now the same code, its gradient the same to rounding), `training.grad_cache` with any batches on arbor's own loop, a row's name says GradCache when it is set; `train` refuses a DDP row on a build without `ddp` before anything trains (run.rs `trainable_here`, trainers strategy.rs `ensure_supported`)
-            Artefact::Dense => 68,
+            // 69: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
+            Artefact::Dense => 69,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -610,7 +617,8 @@ impl Artefact {
             // 66: a row trained on a sample of its split's questions (`train_queries`) says so in its name (methods training.rs `on_a_sample`: Dense, SproutRAG), so that a learning curve's point and a trained row's all-question control are two rows; no artefact changed
             // 67: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
             // 68: GradCache in SproutRAG's joint step and in the dense trainer's in-document step (trainers grad_cache.rs: the step's own loss run once over `Vectors::Recording` to find and embed its inputs without a graph, then over `Vectors::Cached`; the dense corpus-wide step's cache now the same code, its gradient the same to rounding), `training.grad_cache` with any batches on arbor's own loop, a row's name says GradCache when it is set; `train` refuses a DDP row on a build without `ddp` before anything trains (run.rs `trainable_here`, trainers strategy.rs `ensure_supported`)
-            Artefact::Planner => 68,
+            // 69: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
+            Artefact::Planner => 69,
         }
     }
 

@@ -203,17 +203,16 @@ pub struct Recorder<'a, B: Backend> {
     noted: RefCell<Noted<B>>,
 }
 
-/// The inputs a step read: each one's row, the chunks they were embedded in (rows in order), the rows.
+/// The inputs a step read: each one's row, and the rows, a tensor per chunk in the order embedded.
 pub(crate) struct Noted<B: Backend> {
     pub(crate) at: HashMap<Vec<u32>, usize>,
-    pub(crate) chunks: Vec<Vec<Vec<u32>>>,
     pub(crate) rows: Vec<Tensor<B, 2>>,
 }
 
 impl<'a, B: Backend> Recorder<'a, B> {
     /// `embed`: the encoder without a graph, over one chunk of token-id rows.
     pub(crate) fn new(chunk: usize, embed: &'a dyn Fn(&[&[u32]]) -> Tensor<B, 2>) -> Self {
-        Recorder { chunk, embed, noted: RefCell::new(Noted { at: HashMap::new(), chunks: Vec::new(), rows: Vec::new() }) }
+        Recorder { chunk, embed, noted: RefCell::new(Noted { at: HashMap::new(), rows: Vec::new() }) }
     }
 
     /// What the run read.
@@ -230,7 +229,6 @@ impl<'a, B: Backend> Recorder<'a, B> {
         for piece in new.chunks(self.chunk) {
             let first = noted.at.len();
             noted.at.extend(piece.iter().enumerate().map(|(k, i)| (i.to_vec(), first + k)));
-            noted.chunks.push(piece.iter().map(|i| i.to_vec()).collect());
             noted.rows.push((self.embed)(piece));
         }
         let at: Vec<usize> = ids.iter().map(|i| noted.at[*i]).collect();

@@ -23,34 +23,39 @@
 //! as leaves. L may have parameters of its own (SproutRAG's SLLM and aggregation weights, which read the
 //! unit vectors): their gradients come with step 2's backward pass.
 
+use arbor_models::bert::Bert;
+use burn::module::AutodiffModule;
 use burn::tensor::Tensor;
 use burn::tensor::backend::AutodiffBackend;
 
-use crate::encoder::{Noted, Recorded, Recorder, Vectors};
+use crate::encoder::{Noted, Recorded, Recorder, StepEncoder, Vectors};
 use crate::skeleton::Terms;
 
-/// The cached step of `loss` (its named terms over the vectors it reads, [`Vectors`]): `embed` runs the
-/// fine-tuned encoder over token-id rows with a graph, `embed_inner` the same weights without one. Each
-/// piece's gradients (the loss's own parameters', then one per chunk of inputs) go to `add`; returns the
-/// terms' values (no graph). A loss that draws random numbers (the SentenceVAE's samples) draws them in
-/// both runs, so a cached run's later steps are not the plain run's; it is deterministic otherwise.
+/// The cached step of `loss` (its named terms over the vectors it reads, [`Vectors`]) with `bert` fine-tuned
+/// as `encoder` runs it: each piece's gradients (the loss's own parameters', then one per chunk of inputs)
+/// go to `add`; returns the terms' values (no graph). A loss that draws random numbers (the SentenceVAE's
+/// samples) draws them in both runs, so a cached run's later steps are not the plain run's; it is
+/// deterministic otherwise.
 pub fn cached_step<B: AutodiffBackend>(
     chunk: usize,
-    embed: &dyn Fn(&[&[u32]]) -> Tensor<B, 2>,
-    embed_inner: &dyn Fn(&[&[u32]]) -> Tensor<B::InnerBackend, 2>,
+    encoder: &StepEncoder,
+    bert: &Bert<B>,
     loss: impl Fn(&Vectors<B>) -> Terms<B>,
     add: &mut dyn FnMut(B::Gradients),
 ) -> Terms<B> {
     assert!(chunk > 0, "a chunk holds at least one row");
+    let (inner, device) = (bert.valid(), Default::default());
     // 1. Every input the loss reads, embedded without a graph a chunk at a time (its terms dropped).
-    let constant = |ids: &[&[u32]]| Tensor::from_inner(embed_inner(ids));
+    let constant = |ids: &[&[u32]]| Tensor::from_inner(encoder.pool(&inner, ids, &device));
     let recorder = Recorder::new(chunk, &constant);
     drop(loss(&Vectors::Recording(&recorder)));
-    let Noted { at, chunks, rows } = recorder.finish();
+    let Noted { at, rows } = recorder.finish();
     assert!(!rows.is_empty(), "a fine-tuning step reads its encoder's vectors");
+    let sizes: Vec<usize> = rows.iter().map(|r| r.dims()[0]).collect();
     // 2. The loss over those rows as leaves: its parameters' gradients and g_i = dL/dr_i.
     let reps = Tensor::<B, 2>::from_inner(Tensor::cat(rows, 0).inner()).require_grad();
-    let terms = loss(&Vectors::Cached(&Recorded { at, reps: reps.clone() }));
+    let recorded = Recorded { at, reps: reps.clone() };
+    let terms = loss(&Vectors::Cached(&recorded));
     let logged = terms.iter().map(|(name, t)| (*name, Tensor::from_inner(t.clone().inner()))).collect();
     let total = terms.into_iter().map(|(_, t)| t).reduce(|a, b| a + b).expect("a step has a loss term");
     let grads = total.backward();
@@ -58,12 +63,16 @@ pub fn cached_step<B: AutodiffBackend>(
     add(grads);
     // 3. Each chunk again, with a graph: the gradient of sum_i f(x_i) . g_i is its share of dL/dtheta.
     if let Some(g) = g {
+        let mut by_row: Vec<&[u32]> = vec![&[]; recorded.at.len()];
+        for (ids, &row) in &recorded.at {
+            by_row[row] = ids;
+        }
         let mut first = 0;
-        for piece in &chunks {
-            let rows = first..first + piece.len();
+        for size in sizes {
+            let rows = first..first + size;
             first = rows.end;
-            let ids: Vec<&[u32]> = piece.iter().map(Vec::as_slice).collect();
-            add((embed(&ids) * Tensor::from_inner(g.clone().slice([rows]))).sum().backward());
+            let embedded = encoder.pool(bert, &by_row[rows.clone()], &device);
+            add((embedded * Tensor::from_inner(g.clone().slice([rows]))).sum().backward());
         }
     }
     logged

@@ -143,10 +143,7 @@ impl<B: AutodiffBackend> Task<B> for PlainRetrieval<'_> {
     fn cached_step(&mut self, model: &DenseModel<B>, step: usize, add: &mut dyn FnMut(B::Gradients)) -> Option<anyhow::Result<Step<B>>> {
         let chunk = self.config.grad_cache?;
         let (encoder, bert) = (self.encoder.as_ref()?, model.encoder.as_ref()?);
-        let (inner, device) = (bert.valid(), Default::default());
-        let embed = |ids: &[&[u32]]| encoder.pool(bert, ids, &device);
-        let embed_inner = |ids: &[&[u32]]| encoder.pool(&inner, ids, &device);
-        let cached = |loss: &dyn Fn(&Vectors<B>) -> Terms<B>| grad_cache::cached_step(chunk, &embed, &embed_inner, loss, add);
+        let cached = |loss: &dyn Fn(&Vectors<B>) -> Terms<B>| grad_cache::cached_step(chunk, encoder, bert, loss, add);
         Some(Ok(run_step(&mut self.batches, self.config, self.train, model, step, cached)))
     }
 

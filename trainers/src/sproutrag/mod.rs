@@ -203,12 +203,8 @@ impl<B: AutodiffBackend> Task<B> for Joint<'_> {
     /// queries, its mined negatives), the SLLM and its losses run over their cached vectors.
     fn cached_step(&mut self, model: &SproutRagModel<B>, step: usize, add: &mut dyn FnMut(B::Gradients)) -> Option<anyhow::Result<Step<B>>> {
         let (chunk, bert) = (self.config.grad_cache?, model.encoder.as_ref()?);
-        let (inner, device) = (bert.valid(), Default::default());
         Some(Ok(self.run(model, step, |encoder, losses| {
-            let encoder = encoder.expect("a fine-tuned model has its step encoder");
-            let embed = |ids: &[&[u32]]| encoder.pool(bert, ids, &device);
-            let embed_inner = |ids: &[&[u32]]| encoder.pool(&inner, ids, &device);
-            grad_cache::cached_step(chunk, &embed, &embed_inner, losses, add)
+            grad_cache::cached_step(chunk, encoder.expect("a fine-tuned model has its step encoder"), bert, losses, add)
         })))
     }
 
