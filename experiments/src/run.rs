@@ -52,7 +52,7 @@ pub fn trainable_here(exp: &Experiment) -> anyhow::Result<()> {
         if let Trains::Queries(t) = method.spec().trains()
             && let Err(e) = t.precision.ensure_supported::<burn::backend::Autodiff<DefaultBackend>>(&device)
         {
-            return Err(refuse(&method, format!("training.{e}"), "a GPU"));
+            return Err(refuse(&method, format!("training.{e}"), "a build that computes in bf16"));
         }
         if asks_for_ddp(&method)
             && let Err(e) = arbor_trainers::strategy::ensure_supported(arbor_trainers::schedule::DataParallel::Ddp)

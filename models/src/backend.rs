@@ -1,12 +1,14 @@
-//! Backend selection: the default is Burn's ndarray CPU backend; `--features cuda` selects burn-cuda and
+//! Backend selection: the default is Burn's ndarray CPU backend; `--features cuda` selects burn-cuda,
 //! `--features wgpu` Burn's wgpu backend (any Vulkan, Metal or DX12 device, a software Vulkan driver
-//! included), with no other change. Every model is generic over `B: Backend`; binaries name
-//! [`DefaultBackend`]. With both features on, CUDA is chosen.
+//! included) and `--features flex` Burn's burn-flex CPU backend (which computes in bf16, so a CPU can
+//! train under `training.precision: Bf16`; none of arbor's own CPU kernels, which are ndarray's), with no
+//! other change. Every model is generic over `B: Backend`; binaries name [`DefaultBackend`]. CUDA wins
+//! over wgpu, and either over flex.
 
 pub use chosen::{DefaultBackend, NAME};
 
 /// The backend this build names, and its name for the provenance of reports.
-#[cfg(not(any(feature = "cuda", feature = "wgpu")))]
+#[cfg(not(any(feature = "cuda", feature = "wgpu", feature = "flex")))]
 mod chosen {
     pub type DefaultBackend = burn::backend::NdArray<f32>;
     pub const NAME: &str = "burn ndarray (CPU)";
@@ -20,6 +22,12 @@ mod chosen {
 mod chosen {
     pub type DefaultBackend = burn::backend::Wgpu<f32, i32>;
     pub const NAME: &str = "burn-wgpu";
+}
+
+#[cfg(all(feature = "flex", not(any(feature = "cuda", feature = "wgpu"))))]
+mod chosen {
+    pub type DefaultBackend = burn_flex::Flex;
+    pub const NAME: &str = "burn-flex (CPU)";
 }
 
 /// The device binaries run on: the CPU, the first CUDA GPU, or wgpu's default adapter.

@@ -45,14 +45,15 @@ impl Precision {
         }
     }
 
-    /// Refuses this precision where backend `B` cannot compute in it on `device`, naming the build (bf16:
-    /// the CUDA build; the default CPU build is float32 only): what a trainer, `train` and `arbor
-    /// trace-forward` say before they start.
+    /// Refuses this precision where backend `B` cannot compute in it on `device`, naming the builds that
+    /// can (bf16: the CUDA build, or burn-flex's on a CPU; the default CPU build is float32 only): what a
+    /// trainer, `train` and `arbor trace-forward` say before they start.
     pub fn ensure_supported<B: Backend>(self, device: &B::Device) -> Result<(), String> {
         match self.supported::<B>(device) {
             true => Ok(()),
             false => Err(format!(
-                "precision: {self:?} needs a backend that computes in bf16 (the CUDA build, `--features cuda`); this build is {}, float32 only",
+                "precision: {self:?} needs a backend that computes in bf16 (the CUDA build, `--features cuda`, or on a CPU burn-flex's, \
+                 `--profile flex --features flex`); this build is {}, float32 only",
                 crate::backend::NAME
             )),
         }
@@ -166,7 +167,7 @@ mod tests {
 }
 
 #[cfg(test)]
-#[cfg(not(any(feature = "cuda", feature = "wgpu")))]
+#[cfg(not(any(feature = "cuda", feature = "wgpu", feature = "flex")))]
 mod cpu_build {
     use burn::backend::Autodiff;
 
@@ -179,5 +180,22 @@ mod cpu_build {
     fn the_default_cpu_build_says_it_cannot_compute_in_bf16() {
         assert!(!Precision::Bf16.supported::<Autodiff<DefaultBackend>>(&Default::default()));
         assert!(Precision::F32.supported::<Autodiff<DefaultBackend>>(&Default::default()));
+    }
+}
+
+#[cfg(test)]
+#[cfg(all(feature = "flex", not(any(feature = "cuda", feature = "wgpu"))))]
+mod flex_build {
+    use burn::backend::Autodiff;
+
+    use super::*;
+    use crate::DefaultBackend;
+
+    /// The `flex` build (burn-flex as the backend) computes in bf16, so `training.precision: Bf16` trains on
+    /// a CPU (`cargo test --profile flex --features flex -p arbor-models`).
+    #[test]
+    fn the_flex_build_computes_in_bf16() {
+        assert_eq!(crate::backend::NAME, "burn-flex (CPU)");
+        assert!(Precision::Bf16.ensure_supported::<Autodiff<DefaultBackend>>(&Default::default()).is_ok());
     }
 }

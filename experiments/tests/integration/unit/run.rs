@@ -75,9 +75,10 @@ fn training_corpora_lend_their_train_split_alone_ahead_of_the_own_documents() {
 }
 
 /// The default CPU build computes in float32 only: `train` of a file with a bf16 row refuses before any row
-/// trains or any folder is made, naming the row and the build; the float32 rows of the same file pass.
+/// trains or any folder is made, naming the row, the build and the builds that can (burn-flex's on a CPU);
+/// the float32 rows of the same file pass.
 #[test]
-#[cfg(not(any(feature = "cuda", feature = "wgpu")))]
+#[cfg(not(any(feature = "cuda", feature = "wgpu", feature = "flex")))]
 fn a_row_this_build_cannot_train_is_refused_before_anything_trains() {
     let tuned = |precision: &str| format!("Dense((training: (schedule: (epochs: 1), freeze_encoder: false, precision: {precision})))");
     let file = |methods: String| {
@@ -86,7 +87,13 @@ fn a_row_this_build_cannot_train_is_refused_before_anything_trains() {
     };
     let out = tempfile::tempdir().unwrap();
     let err = run(&file(format!("Flat, {}, {}", tuned("F32"), tuned("Bf16"))), out.path(), false, None).unwrap_err().to_string();
-    assert!(err.contains("bf16 autocast") && err.contains("training.precision: Bf16") && err.contains(arbor_models::backend::NAME), "{err}");
+    assert!(
+        err.contains("bf16 autocast")
+            && err.contains("training.precision: Bf16")
+            && err.contains(arbor_models::backend::NAME)
+            && err.contains("--features flex"),
+        "{err}"
+    );
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "no run folder");
     trainable_here(&file(format!("Flat, {}", tuned("F32")))).unwrap();
 }
