@@ -14,7 +14,8 @@ pub struct EmbedArgs {
     /// Read lines from this file (default: standard input)
     #[arg(long)]
     pub input: Option<PathBuf>,
-    /// A Hugging Face model directory (default: all-MiniLM-L6-v2, fetched into $ARBOR_HOME)
+    /// A Hugging Face model directory, or all-mpnet-base-v2 (fetched into $ARBOR_HOME; default:
+    /// all-MiniLM-L6-v2, fetched likewise)
     #[arg(long)]
     pub model: Option<PathBuf>,
     #[arg(long, default_value_t = 32)]
@@ -40,7 +41,7 @@ pub fn embed(args: &EmbedArgs) -> anyhow::Result<()> {
         None => read_lines(std::io::stdin().lock()).context("cannot read standard input")?,
     };
     let config = EncoderConfig {
-        model: args.model.clone().map_or(ModelSource::AllMiniLmL6V2, ModelSource::Dir),
+        model: args.model.as_deref().map_or(ModelSource::AllMiniLmL6V2, ModelSource::from_arg),
         batch_size: args.batch_size.max(1),
         ..EncoderConfig::default()
     };

@@ -167,7 +167,8 @@ fn write_folder(
     }
     let base_weights = base.join("model.safetensors");
     let base_bytes = std::fs::read(&base_weights).with_context(|| format!("cannot read {}", base_weights.display()))?;
-    atomic_write(&dir.join("model.safetensors"), &bert_safetensors(tuned, Some(&base_bytes))?).context("cannot write model.safetensors")?;
+    atomic_write(&dir.join("model.safetensors"), &bert_safetensors(tuned, encoder.config.family().map_err(anyhow::Error::msg)?, Some(&base_bytes))?)
+        .context("cannot write model.safetensors")?;
     write_json(&dir.join("sentence_bert_config.json"), &json!({"max_seq_length": encoder.max_seq_length(), "do_lower_case": false}))?;
     write_json(
         &dir.join("modules.json"),

@@ -12,6 +12,9 @@
 //!
 //!     PYTHON=/path/to/python ARBOR_DATA=../shared/data cargo bench --profile release -p arbor-models --bench encoder_throughput
 //!
+//! The encoder is all-MiniLM-L6-v2 unless `ARBOR_BENCH_MODEL` names another (`all-mpnet-base-v2`, or a
+//! model folder of a family arbor reads), which both sides then run.
+//!
 //! `--profile release`: the build users run (the bench profile inherits it unchanged; until stop 78 it
 //! compiled arbor-models at opt-level 1, about half the encoder's speed). The benchmark refuses any build
 //! of arbor-models below opt-level 3.
@@ -22,7 +25,7 @@ use std::time::Instant;
 
 use arbor_datasets::loaders::load_jsonl;
 use arbor_datasets::sentences::split_sentences;
-use arbor_models::{DefaultBackend, EncoderConfig, SentenceEncoder, default_device, hub};
+use arbor_models::{DefaultBackend, EncoderConfig, ModelSource, SentenceEncoder, default_device, hub};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -46,7 +49,8 @@ fn main() -> anyhow::Result<()> {
     arbor_models::processor::ensure_release_build("cargo bench --profile release -p arbor-models --bench encoder_throughput")
         .map_err(anyhow::Error::msg)?;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let config = EncoderConfig::default();
+    let model = std::env::var_os("ARBOR_BENCH_MODEL").map_or(ModelSource::AllMiniLmL6V2, |m| ModelSource::from_arg(Path::new(&m)));
+    let config = EncoderConfig { model, ..EncoderConfig::default() };
     let encoder = SentenceEncoder::<DefaultBackend>::load(&config, &default_device())?;
     let mut workloads = vec![fixture_sentences(&root, &encoder)?];
     if let Some(data) = std::env::var_os("ARBOR_DATA") {
@@ -63,6 +67,7 @@ fn main() -> anyhow::Result<()> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let backend = std::any::type_name::<DefaultBackend>().rsplit("::").next().unwrap_or("").to_owned();
     println!("{}\n", arbor_models::processor::describe());
+    println!("encoder: {:?} ({}, {} tokens read)\n", config.model, encoder.config.model_type, encoder.max_seq_length());
     println!(
         "| workload (batch {BATCH}, best of {REPEATS}, {threads} threads) | arbor ({backend}) sentences/s | tokens/s | PyTorch sentences/s | tokens/s | arbor / PyTorch |"
     );

@@ -74,13 +74,14 @@ pub fn read_config(dir: &Path) -> Result<BertConfig, ModelError> {
     Ok(config)
 }
 
-/// The token limit: as configured, else sentence_bert_config.json's (else 512), at most the position table.
+/// The token limit: as configured, else sentence_bert_config.json's (else 512), at most what the position
+/// table holds past the family's offset ([`BertConfig::max_tokens`]).
 fn max_len(dir: &Path, configured: Option<usize>, bert: &BertConfig) -> Result<usize, ModelError> {
     let n = match configured {
         Some(n) => n,
         None => sentence_bert_max_len(dir)?.unwrap_or(512),
     };
-    Ok(n.min(bert.max_position_embeddings))
+    Ok(n.min(bert.max_tokens()))
 }
 
 /// Token ids of one text, `[CLS] ... [SEP]`, truncated to the encoder's limit.

@@ -1,5 +1,6 @@
 //! Writes a [`Bert`] as a Hugging Face `model.safetensors`: the inverse of [`crate::bert::load_bert`], the names
-//! of `modeling_bert.py` without a prefix (as sentence-transformers saves a BERT), linear weights
+//! of its family's checkpoint ([`Family::checkpoint`]: `modeling_bert.py`'s, `modeling_mpnet.py`'s) without a
+//! prefix (as sentence-transformers saves an encoder), linear weights
 //! transposed back to PyTorch's `[out, in]`, every tensor float32; the base checkpoint's pooler (which
 //! arbor's mean-pooled [`Bert`] never runs) copied as it was, so that transformers finds every tensor of a
 //! `BertModel`. What `arbor export` writes a fine-tuned encoder with; `load_bert` of the file gives the
@@ -14,7 +15,7 @@ use burn::tensor::backend::Backend;
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors};
 
-use crate::bert::Bert;
+use crate::bert::{Bert, Family};
 use crate::error::ModelError;
 
 /// One named tensor: its shape and values, row-major.
@@ -54,36 +55,43 @@ fn embedding<B: Backend>(out: &mut Vec<Named>, name: &str, e: &Embedding<B>) {
     out.push(named(format!("{name}.weight"), param(&e.weight)));
 }
 
-/// Every tensor of `bert` under its checkpoint name.
-fn tensors<B: Backend>(bert: &Bert<B>) -> Vec<Named> {
+/// Every tensor of `bert` under its name in a checkpoint of `family`.
+fn tensors<B: Backend>(bert: &Bert<B>, family: Family) -> Vec<Named> {
     let mut out = Vec::new();
     let e = &bert.embeddings;
     embedding(&mut out, "embeddings.word_embeddings", &e.word_embeddings);
     embedding(&mut out, "embeddings.position_embeddings", &e.position_embeddings);
-    embedding(&mut out, "embeddings.token_type_embeddings", &e.token_type_embeddings);
+    if let Some(types) = &e.token_type_embeddings {
+        embedding(&mut out, "embeddings.token_type_embeddings", types);
+    }
     layer_norm(&mut out, "embeddings.LayerNorm", &e.layer_norm);
+    let names = family.checkpoint();
     for (i, layer) in bert.layers.iter().enumerate() {
-        let p = format!("encoder.layer.{i}");
-        linear(&mut out, &format!("{p}.attention.self.query"), &layer.query);
-        linear(&mut out, &format!("{p}.attention.self.key"), &layer.key);
-        linear(&mut out, &format!("{p}.attention.self.value"), &layer.value);
-        linear(&mut out, &format!("{p}.attention.output.dense"), &layer.attention_output);
-        layer_norm(&mut out, &format!("{p}.attention.output.LayerNorm"), &layer.attention_norm);
-        linear(&mut out, &format!("{p}.intermediate.dense"), &layer.intermediate);
-        linear(&mut out, &format!("{p}.output.dense"), &layer.output);
-        layer_norm(&mut out, &format!("{p}.output.LayerNorm"), &layer.output_norm);
+        let [q, k, v, o, attention_norm, intermediate, output, output_norm] = names.layer_names(i);
+        linear(&mut out, &q, &layer.query);
+        linear(&mut out, &k, &layer.key);
+        linear(&mut out, &v, &layer.value);
+        linear(&mut out, &o, &layer.attention_output);
+        layer_norm(&mut out, &attention_norm, &layer.attention_norm);
+        linear(&mut out, &intermediate, &layer.intermediate);
+        linear(&mut out, &output, &layer.output);
+        layer_norm(&mut out, &output_norm, &layer.output_norm);
+    }
+    if let (Some(name), Some(table)) = (names.relative_attention_bias, &bert.relative_attention_bias) {
+        embedding(&mut out, name, table);
     }
     out
 }
 
-/// `bert`'s weights as the bytes of a `model.safetensors` file, with the pooler of `base` (the bytes of
-/// the checkpoint it was fine-tuned from), when it has one.
-pub fn bert_safetensors<B: Backend>(bert: &Bert<B>, base: Option<&[u8]>) -> Result<Vec<u8>, ModelError> {
-    let mut tensors = tensors(bert);
+/// `bert`'s weights as the bytes of a `model.safetensors` file of `family`, with the pooler of `base`
+/// (the bytes of the checkpoint it was fine-tuned from), when it has one.
+pub fn bert_safetensors<B: Backend>(bert: &Bert<B>, family: Family, base: Option<&[u8]>) -> Result<Vec<u8>, ModelError> {
+    let mut tensors = tensors(bert, family);
     if let Some(base) = base {
         let base = SafeTensors::deserialize(base).map_err(|e| ModelError::weights(Path::new("model.safetensors"), e.to_string()))?;
+        let unprefixed = |name: &str| family.checkpoint().prefixes.iter().find_map(|p| name.strip_prefix(p)).unwrap_or(name).to_owned();
         for (name, view) in base.tensors() {
-            if let Some(rest) = name.strip_prefix("bert.").unwrap_or(&name).strip_prefix("pooler.") {
+            if let Some(rest) = unprefixed(&name).strip_prefix("pooler.") {
                 tensors.push(Named {
                     name: format!("pooler.{rest}"),
                     shape: view.shape().to_vec(),
@@ -131,8 +139,9 @@ mod tests {
         let embeddings = BertEmbeddings {
             word_embeddings: EmbeddingConfig::new(11, 8).init(&device),
             position_embeddings: EmbeddingConfig::new(16, 8).init(&device),
-            token_type_embeddings: EmbeddingConfig::new(2, 8).init(&device),
+            token_type_embeddings: Some(EmbeddingConfig::new(2, 8).init(&device)),
             layer_norm: norm(),
+            position_offset: 0,
         };
         let layers = (0..2)
             .map(|_| {
@@ -142,11 +151,11 @@ mod tests {
                 layer
             })
             .collect();
-        (config, Bert { embeddings, layers })
+        (config, Bert { embeddings, layers, relative_attention_bias: None })
     }
 
     fn flat(bert: &Bert<B>) -> Vec<(String, Vec<usize>, Vec<u8>)> {
-        tensors(bert).into_iter().map(|t| (t.name, t.shape, t.bytes)).collect()
+        tensors(bert, Family::Bert).into_iter().map(|t| (t.name, t.shape, t.bytes)).collect()
     }
 
     #[test]
@@ -158,7 +167,7 @@ mod tests {
         let pooler = [0u8, 60, 0, 188];
         let view = TensorView::new(Dtype::F16, vec![2], &pooler).unwrap();
         let base = safetensors::serialize([("bert.pooler.dense.bias", view)], None).unwrap();
-        std::fs::write(&path, bert_safetensors(&bert, Some(&base)).unwrap()).unwrap();
+        std::fs::write(&path, bert_safetensors(&bert, Family::Bert, Some(&base)).unwrap()).unwrap();
         let back = load_bert::<B>(&config, &path, &Default::default()).unwrap();
         assert_eq!(flat(&back), flat(&bert));
         let bytes = std::fs::read(&path).unwrap();

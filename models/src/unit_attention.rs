@@ -165,7 +165,7 @@ impl<B: Backend> SentenceEncoder<B> {
         attend: &dyn Fn(&[&[u32]]) -> Vec<WindowPass>,
     ) -> (Band, Option<Vec<Vec<f32>>>) {
         let n = units.len();
-        let budget = window_tokens.clamp(3, self.config.max_position_embeddings) - 2;
+        let budget = window_tokens.clamp(3, self.config.max_tokens()) - 2;
         let mut pieces = self.word_pieces(units);
         for p in &mut pieces {
             p.truncate(budget);

@@ -23,7 +23,8 @@ use clap::Args;
 /// The encoder options `index` and `query` share.
 #[derive(Debug, Clone, Args)]
 pub struct EncoderArgs {
-    /// A Hugging Face model directory (default: all-MiniLM-L6-v2, fetched into $ARBOR_HOME)
+    /// A Hugging Face model directory, or all-mpnet-base-v2 (fetched into $ARBOR_HOME; default:
+    /// all-MiniLM-L6-v2, fetched likewise)
     #[arg(long)]
     pub model: Option<PathBuf>,
     #[arg(long, default_value_t = 32)]
@@ -33,7 +34,7 @@ pub struct EncoderArgs {
 impl EncoderArgs {
     pub fn config(&self) -> EncoderConfig {
         EncoderConfig {
-            model: self.model.clone().map_or(ModelSource::AllMiniLmL6V2, ModelSource::Dir),
+            model: self.model.as_deref().map_or(ModelSource::AllMiniLmL6V2, ModelSource::from_arg),
             batch_size: self.batch_size.max(1),
             ..EncoderConfig::default()
         }

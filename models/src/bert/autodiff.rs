@@ -24,6 +24,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::ops::FloatTensor;
 use burn::tensor::{Tensor, TensorData, TensorPrimitive};
 
+use super::attention::Relative;
 use super::cpu::{CpuBert, Layer};
 use super::tape::{self, DenseGrads, EmbeddingTape, LayerTape, NormGrads, PoolTape};
 use super::{Bert, FrozenLayers};
@@ -71,8 +72,11 @@ fn pool(bert: &Bert<Ad>, frozen: Option<&FrozenLayers>, rows: &[&[u32]], eps: f6
         }
         None => (embed(bert, CpuBert::lower(bert, eps, 0), rows), 0),
     };
+    let e = &bert.embeddings;
+    let max_len = e.position_embeddings.weight.dims()[0].saturating_sub(e.position_offset);
+    let relative = bert.relative_attention_bias.as_ref().map(|t| (param(&t.weight), Relative::of(bert, max_len).expect("the table is there")));
     for layer in &bert.layers[from..] {
-        x = block(layer, x, &lengths, eps);
+        x = block(layer, x, &lengths, eps, relative.clone());
     }
     Tensor::from_primitive(TensorPrimitive::Float(pool_op(x, lengths, hidden, pooling)))
 }
@@ -83,6 +87,12 @@ fn primitive<const D: usize>(t: Tensor<Ad, D>) -> FloatTensor<Ad> {
 
 fn param<const D: usize>(p: &Param<Tensor<Ad, D>>) -> FloatTensor<Ad> {
     primitive(p.val())
+}
+
+/// The parent in the place of a parameter the family does not have (MPNet's token types, every other
+/// family's relative position bias): a constant, which needs no gradient, so none is registered for it.
+fn absent() -> FloatTensor<Ad> {
+    primitive(Tensor::<Ad, 2>::zeros([1, 1], &Default::default()))
 }
 
 /// A float tensor's values, row-major.
@@ -156,7 +166,8 @@ fn norm(g: NormGrads) -> [(Vec<f32>, Vec<usize>); 2] {
     [(g.gamma, vec![h]), (g.beta, vec![h])]
 }
 
-/// The embeddings as an operation: parents word, position and token-type tables, the norm's γ and β.
+/// The embeddings as an operation: parents word, position and token-type tables (a constant without
+/// token types), the norm's γ and β.
 #[derive(Debug)]
 struct Embed;
 
@@ -196,18 +207,20 @@ fn embed(bert: &Bert<Ad>, cpu: CpuBert, rows: &[&[u32]]) -> FloatTensor<Ad> {
     let parents = [
         param(&e.word_embeddings.weight),
         param(&e.position_embeddings.weight),
-        param(&e.token_type_embeddings.weight),
+        e.token_type_embeddings.as_ref().map_or_else(absent, |t| param(&t.weight)),
         param(&norm.gamma),
         param(beta),
     ];
-    let token_types = e.token_type_embeddings.weight.dims()[0];
+    let token_types = e.token_type_embeddings.as_ref().map_or(1, |t| t.weight.dims()[0]);
     let (x, tape) = tape::embeddings_forward(&cpu, rows);
     let out = tensor(x, &[tape.tokens(), cpu.hidden]);
     record(Embed, &parents, || EmbedState { bert: cpu, tape, token_types }, out)
 }
 
 /// A transformer block as an operation: parents its input, then query, key, value, attention output
-/// (weight, bias each), the attention norm (γ, β), intermediate, output, the output norm.
+/// (weight, bias each), the attention norm (γ, β), intermediate, output, the output norm, and the relative
+/// position bias table every block shares (a constant for a family without one): each block registers
+/// its share of that table's gradient, which Burn's gradients add up.
 #[derive(Debug)]
 struct Block;
 
@@ -217,16 +230,18 @@ struct BlockState {
     tape: LayerTape,
     lengths: Vec<usize>,
     heads: usize,
+    relative: Option<Relative>,
 }
 
-impl Backward<Inner, 17> for Block {
+impl Backward<Inner, 18> for Block {
     type State = Arc<BlockState>;
 
-    fn backward(self, ops: Ops<Self::State, 17>, grads: &mut Gradients, _: &mut Checkpointer) {
+    fn backward(self, ops: Ops<Self::State, 18>, grads: &mut Gradients, _: &mut Checkpointer) {
         let dy = values(&grads.consume::<Inner>(&ops.node));
         let s = &ops.state;
         let h = s.layer.qkv.input;
-        let (dx, g) = tape::layer_backward(&s.layer, &s.tape, &s.lengths, s.heads, dy, ops.parents[0].is_some());
+        let relative = s.relative.as_ref().filter(|_| ops.parents[17].is_some());
+        let (dx, g) = tape::layer_backward(&s.layer, &s.tape, (&s.lengths, s.heads), relative, dy, ops.parents[0].is_some());
         // Query, key and value were one product: their columns of the fused gradient.
         let column = |k: usize| {
             let weight = g.qkv.weight.chunks_exact(3 * h).flat_map(|row| row[k * h..(k + 1) * h].iter().copied()).collect();
@@ -242,11 +257,18 @@ impl Backward<Inner, 17> for Block {
         let [ow, ob] = dense(g.output);
         let [og, on] = norm(g.output_norm);
         let input = (dx.unwrap_or_default(), vec![t, h]);
-        register!(ops.parents, grads, [input, qw, qb, kw, kb, vw, vb, aw, ab, ag, an, iw, ib, ow, ob, og, on]);
+        let table = (g.relative.unwrap_or_default(), vec![relative.map_or(0, |r| r.table.len() / r.heads), s.heads]);
+        register!(ops.parents, grads, [input, qw, qb, kw, kb, vw, vb, aw, ab, ag, an, iw, ib, ow, ob, og, on, table]);
     }
 }
 
-fn block(layer: &super::model::BertLayer<Ad>, x: FloatTensor<Ad>, lengths: &[usize], eps: f64) -> FloatTensor<Ad> {
+fn block(
+    layer: &super::model::BertLayer<Ad>,
+    x: FloatTensor<Ad>,
+    lengths: &[usize],
+    eps: f64,
+    relative: Option<(FloatTensor<Ad>, Relative)>,
+) -> FloatTensor<Ad> {
     let bias = |l: &Linear<Ad>| param(l.bias.as_ref().expect("has_every_bias"));
     let beta = |n: &LayerNorm<Ad>| param(n.beta.as_ref().expect("has_every_bias"));
     let input = values(&x.primitive);
@@ -268,12 +290,14 @@ fn block(layer: &super::model::BertLayer<Ad>, x: FloatTensor<Ad>, lengths: &[usi
         bias(&layer.output),
         param(&layer.output_norm.gamma),
         beta(&layer.output_norm),
+        relative.as_ref().map_or_else(absent, |(table, _)| table.clone()),
     ];
+    let relative = relative.map(|(_, r)| r);
     let cpu = Layer::of(layer, eps);
     let h = cpu.qkv.input;
-    let (y, tape) = tape::layer_forward(&cpu, input, lengths, layer.num_heads);
+    let (y, tape) = tape::layer_forward(&cpu, input, lengths, layer.num_heads, relative.as_ref());
     let out = tensor(y, &[lengths.iter().sum(), h]);
-    record(Block, &parents, || BlockState { layer: cpu, tape, lengths: lengths.to_vec(), heads: layer.num_heads }, out)
+    record(Block, &parents, || BlockState { layer: cpu, tape, lengths: lengths.to_vec(), heads: layer.num_heads, relative }, out)
 }
 
 /// Pooling and L2 normalisation as an operation: parent the last block's token states.

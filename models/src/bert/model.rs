@@ -1,10 +1,12 @@
-//! The BERT forward pass.
+//! The forward pass of the BERT block every family shares ([`super::families`]: BERT, RoBERTa,
+//! XLM-RoBERTa, MPNet), with what a family changes: where positions start, whether a token-type table is
+//! read, and MPNet's relative position bias added to every block's scores.
 
 use burn::module::Module;
 use burn::nn::{Embedding, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::activation::{gelu, softmax};
 use burn::tensor::backend::Backend;
-use burn::tensor::{Bool, Int, Tensor};
+use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use super::Precision;
 
@@ -13,8 +15,11 @@ use super::Precision;
 pub struct BertEmbeddings<B: Backend> {
     pub word_embeddings: Embedding<B>,
     pub position_embeddings: Embedding<B>,
-    pub token_type_embeddings: Embedding<B>,
+    /// None for a family without token types (MPNet); row 0 is read.
+    pub token_type_embeddings: Option<Embedding<B>>,
     pub layer_norm: LayerNorm<B>,
+    /// The position id of a sequence's first token ([`super::families::Family::position_offset`]).
+    pub position_offset: usize,
 }
 
 /// One transformer block: self-attention and feed-forward, each with a post-norm residual.
@@ -41,6 +46,8 @@ pub struct BertLayer<B: Backend> {
 pub struct Bert<B: Backend> {
     pub embeddings: BertEmbeddings<B>,
     pub layers: Vec<BertLayer<B>>,
+    /// MPNet's relative position bias `[buckets, heads]`, shared by every block ([`super::families::mpnet`]).
+    pub relative_attention_bias: Option<Embedding<B>>,
 }
 
 /// What a forward pass returns.
@@ -64,18 +71,44 @@ impl<B: Backend> Bert<B> {
         self.forward_from(self.embed(input_ids), mask, 0, with_attention)
     }
 
-    /// The embeddings' sum (word, position, token type 0), layer-normalised: what layer 0 reads.
+    /// The embeddings' sum (word, position from the family's offset, token type 0 where the family has
+    /// token types), layer-normalised: what layer 0 reads. Padding sits after a row's tokens, so a real
+    /// token's position is its index plus the offset, as RoBERTa's and MPNet's padding-aware ids give it.
     ///
     /// # Shapes
     /// - `input_ids`: `[batch, tokens]` -> `[batch, tokens, hidden]`
     pub fn embed(&self, input_ids: Tensor<B, 2, Int>) -> Tensor<B, 3> {
         let [batch, tokens] = input_ids.dims();
         let device = input_ids.device();
-        let positions = Tensor::<B, 1, Int>::arange(0..tokens as i64, &device).unsqueeze::<2>().repeat_dim(0, batch);
-        let token_types = Tensor::<B, 2, Int>::zeros([batch, tokens], &device);
         let e = &self.embeddings;
-        let x = e.word_embeddings.forward(input_ids) + e.position_embeddings.forward(positions) + e.token_type_embeddings.forward(token_types);
+        let first = e.position_offset as i64;
+        let positions = Tensor::<B, 1, Int>::arange(first..first + tokens as i64, &device).unsqueeze::<2>().repeat_dim(0, batch);
+        let mut x = e.word_embeddings.forward(input_ids) + e.position_embeddings.forward(positions);
+        if let Some(types) = &e.token_type_embeddings {
+            x = x + types.forward(Tensor::<B, 2, Int>::zeros([batch, tokens], &device));
+        }
         e.layer_norm.forward(x)
+    }
+
+    /// What every block adds to its attention scores: the padding mask's bias and, for MPNet, the relative
+    /// position bias `b[bucket(j - i), head]` ([`super::families::mpnet`]).
+    ///
+    /// # Shapes
+    /// - `mask`: `[batch, tokens]`; returns `[batch, 1, 1, tokens]`, or `[batch, heads, tokens, tokens]` with
+    ///   the relative bias
+    pub fn attention_bias(&self, mask: Tensor<B, 2, Bool>) -> Tensor<B, 4> {
+        let key_bias = padding_bias(mask);
+        let Some(table) = &self.relative_attention_bias else {
+            return key_bias;
+        };
+        let [batch, _, _, tokens] = key_bias.dims();
+        let device = key_bias.device();
+        let by_distance = super::families::mpnet::buckets_by_distance(tokens);
+        let by_distance = &by_distance;
+        let ids: Vec<i64> = (0..tokens).flat_map(|i| (0..tokens).map(move |j| by_distance[j + tokens - 1 - i] as i64)).collect();
+        let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(ids, [tokens, tokens]), &device);
+        let bias = table.forward(ids).permute([2, 0, 1]).unsqueeze::<4>(); // [1, heads, tokens, tokens]
+        bias.repeat_dim(0, batch) + key_bias
     }
 
     /// Runs layers `from..` over `x`, the token states layer `from` reads (the embeddings' when `from` is
@@ -112,7 +145,7 @@ impl<B: Backend> Bert<B> {
         precision: Precision,
         observe: &mut dyn FnMut(usize, &'static str, &Tensor<B, 2>),
     ) -> BertOutput<B> {
-        let key_bias = padding_bias(mask);
+        let key_bias = self.attention_bias(mask);
         let mut x = x;
         let mut attentions = Vec::new();
         for (l, layer) in self.layers.iter().enumerate().skip(from) {
@@ -166,7 +199,8 @@ impl<B: Backend> BertLayer<B> {
 
     /// # Shapes
     /// - `x`: `[batch, tokens, hidden]`; `key_bias`: added to the attention scores, `[batch, 1, 1, tokens]`
-    ///   (padding) or `[batch, 1, tokens, tokens]` (padding and causality)
+    ///   (padding), `[batch, 1, tokens, tokens]` (padding and causality) or `[batch, heads, tokens, tokens]`
+    ///   (padding and a relative position bias)
     /// - returns `[batch, tokens, hidden]` and the probabilities `[batch, heads, tokens, tokens]`
     pub fn forward(&self, x: Tensor<B, 3>, key_bias: Tensor<B, 4>) -> (Tensor<B, 3>, Tensor<B, 4>) {
         self.forward_in(x, key_bias, Precision::F32)

@@ -19,10 +19,8 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::cpu::{
-    Accumulate, CpuBert, Dense, Layer, Norm, ONE_THREAD, Probs, SCRATCH, Shared, View, attention, erf, exp_neg, gelu_all, head_tasks, matmul_bias,
-    matmul_bias_residual, multiversion, product,
-};
+use super::attention::{ONE_THREAD, Probs, Relative, SCRATCH, Shared, attention, head_tasks};
+use super::cpu::{Accumulate, CpuBert, Dense, Layer, Norm, View, erf, exp_neg, gelu_all, matmul_bias, matmul_bias_residual, multiversion, product};
 use crate::pooling::Pooling;
 
 /// What a layer norm's backward pass reads: each row's normalised values `x̂` and `1 / sqrt(var + eps)`.
@@ -61,7 +59,8 @@ pub(super) struct LayerTape {
     norm2: NormTape,
 }
 
-/// One block's parameter gradients (query, key and value fused as in [`Layer`]).
+/// One block's parameter gradients (query, key and value fused as in [`Layer`]), and its share of the
+/// relative position bias table's `[buckets, heads]` where the family has one.
 #[derive(Debug, Clone)]
 pub(super) struct LayerGrads {
     pub(super) qkv: DenseGrads,
@@ -70,6 +69,7 @@ pub(super) struct LayerGrads {
     pub(super) intermediate: DenseGrads,
     pub(super) output: DenseGrads,
     pub(super) output_norm: NormGrads,
+    pub(super) relative: Option<Vec<f32>>,
 }
 
 /// Layer norm of each row of `x` in place (as [`super::cpu`] computes it), keeping its tape.
@@ -199,15 +199,16 @@ multiversion! {
     }
 }
 
-/// One block forward from its input `x` `[T, hidden]`, returning its output and its tape.
-pub(super) fn layer_forward(layer: &Layer, x: Vec<f32>, lengths: &[usize], heads: usize) -> (Vec<f32>, LayerTape) {
+/// One block forward from its input `x` `[T, hidden]` (the relative position bias added to its scores
+/// where there is one), returning its output and its tape.
+pub(super) fn layer_forward(layer: &Layer, x: Vec<f32>, lengths: &[usize], heads: usize, relative: Option<&Relative>) -> (Vec<f32>, LayerTape) {
     let h = layer.qkv.input;
     let t = x.len() / h;
     let mut qkv = vec![0.0f32; t * 3 * h];
     matmul_bias(&x, &layer.qkv, &mut qkv);
     let mut context = vec![0.0f32; t * h];
     let mut probs: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0f32; heads * n * n]).collect();
-    attention(&qkv, lengths, heads, h, &mut context, probs.iter_mut().map(|p| Probs::Keep(p)).collect());
+    attention(&qkv, lengths, [heads, h], relative, &mut context, probs.iter_mut().map(|p| Probs::Keep(p)).collect());
     let mut h1 = x.clone();
     matmul_bias_residual(&context, &layer.attention_output, &mut h1);
     let norm1 = norm_forward(&mut h1, &layer.attention_norm);
@@ -221,13 +222,13 @@ pub(super) fn layer_forward(layer: &Layer, x: Vec<f32>, lengths: &[usize], heads
     (y, LayerTape { x, qkv, probs, context, norm1, h1, u, g, norm2 })
 }
 
-/// One block backward: from its output's gradient `dy`, its parameters' gradients and (when `input`) its
-/// input's.
+/// One block backward: from its output's gradient `dy`, its parameters' gradients (with its share of the
+/// relative position bias's, where `relative` is given) and (when `input`) its input's.
 pub(super) fn layer_backward(
     layer: &Layer,
     tape: &LayerTape,
-    lengths: &[usize],
-    heads: usize,
+    (lengths, heads): (&[usize], usize),
+    relative: Option<&Relative>,
     mut dy: Vec<f32>,
     input: bool,
 ) -> (Option<Vec<f32>>, LayerGrads) {
@@ -246,30 +247,69 @@ pub(super) fn layer_backward(
     let mut dcontext = vec![0.0f32; t * h];
     dense_input_grad(&dy, &layer.attention_output, &mut dcontext, Accumulate::No);
     let mut dqkv = vec![0.0f32; t * 3 * h];
-    attention_backward(&tape.qkv, &tape.probs, lengths, heads, &dcontext, &mut dqkv);
+    let relative = attention_backward(&tape.qkv, &tape.probs, (lengths, heads), relative, &dcontext, &mut dqkv);
     let qkv = dense_grads(&tape.x, &dqkv, &layer.qkv);
     // x feeds Q, K, V and the residual: dy (the residual's) plus dqkv W_qkvᵀ.
     let dx = input.then(|| {
         dense_input_grad(&dqkv, &layer.qkv, &mut dy, Accumulate::Yes);
         dy
     });
-    (dx, LayerGrads { qkv, attention_output, attention_norm, intermediate, output, output_norm })
+    (dx, LayerGrads { qkv, attention_output, attention_norm, intermediate, output, output_norm, relative })
 }
 
 /// Attention's backward pass, spread over the thread pool by sequence and, for long ones, by head (as
 /// the forward pass, [`super::cpu::head_tasks`]): from the context's gradient `dcontext` `[T, hidden]`,
-/// the gradient of `qkv` `[T, 3 hidden]`.
-fn attention_backward(qkv: &[f32], probs: &[Vec<f32>], lengths: &[usize], heads: usize, dcontext: &[f32], dqkv: &mut [f32]) {
+/// the gradient of `qkv` `[T, 3 hidden]`; with a relative position bias, the gradient of its table
+/// `[buckets, heads]`: every score's `dS` summed into its distance's bucket (`S = Q Kᵀ / sqrt(d) + b`, so
+/// `db[bucket(j - i), head] = Σ dS[head, i, j]`).
+fn attention_backward(
+    qkv: &[f32],
+    probs: &[Vec<f32>],
+    (lengths, heads): (&[usize], usize),
+    relative: Option<&Relative>,
+    dcontext: &[f32],
+    dqkv: &mut [f32],
+) -> Option<Vec<f32>> {
     let h = dcontext.len() / lengths.iter().sum::<usize>().max(1);
     assert!(qkv.len() == 3 * dcontext.len() && dqkv.len() == qkv.len() && h.is_multiple_of(heads.max(1)));
     let out = Shared(dqkv.as_mut_ptr());
-    let parts: Vec<&[f32]> = probs.iter().map(Vec::as_slice).collect();
-    fn by_head(p: &[f32], n: usize, _heads: usize) -> Result<Vec<&[f32]>, &[f32]> {
-        Ok(p.chunks_exact(n * n).collect())
+    // Per sequence and head, dS summed along each distance (`2n - 1` of them), where there is a bias.
+    let mut by_distance: Vec<Vec<f32>> =
+        lengths.iter().map(|&n| vec![0.0f32; if relative.is_some() { heads * (2 * n).saturating_sub(1) } else { 0 }]).collect();
+    let parts: Vec<(&[f32], &mut [f32])> = probs.iter().map(Vec::as_slice).zip(by_distance.iter_mut().map(Vec::as_mut_slice)).collect();
+    fn by_head<'p>(
+        (p, d): (&'p [f32], &'p mut [f32]),
+        n: usize,
+        heads: usize,
+    ) -> Result<Vec<(&'p [f32], &'p mut [f32])>, (&'p [f32], &'p mut [f32])> {
+        let width = if d.is_empty() { 0 } else { 2 * n - 1 };
+        let mut rest = d;
+        Ok(p.chunks_exact(n * n)
+            .take(heads)
+            .map(|p| {
+                let (mine, others) = std::mem::take(&mut rest).split_at_mut(width);
+                rest = others;
+                (p, mine)
+            })
+            .collect())
     }
-    head_tasks(lengths, heads, parts, by_head, |tokens, range, p| {
-        SCRATCH.with_borrow_mut(|ds| attend_backward([qkv, p, dcontext], tokens, range, [h, h / heads], out, ds))
+    head_tasks(lengths, heads, parts, by_head, |tokens, range, (p, d)| {
+        SCRATCH.with_borrow_mut(|ds| attend_backward([qkv, p, dcontext], tokens, range, [h, h / heads], out, ds, d))
     });
+    let relative = relative?;
+    let mut table = vec![0.0f32; relative.table.len()];
+    for (&n, sums) in lengths.iter().zip(&by_distance) {
+        if n == 0 {
+            continue;
+        }
+        let buckets = relative.buckets(n);
+        for (head, sums) in sums.chunks_exact(2 * n - 1).enumerate() {
+            for (&b, s) in buckets.iter().zip(sums) {
+                table[b * relative.heads + head] += s;
+            }
+        }
+    }
+    Some(table)
 }
 
 multiversion! {
@@ -277,7 +317,10 @@ multiversion! {
 /// `[h, dh]`), reading `[qkv, probs, dcontext]` (`probs` `[range.len(), n, n]`, `dcontext` `[T, h]`), into those heads' columns of the
 /// sequence's rows of `dqkv` `[T, 3h]` (`out`, its start): `dP = dC Vᵀ`, `dV = Pᵀ dC`,
 /// `dS = P ⊙ (dP − rowsum(dP ⊙ P))`, `dQ = dS K / sqrt(d)`, `dK = dSᵀ Q / sqrt(d)`. `ds`: scratch.
-fn attend_backward(reads: [&[f32]; 3], tokens: Range<usize>, range: Range<usize>, widths: [usize; 2], out: Shared, ds: &mut Vec<f32>) {
+/// `distances`, when not empty, `[range.len(), 2n - 1]`: each head's `dS` summed along each distance
+/// `j - i` (at `j - i + n - 1`), the relative position bias's gradient before its buckets.
+#[allow(clippy::too_many_arguments)] // one task's reads, its writes and its scratch, each named
+fn attend_backward(reads: [&[f32]; 3], tokens: Range<usize>, range: Range<usize>, widths: [usize; 2], out: Shared, ds: &mut Vec<f32>, distances: &mut [f32]) {
     let ([qkv, probs, dcontext], [h, dh]) = (reads, widths);
     let n = tokens.len();
     let scale = 1.0 / (dh as f32).sqrt();
@@ -286,6 +329,7 @@ fn attend_backward(reads: [&[f32]; 3], tokens: Range<usize>, range: Range<usize>
     assert_eq!(probs.len(), range.len() * n * n, "one [n, n] per head");
     ds.resize(n * n, 0.0);
     let ds = &mut ds[..n * n];
+    let first = range.start;
     // SAFETY: `out` is dqkv's start, [T, 3h]; this sequence's rows start at tokens.start.
     let dqkv = unsafe { out.0.add(tokens.start * 3 * h) };
     for (head, p) in range.zip(probs.chunks_exact(n * n)) {
@@ -315,6 +359,13 @@ fn attend_backward(reads: [&[f32]; 3], tokens: Range<usize>, range: Range<usize>
             let dot: f32 = d.iter().zip(p).map(|(d, p)| d * p).sum();
             for (d, p) in d.iter_mut().zip(p) {
                 *d = p * (*d - dot);
+            }
+        }
+        if !distances.is_empty() {
+            // Row i's score j has distance j - i: it adds into distances[n - 1 - i + j].
+            let sums = &mut distances[(head - first) * (2 * n - 1)..(head - first + 1) * (2 * n - 1)];
+            for (i, row) in ds.chunks_exact(n).enumerate() {
+                sums[n - 1 - i..2 * n - 1 - i].iter_mut().zip(row).for_each(|(s, d)| *s += d);
             }
         }
         // SAFETY: as above.
@@ -370,11 +421,12 @@ pub(super) struct EmbeddingGrads {
     pub(super) norm: NormGrads,
 }
 
-/// The embeddings of a packed batch (word + position + token type 0, layer-normalised), with their tape.
+/// The embeddings of a packed batch (word + position from the family's offset + token type 0, zeros
+/// without token types; layer-normalised), with their tape.
 pub(super) fn embeddings_forward(bert: &CpuBert, batch: &[&[u32]]) -> (Vec<f32>, EmbeddingTape) {
     let h = bert.hidden;
     let ids: Vec<u32> = batch.iter().flat_map(|s| s.iter().copied()).collect();
-    let positions: Vec<usize> = batch.iter().flat_map(|s| 0..s.len()).collect();
+    let positions: Vec<usize> = batch.iter().flat_map(|s| (0..s.len()).map(|p| p + bert.position_offset)).collect();
     let mut x = vec![0.0f32; ids.len() * h];
     for ((row, &id), &p) in x.chunks_exact_mut(h).zip(&ids).zip(&positions) {
         let (w, pos) = (&bert.word[id as usize * h..][..h], &bert.position[p * h..][..h]);
@@ -450,112 +502,5 @@ pub(super) fn pool_backward(tape: &PoolTape, lengths: &[usize], h: usize, poolin
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A layer norm's hand-derived gradient against central differences of `sum(w ⊙ LN(x))`.
-    #[test]
-    fn the_layer_norms_gradient_is_its_finite_difference() {
-        let n = Norm { gamma: vec![1.5, -0.5, 2.0, 0.7], beta: vec![0.1, 0.2, -0.3, 0.0], eps: 1e-5 };
-        let x = [0.3f32, -1.2, 2.5, 0.9, 1.0, 1.1, -0.4, 0.2];
-        let w = [0.7f32, -1.3, 0.4, 2.0, -0.6, 0.9, 1.1, -0.2];
-        let loss = |x: &[f32]| {
-            let mut y = x.to_vec();
-            norm_forward(&mut y, &n);
-            y.iter().zip(&w).map(|(y, w)| (y * w) as f64).sum::<f64>()
-        };
-        let mut y = x.to_vec();
-        let tape = norm_forward(&mut y, &n);
-        let mut dx = w.to_vec();
-        let grads = norm_backward(&mut dx, &tape, &n);
-        for i in 0..x.len() {
-            let (mut plus, mut minus) = (x.to_vec(), x.to_vec());
-            plus[i] += 1e-2;
-            minus[i] -= 1e-2;
-            let numeric = (loss(&plus) - loss(&minus)) / 2e-2;
-            assert!((numeric - dx[i] as f64).abs() < 2e-3, "x[{i}]: {numeric} vs {}", dx[i]);
-        }
-        // d/dβ_j = Σ_rows w_j; d/dγ_j = Σ_rows w_j x̂_j.
-        assert!((grads.beta[0] - (0.7 - 0.6)).abs() < 1e-6 && (grads.beta[3] - (2.0 - 0.2)).abs() < 1e-6);
-        let hat0: Vec<f32> = (0..4).map(|j| (y[j] - n.beta[j]) / n.gamma[j]).collect();
-        let hat1: Vec<f32> = (0..4).map(|j| (y[4 + j] - n.beta[j]) / n.gamma[j]).collect();
-        for j in 0..4 {
-            assert!((grads.gamma[j] - (w[j] * hat0[j] + w[4 + j] * hat1[j])).abs() < 1e-5);
-        }
-    }
-
-    /// GELU's derivative by hand at known points, and against a central difference.
-    #[test]
-    fn gelus_derivative_is_phi_plus_u_times_the_density() {
-        let u = [-3.0f32, -1.0, 0.0, 0.5, 2.0];
-        let mut d = vec![1.0f32; u.len()];
-        gelu_backward(&mut d, &u);
-        // gelu'(0) = 1/2; gelu'(1) - gelu'(-1) = 1 by symmetry of Φ, and u φ(u) is odd.
-        assert!((d[2] - 0.5).abs() < 1e-6);
-        for (i, &x) in u.iter().enumerate() {
-            let numeric = (super::super::cpu::gelu(x + 1e-3) - super::super::cpu::gelu(x - 1e-3)) / 2e-3;
-            assert!((numeric - d[i]).abs() < 2e-3, "{x}: {numeric} vs {}", d[i]);
-        }
-    }
-
-    /// One head over two tokens, by hand: the softmax's backward pass and the value's gradient.
-    #[test]
-    fn attention_backward_by_hand_for_one_head() {
-        // hidden 1, one head: q, k, v per token; P = softmax over the two keys.
-        let rows = [1.0f32, 2.0, 3.0, 0.5, -1.0, 5.0];
-        let p = |q: f32| {
-            let (a, b) = ((q * 2.0f32).exp(), (-q).exp());
-            [a / (a + b), b / (a + b)]
-        };
-        let (p0, p1) = (p(1.0), p(0.5));
-        let probs = [p0[0], p0[1], p1[0], p1[1]];
-        let dcontext = [1.0f32, -2.0];
-        let mut dqkv = vec![0.0f32; 6];
-        attention_backward(&rows, &[probs.to_vec()], &[2], 1, &dcontext, &mut dqkv);
-        // dV_j = Σ_i P_ij dC_i.
-        assert!((dqkv[2] - (p0[0] * 1.0 + p1[0] * -2.0)).abs() < 1e-6);
-        assert!((dqkv[5] - (p0[1] * 1.0 + p1[1] * -2.0)).abs() < 1e-6);
-        // dQ_0 = Σ_j dS_0j k_j with dS_0j = P_0j (dC_0 v_j - Σ_l P_0l dC_0 v_l).
-        let dp = [3.0f32, 5.0];
-        let mean = p0[0] * dp[0] + p0[1] * dp[1];
-        let ds = [p0[0] * (dp[0] - mean), p0[1] * (dp[1] - mean)];
-        assert!((dqkv[0] - (ds[0] * 2.0 - ds[1])).abs() < 1e-5);
-    }
-
-    /// A long sequence's heads, each a task of its own (forward and backward), give what each head
-    /// computes alone as a one-head problem on its own columns; a short sequence beside it too.
-    #[test]
-    fn attention_split_by_head_equals_each_head_alone() {
-        use super::super::cpu::SPLIT_HEADS_FROM;
-        let (heads, dh) = (3usize, 2usize);
-        let h = heads * dh;
-        let lengths = [SPLIT_HEADS_FROM + 5, 7];
-        let t: usize = lengths.iter().sum();
-        // Deterministic values in (-1, 1).
-        let value = |i: usize| ((i as f32 * 0.618_034).fract() - 0.5) * 2.0;
-        let qkv: Vec<f32> = (0..t * 3 * h).map(value).collect();
-        let dcontext: Vec<f32> = (0..t * h).map(|i| value(i + 7)).collect();
-        let mut context = vec![0.0f32; t * h];
-        let mut probs: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0f32; heads * n * n]).collect();
-        attention(&qkv, &lengths, heads, h, &mut context, probs.iter_mut().map(|p| Probs::Keep(p)).collect());
-        let mut dqkv = vec![0.0f32; t * 3 * h];
-        attention_backward(&qkv, &probs, &lengths, heads, &dcontext, &mut dqkv);
-        for head in 0..heads {
-            // The head's columns of Q, K and V (and of the context's gradient) as a one-head problem.
-            let columns = |rows: &[f32], width: usize, starts: &[usize]| -> Vec<f32> {
-                rows.chunks_exact(width).flat_map(|r| starts.iter().flat_map(move |&s| r[s + head * dh..s + (head + 1) * dh].to_vec())).collect()
-            };
-            let alone_qkv = columns(&qkv, 3 * h, &[0, h, 2 * h]);
-            let mut alone_context = vec![0.0f32; t * dh];
-            let mut alone_probs: Vec<Vec<f32>> = lengths.iter().map(|&n| vec![0.0f32; n * n]).collect();
-            attention(&alone_qkv, &lengths, 1, dh, &mut alone_context, alone_probs.iter_mut().map(|p| Probs::Keep(p)).collect());
-            assert_eq!(columns(&context, h, &[0]), alone_context, "head {head}'s context");
-            for (p, (alone, &n)) in probs.iter().zip(alone_probs.iter().zip(&lengths)) {
-                assert_eq!(&p[head * n * n..(head + 1) * n * n], &alone[..], "head {head}'s probabilities");
-            }
-            let mut alone_dqkv = vec![0.0f32; t * 3 * dh];
-            attention_backward(&alone_qkv, &alone_probs, &lengths, 1, &columns(&dcontext, h, &[0]), &mut alone_dqkv);
-            assert_eq!(columns(&dqkv, 3 * h, &[0, h, 2 * h]), alone_dqkv, "head {head}'s gradients");
-        }
-    }
-}
+#[path = "tape_tests.rs"]
+mod tests;

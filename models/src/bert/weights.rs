@@ -1,10 +1,11 @@
-//! Loads a Hugging Face BERT `model.safetensors` into [`Bert`], name by name.
+//! Loads a Hugging Face `model.safetensors` of any family arbor reads into [`Bert`], name by name.
 //!
-//! Checkpoint names (with an optional `bert.` prefix) map to fields as in `modeling_bert.py`:
-//! `embeddings.{word,position,token_type}_embeddings.weight`, `embeddings.LayerNorm.{weight,bias}`, and per
-//! layer `encoder.layer.{i}.attention.self.{query,key,value}`, `attention.output.{dense,LayerNorm}`,
-//! `intermediate.dense`, `output.{dense,LayerNorm}`. PyTorch stores a linear weight as `[out, in]`; Burn's
-//! [`Linear`] holds `[in, out]`, so weights are transposed once here, on the host.
+//! Checkpoint names (with the family's optional task-model prefix, such as `bert.`) map to fields by the
+//! family's [`Checkpoint`](super::families::Checkpoint): `embeddings.{word,position,token_type}_embeddings.weight` (no token types in
+//! MPNet), `embeddings.LayerNorm.{weight,bias}`, and per layer the eight names of [`Checkpoint::layer`](super::families::Checkpoint::layer)
+//! (BERT's `attention.self.query` is MPNet's `attention.attn.q`), and MPNet's
+//! `encoder.relative_attention_bias`. PyTorch stores a linear weight as `[out, in]`; Burn's [`Linear`]
+//! holds `[in, out]`, so weights are transposed once here, on the host.
 
 use std::path::Path;
 
@@ -18,37 +19,47 @@ use super::config::BertConfig;
 use super::model::{Bert, BertEmbeddings, BertLayer};
 use crate::error::ModelError;
 
-/// Reads `path` and builds a [`Bert`] with its weights on `device`.
+/// Reads `path` and builds a [`Bert`] of `config`'s family with its weights on `device`. The family is
+/// checked first: a `model_type` arbor does not read is refused before the file is opened.
 pub fn load_bert<B: Backend>(config: &BertConfig, path: &Path, device: &B::Device) -> Result<Bert<B>, ModelError> {
+    let family = config.family().map_err(|m| ModelError::weights(&path.with_file_name("config.json"), m))?;
+    let names = family.checkpoint();
     let bytes = std::fs::read(path).map_err(|e| ModelError::io(path, e))?;
     let st = SafeTensors::deserialize(&bytes).map_err(|e| ModelError::weights(path, e.to_string()))?;
-    let prefix = if st.names().iter().any(|n| n.starts_with("bert.embeddings.")) { "bert." } else { "" };
+    let prefix = names.prefixes.iter().find(|p| st.names().iter().any(|n| n.starts_with(&format!("{p}embeddings.")))).copied().unwrap_or("");
     let w = Weights { st: &st, path, prefix, device };
-    let eps = config.layer_norm_eps;
+    let (eps, h, ff) = (config.layer_norm_eps, config.hidden_size, config.intermediate_size);
     let embeddings = BertEmbeddings {
-        word_embeddings: w.embedding("embeddings.word_embeddings", [config.vocab_size, config.hidden_size])?,
-        position_embeddings: w.embedding("embeddings.position_embeddings", [config.max_position_embeddings, config.hidden_size])?,
-        token_type_embeddings: w.embedding("embeddings.token_type_embeddings", [config.type_vocab_size, config.hidden_size])?,
-        layer_norm: w.layer_norm("embeddings.LayerNorm", config.hidden_size, eps)?,
+        word_embeddings: w.embedding("embeddings.word_embeddings", [config.vocab_size, h])?,
+        position_embeddings: w.embedding("embeddings.position_embeddings", [config.max_position_embeddings, h])?,
+        token_type_embeddings: match names.token_types {
+            true => Some(w.embedding("embeddings.token_type_embeddings", [config.type_vocab_size, h])?),
+            false => None,
+        },
+        layer_norm: w.layer_norm("embeddings.LayerNorm", h, eps)?,
+        position_offset: config.position_offset(),
     };
-    let (h, ff) = (config.hidden_size, config.intermediate_size);
     let layers = (0..config.num_hidden_layers)
         .map(|i| {
-            let p = format!("encoder.layer.{i}");
+            let [q, k, v, o, attention_norm, intermediate, output, output_norm] = names.layer_names(i);
             Ok(BertLayer {
-                query: w.linear(&format!("{p}.attention.self.query"), h, h)?,
-                key: w.linear(&format!("{p}.attention.self.key"), h, h)?,
-                value: w.linear(&format!("{p}.attention.self.value"), h, h)?,
-                attention_output: w.linear(&format!("{p}.attention.output.dense"), h, h)?,
-                attention_norm: w.layer_norm(&format!("{p}.attention.output.LayerNorm"), h, eps)?,
-                intermediate: w.linear(&format!("{p}.intermediate.dense"), h, ff)?,
-                output: w.linear(&format!("{p}.output.dense"), ff, h)?,
-                output_norm: w.layer_norm(&format!("{p}.output.LayerNorm"), h, eps)?,
+                query: w.linear(&q, h, h)?,
+                key: w.linear(&k, h, h)?,
+                value: w.linear(&v, h, h)?,
+                attention_output: w.linear(&o, h, h)?,
+                attention_norm: w.layer_norm(&attention_norm, h, eps)?,
+                intermediate: w.linear(&intermediate, h, ff)?,
+                output: w.linear(&output, ff, h)?,
+                output_norm: w.layer_norm(&output_norm, h, eps)?,
                 num_heads: config.num_attention_heads,
             })
         })
         .collect::<Result<_, ModelError>>()?;
-    Ok(Bert { embeddings, layers })
+    let relative_attention_bias = match names.relative_attention_bias {
+        Some(name) => Some(w.embedding(name, [config.relative_attention_num_buckets, config.num_attention_heads])?),
+        None => None,
+    };
+    Ok(Bert { embeddings, layers, relative_attention_bias })
 }
 
 struct Weights<'a, B: Backend> {

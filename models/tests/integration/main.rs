@@ -2,6 +2,7 @@
 //! `mod integration`; Cargo.toml's `autotests = false`): each test crate monomorphises Burn's generic
 //! kernels anew in a release build, so these share the library's.
 
+mod families;
 mod grad;
 mod kernels;
 mod parity;

@@ -20,7 +20,7 @@ fn expected() -> Value {
     serde_json::from_str(&std::fs::read_to_string(folder().join("expected.json")).unwrap()).unwrap()
 }
 
-fn rows(v: &Value) -> Vec<Vec<f32>> {
+pub(crate) fn rows(v: &Value) -> Vec<Vec<f32>> {
     v.as_array().unwrap().iter().map(|r| r.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect()).collect()
 }
 
@@ -29,7 +29,7 @@ fn load(pooling: Option<Pooling>, prompts: Option<Prompts>) -> SentenceEncoder<D
     SentenceEncoder::load(&config, &default_device()).expect("the fixture loads")
 }
 
-fn assert_close(got: &[Vec<f32>], want: &[Vec<f32>], what: &str) {
+pub(crate) fn assert_close(got: &[Vec<f32>], want: &[Vec<f32>], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         let worst = g.iter().zip(w).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
@@ -38,7 +38,7 @@ fn assert_close(got: &[Vec<f32>], want: &[Vec<f32>], what: &str) {
 }
 
 /// Every way arbor computes a vector: the encoder's kernel, Burn's module, and the fine-tuning path.
-fn check(encoder: &SentenceEncoder<DefaultBackend>, role: Role, texts: &[&str], want: &[Vec<f32>], what: &str) {
+pub(crate) fn check(encoder: &SentenceEncoder<DefaultBackend>, role: Role, texts: &[&str], want: &[Vec<f32>], what: &str) {
     let pooling = encoder.pipeline.pooling;
     assert_close(&encoder.embed_as(encoder.kernel(), role, texts, 4, &mut |_| {}), want, &format!("{what}, kernel"));
     let burn = Kernel::Burn(encoder.bert.clone(), pooling);
