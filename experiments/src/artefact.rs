@@ -111,7 +111,8 @@ impl Artefact {
             // 24: review: the trace observes `Bert::forward_from_observed` (the encoder's own loop, `forward_from_in` passes no observer: the same floats), `Precision::ensure_supported` one refusal for the trainers, `train` and `arbor trace-forward`, encoder.rs `read_config` shared with the trace; no behaviour changed
             // 25: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 26: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 26,
+            // 27: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 27,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -174,7 +175,8 @@ impl Artefact {
             // 64: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
             // 65: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 66: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
-            Artefact::Raptor => 66,
+            // 67: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
+            Artefact::Raptor => 67,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -241,7 +243,8 @@ impl Artefact {
             // 67: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
             // 68: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 69: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
-            Artefact::Trees => 69,
+            // 70: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
+            Artefact::Trees => 70,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -308,7 +311,8 @@ impl Artefact {
             // 64: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
             // 65: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 66: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
-            Artefact::HeadWeights => 66,
+            // 67: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
+            Artefact::HeadWeights => 67,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -372,7 +376,8 @@ impl Artefact {
             // 65: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
             // 66: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 67: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
-            Artefact::Reranker => 67,
+            // 68: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
+            Artefact::Reranker => 68,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -439,7 +444,8 @@ impl Artefact {
             // 69: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
             // 70: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 71: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
-            Artefact::SproutRag => 71,
+            // 72: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
+            Artefact::SproutRag => 72,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -504,7 +510,8 @@ impl Artefact {
             // 68: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
             // 69: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 70: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
-            Artefact::Compressor => 70,
+            // 71: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
+            Artefact::Compressor => 71,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -570,7 +577,8 @@ impl Artefact {
             // 69: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
             // 70: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 71: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
-            Artefact::Dense => 71,
+            // 72: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
+            Artefact::Dense => 72,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -636,7 +644,8 @@ impl Artefact {
             // 69: review: GradCache's step takes the step encoder and the fine-tuned weights itself (the two trainers' copies of its embedding closures gone), each chunk's rows derived from the recorded rows instead of a second copy of their ids; the same floats
             // 70: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 71: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
-            Artefact::Planner => 71,
+            // 72: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
+            Artefact::Planner => 72,
         }
     }
 

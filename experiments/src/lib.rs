@@ -12,6 +12,7 @@ pub mod compare;
 pub mod embed;
 pub mod experiment;
 pub mod export;
+pub mod init_model;
 pub mod inspect;
 pub mod leakage;
 pub mod leaves;

@@ -329,6 +329,13 @@ pub fn pool_ids_in<B: Backend>(bert: &Bert<B>, rows: &[&[u32]], device: &B::Devi
     pooling.pool(bert.forward_from_in(bert.embed(ids), mask.clone(), 0, false, precision).hidden, mask)
 }
 
+/// How many tokens a model folder's tokenizer.json can produce: its vocabulary with its added tokens.
+pub fn vocabulary_size(dir: &Path) -> Result<usize, ModelError> {
+    let path = dir.join("tokenizer.json");
+    let tokenizer = Tokenizer::from_file(&path).map_err(|e| ModelError::weights(&path, e.to_string()))?;
+    Ok(tokenizer.get_vocab_size(true))
+}
+
 /// `max_seq_length` from sentence_bert_config.json, when the directory has one.
 fn sentence_bert_max_len(dir: &Path) -> Result<Option<usize>, ModelError> {
     let path = dir.join("sentence_bert_config.json");

@@ -35,7 +35,14 @@ pub fn tune<B: Backend>() -> FineTune<B> {
 /// arbor-models, made by scripts/make_pooling_fixture.py) ready to fine-tune, mean-pooled: for steps at
 /// the field's batch sizes that a test can afford.
 pub fn tiny<B: Backend>() -> FineTune<B> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/tests/fixtures/tiny-bert-cls");
+    tiny_of("tiny-bert-cls")
+}
+
+/// A small random encoder of arbor-models' fixtures (`tiny-bert-cls`, or `tiny-roberta`, `tiny-xlm-roberta`,
+/// `tiny-mpnet`: scripts/make_family_fixtures.py, the same shape, vocabularies of 400, 151 and 298) ready
+/// to fine-tune, mean-pooled.
+pub fn tiny_of<B: Backend>(fixture: &str) -> FineTune<B> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/tests/fixtures").join(fixture);
     let config: BertConfig = serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
     let bert = load_bert(&config, &dir.join("model.safetensors"), &Default::default()).unwrap();
     FineTune { bert, layer_norm_eps: config.layer_norm_eps, pooling: Pooling::Mean }

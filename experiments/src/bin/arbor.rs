@@ -6,6 +6,7 @@ use arbor_experiments::cli::{EvaluateArgs, TrainArgs, evaluate, train};
 use arbor_experiments::compare::{CompareArgs, compare};
 use arbor_experiments::embed::{EmbedArgs, embed};
 use arbor_experiments::export::{ExportArgs, export};
+use arbor_experiments::init_model::{InitModelArgs, init_model};
 use arbor_experiments::inspect::{InspectArgs, inspect};
 use arbor_experiments::library::index::{IndexArgs, index};
 use arbor_experiments::library::query::{QueryArgs, query};
@@ -49,6 +50,8 @@ enum Command {
     TraceForward(TraceArgs),
     /// Write a run's fine-tuned encoder (a Dense or SproutRAG row) as a sentence-transformers folder
     Export(ExportArgs),
+    /// Write a randomly initialised encoder of the family and shape a config.json gives (for timing a step where the weights cannot travel)
+    InitModel(InitModelArgs),
     /// The processor, the SIMD extensions the CPU kernels may use and the path the matrix products take
     Cpu,
 }
@@ -67,6 +70,7 @@ fn main() -> anyhow::Result<()> {
         Command::BenchStep(args) => bench_step(&args),
         Command::TraceForward(args) => trace_forward(&args),
         Command::Export(args) => export(&args),
+        Command::InitModel(args) => init_model(&args),
         Command::Cpu => {
             println!("{}", arbor_models::processor::describe());
             Ok(())

@@ -15,7 +15,7 @@
 //! Weights are copied out of a [`super::Bert`] module, so the frozen and the fine-tuned encoders share this
 //! path. It returns no attention probabilities: token attention goes through the Burn module. What a
 //! family changes ([`super::families`]) is data here: where positions start, a token-type row of zeros for
-//! MPNet, and MPNet's relative position bias ([`Relative`]) added to each head's scores before the softmax.
+//! MPNet, and MPNet's relative position bias (`attention::Relative`) added to each head's scores before the softmax.
 
 use burn::module::Param;
 use burn::nn::{LayerNorm, Linear};

@@ -14,6 +14,7 @@ pub mod config;
 pub mod cpu;
 pub mod families;
 pub mod frozen;
+pub mod init;
 pub mod model;
 pub mod precision;
 mod tape;

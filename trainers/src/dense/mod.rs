@@ -503,15 +503,17 @@ mod tests {
     }
 
     /// At the field's batch size (issue 65): 256 questions across 64 documents, each with a mined negative,
-    /// in chunks of 32 (a small random BERT, hidden 32 and two blocks, so that the test stays quick): the
-    /// cached step's loss and gradients are the plain step's. Rounding grows with the rows a gradient sums
-    /// (2,500 word pieces here: 1.7e-4 of the largest gradient, against 5e-6 for the two-question batch),
-    /// hence 1e-3, far below what a chunk lost or counted twice (one of 8 a side) would move it.
+    /// in chunks of 32 (a small random encoder, hidden 32 and two blocks, so that the test stays quick): the
+    /// cached step's loss and gradients are the plain step's, for a BERT and for an MPNet (issue 85: its
+    /// relative position bias's gradient too). Rounding grows with the rows a gradient sums (2,500 word
+    /// pieces here: 1.7e-4 of the largest gradient, against 5e-6 for the two-question batch), hence 1e-3,
+    /// far below what a chunk lost or counted twice (one of 8 a side) would move it.
     #[test]
     fn a_256_question_cached_step_has_the_plain_steps_gradient() {
         let (corpus, mut docs, _) = axis_docs_n(64);
-        // Token ids the random BERT reads (its vocabulary is 300): of unequal lengths, so chunks pad.
-        let ids = |seed: usize| (0..4 + seed % 9).map(|t| 2 + ((seed * 31 + t * 17) % 297) as u32).collect::<Vec<u32>>();
+        // Token ids both random encoders read (their vocabularies are 300 and 298; 0 to 2 are special): of
+        // unequal lengths, so chunks pad.
+        let ids = |seed: usize| (0..4 + seed % 9).map(|t| 3 + ((seed * 31 + t * 17) % 293) as u32).collect::<Vec<u32>>();
         for (d, doc) in docs.iter_mut().enumerate() {
             doc.ids = (0..doc.units.len()).map(|u| ids(d * 10 + u)).collect();
             for (k, q) in doc.queries.iter_mut().enumerate() {
@@ -528,6 +530,10 @@ mod tests {
         };
         assert_cached_step_is_plain(&corpus, &docs, &crate::fixtures::tiny(), &config, 1e-3, |bert| {
             vec![&bert.layers[1].query.weight, &bert.layers[0].intermediate.weight, &bert.embeddings.word_embeddings.weight]
+        });
+        assert_cached_step_is_plain(&corpus, &docs, &crate::fixtures::tiny_of("tiny-mpnet"), &config, 1e-3, |bert| {
+            let relative = &bert.relative_attention_bias.as_ref().expect("MPNet's table").weight;
+            vec![&bert.layers[1].query.weight, relative, &bert.embeddings.word_embeddings.weight]
         });
     }
 

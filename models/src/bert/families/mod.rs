@@ -1,6 +1,6 @@
 //! The encoder families arbor reads, chosen by config.json's `model_type` as `transformers`' AutoModel
 //! chooses them, one file each over the shared BERT block ([`super::model`], [`super::cpu`],
-//! [`super::tape`]): what differs is said here and nowhere else.
+//! `tape`): what differs is said here and nowhere else.
 //!
 //! | family | `model_type` | positions | token types | attention scores |
 //! |---|---|---|---|---|
