@@ -52,7 +52,7 @@ pub struct ExportArgs {
 }
 
 /// The tokenizer's files copied from the base encoder where it has them (tokenizer.json is required).
-const TOKENIZER_FILES: [&str; 4] = ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"];
+pub(crate) const TOKENIZER_FILES: [&str; 4] = ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"];
 
 pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
     anyhow::ensure!(!args.to.exists(), "{} exists: export writes a new folder (remove it, or name another)", args.to.display());
@@ -70,19 +70,24 @@ pub fn export(args: &ExportArgs) -> anyhow::Result<()> {
     );
     let base = arbor_models::hub::resolve(&exp.encoder.model)?.path;
     let tuned = tuned_encoder(entry, &encoder)?;
-    let parent = args.to.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    write_into_place(&args.to, |partial| write_folder(partial, &base, &tuned, &encoder, provenance(args, entry, &encoder)))?;
+    eprintln!("wrote {} (sentence-transformers: SentenceTransformer({:?}); arbor: encoder: (model: Dir({:?})))", args.to.display(), args.to, args.to);
+    Ok(())
+}
+
+/// Writes the new folder `to` by `write` into a sibling folder, then renames it into place, so that a
+/// failed write leaves nothing at `to` (the partial folder is removed).
+pub(crate) fn write_into_place(to: &Path, write: impl FnOnce(&Path) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let parent = to.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    let name = args.to.file_name().with_context(|| format!("{} names no folder", args.to.display()))?;
+    let name = to.file_name().with_context(|| format!("{} names no folder", to.display()))?;
     let partial = parent.join(format!(".{}.partial-{}", name.to_string_lossy(), std::process::id()));
-    let written = write_folder(&partial, &base, &tuned, &encoder, provenance(args, entry, &encoder));
-    let placed =
-        written.and_then(|()| std::fs::rename(&partial, &args.to).with_context(|| format!("cannot move the export to {}", args.to.display())));
+    let written = std::fs::create_dir_all(&partial).with_context(|| format!("cannot create {}", partial.display())).and_then(|()| write(&partial));
+    let placed = written.and_then(|()| std::fs::rename(&partial, to).with_context(|| format!("cannot move the folder to {}", to.display())));
     if placed.is_err() {
         let _ = std::fs::remove_dir_all(&partial);
     }
-    placed?;
-    eprintln!("wrote {} (sentence-transformers: SentenceTransformer({:?}); arbor: encoder: (model: Dir({:?})))", args.to.display(), args.to, args.to);
-    Ok(())
+    placed
 }
 
 /// The fine-tuned encoder of `entry`'s row, read from its training folder over `encoder`, the one it was

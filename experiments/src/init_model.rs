@@ -3,7 +3,7 @@
 //! from another folder, so that `arbor bench-step` and PyTorch's side (scripts/bench_torch_step.py) time
 //! that family's step where its pretrained weights cannot be carried (a lent GPU: docs/backends.md).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use arbor_files::atomic_write;
@@ -11,6 +11,8 @@ use arbor_models::DefaultBackend;
 use arbor_models::bert::BertConfig;
 use arbor_models::bert::init::random_bert;
 use arbor_models::save::bert_safetensors;
+
+use crate::export::{TOKENIZER_FILES, write_into_place};
 
 #[derive(clap::Args, Debug)]
 pub struct InitModelArgs {
@@ -30,8 +32,6 @@ pub struct InitModelArgs {
     pub max_seq_length: Option<usize>,
 }
 
-const TOKENIZER_FILES: [&str; 4] = ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"];
-
 pub fn init_model(args: &InitModelArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.config).with_context(|| format!("cannot read {}", args.config.display()))?;
     let config: BertConfig = serde_json::from_str(&text).with_context(|| format!("{} is not a model config.json", args.config.display()))?;
@@ -46,25 +46,18 @@ pub fn init_model(args: &InitModelArgs) -> anyhow::Result<()> {
     anyhow::ensure!(!args.to.exists(), "{} exists: name a new folder", args.to.display());
     let bert =
         random_bert::<DefaultBackend>(&config, args.seed, &Default::default()).map_err(|m| anyhow::anyhow!("{}: {m}", args.config.display()))?;
-    let parent = args.to.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    // Written beside the target and moved into place in one rename: a folder that exists is whole.
-    let name = args.to.file_name().and_then(|n| n.to_str()).unwrap_or("model");
-    let staging = parent.join(format!(".init-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
-    std::fs::create_dir_all(&staging).with_context(|| format!("cannot create {}", staging.display()))?;
-    let dir = staging.as_path();
-    std::fs::write(dir.join("config.json"), &text)?;
-    for file in TOKENIZER_FILES {
-        let from = args.tokenizer.join(file);
-        if from.is_file() {
-            std::fs::copy(&from, dir.join(file)).with_context(|| format!("cannot copy {}", from.display()))?;
-        }
-    }
     let limit = args.max_seq_length.unwrap_or(config.max_tokens()).min(config.max_tokens());
-    std::fs::write(dir.join("sentence_bert_config.json"), serde_json::json!({"max_seq_length": limit, "do_lower_case": false}).to_string())?;
-    atomic_write(&dir.join("model.safetensors"), &bert_safetensors(&bert, family, None)?)?;
-    std::fs::rename(&staging, &args.to).with_context(|| format!("cannot move the folder to {}", args.to.display()))?;
+    write_into_place(&args.to, |dir| {
+        std::fs::write(dir.join("config.json"), &text)?;
+        for file in TOKENIZER_FILES {
+            let from = args.tokenizer.join(file);
+            if from.is_file() {
+                std::fs::copy(&from, dir.join(file)).with_context(|| format!("cannot copy {}", from.display()))?;
+            }
+        }
+        std::fs::write(dir.join("sentence_bert_config.json"), serde_json::json!({"max_seq_length": limit, "do_lower_case": false}).to_string())?;
+        Ok(atomic_write(&dir.join("model.safetensors"), &bert_safetensors(&bert, family, None)?)?)
+    })?;
     eprintln!(
         "wrote {}: a random {} encoder ({} layers, {} wide, {} heads, {limit} tokens read), seed {}",
         args.to.display(),
@@ -79,6 +72,8 @@ pub fn init_model(args: &InitModelArgs) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     /// The tiny MPNet fixture's config drawn anew with its own tokenizer: a folder the encoder loads, of
