@@ -178,7 +178,7 @@ pub struct NodeRef {
 /// k), or fewer only when its items already hold every leaf in scope (RSE's segments are runs of leaves);
 /// a method with a natural cut (BM25's matching terms, beam search's delta, RSE's minimum value) ranks
 /// the rest after it.
-pub trait Retriever: Sync {
+pub trait Retriever: Send + Sync {
     fn name(&self) -> &str;
     /// The method's leaf chunks (what its strict reading counts as relevant, and its scope's size).
     fn leaves(&self) -> &Chunks;

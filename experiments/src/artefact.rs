@@ -112,7 +112,8 @@ impl Artefact {
             // 25: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 26: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 27: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 27,
+            // 28: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 28,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -176,7 +177,8 @@ impl Artefact {
             // 65: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 66: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 67: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
-            Artefact::Raptor => 67,
+            // 68: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
+            Artefact::Raptor => 68,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -244,7 +246,8 @@ impl Artefact {
             // 68: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 69: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 70: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
-            Artefact::Trees => 70,
+            // 71: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
+            Artefact::Trees => 71,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -312,7 +315,8 @@ impl Artefact {
             // 65: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 66: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 67: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
-            Artefact::HeadWeights => 67,
+            // 68: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
+            Artefact::HeadWeights => 68,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -377,7 +381,8 @@ impl Artefact {
             // 66: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 67: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 68: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
-            Artefact::Reranker => 68,
+            // 69: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
+            Artefact::Reranker => 69,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -445,7 +450,8 @@ impl Artefact {
             // 70: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 71: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 72: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
-            Artefact::SproutRag => 72,
+            // 73: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
+            Artefact::SproutRag => 73,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -511,7 +517,8 @@ impl Artefact {
             // 69: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 70: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 71: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
-            Artefact::Compressor => 71,
+            // 72: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
+            Artefact::Compressor => 72,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -578,7 +585,8 @@ impl Artefact {
             // 70: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 71: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 72: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
-            Artefact::Dense => 72,
+            // 73: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
+            Artefact::Dense => 73,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -645,7 +653,8 @@ impl Artefact {
             // 70: the `flex` feature (burn-flex as the backend, models/src/backend.rs) and the bf16 refusal naming it; the default build's floats unchanged
             // 71: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 72: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
-            Artefact::Planner => 72,
+            // 73: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
+            Artefact::Planner => 73,
         }
     }
 

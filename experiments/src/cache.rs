@@ -336,17 +336,19 @@ const RECORDED: &str = include_str!("../artefact-versions.txt");
 /// not yet recorded (code between a bump and its bless, when the version's code is still moving) keys its
 /// artefacts by the exact sources too, so that two codes never share a version's artefacts.
 fn versioned(kind: Artefact, key_: &str) -> String {
-    versioned_under(kind, key_, RECORDED, env!("ARBOR_SOURCES"))
+    versioned_under(kind, key_, arbor_models::backend::NAME, RECORDED, env!("ARBOR_SOURCES"))
 }
 
-pub fn versioned_under(kind: Artefact, key_: &str, lock: &str, sources: &str) -> String {
+/// [`versioned`] with its parts given: the backend that computes the numbers is part of every key (the
+/// flex build's bf16 kernels, ndarray's and CUDA's give other floats), so two builds share no artefact.
+pub fn versioned_under(kind: Artefact, key_: &str, backend: &str, lock: &str, sources: &str) -> String {
     let version = kind.version().to_string();
     let recorded = lock.lines().filter(|l| !l.starts_with('#')).any(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
         f.len() == 3 && f[0] == kind.name() && f[1] == version
     });
     match recorded {
-        true => key(&(kind.name(), kind.version(), key_)),
-        false => key(&(kind.name(), kind.version(), key_, "not recorded: the sources", sources)),
+        true => key(&(kind.name(), kind.version(), key_, backend)),
+        false => key(&(kind.name(), kind.version(), key_, backend, "not recorded: the sources", sources)),
     }
 }

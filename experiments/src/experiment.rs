@@ -45,6 +45,9 @@ pub struct Experiment {
     /// How the configuration of the trained methods was chosen, for the report to say in words.
     #[serde(default)]
     pub selection: Selection,
+    /// How near a scored document may be to one a model of `evaluate --from` trained on (crate::leakage).
+    #[serde(default, skip_serializing_if = "Contamination::is_default")]
+    pub contamination: Contamination,
 }
 
 /// How an experiment's configuration was chosen (`selection: ...` in the file).
@@ -200,6 +203,7 @@ impl Experiment {
         if self.units.max_sentences == 0 {
             bail!("units.max_sentences must be at least 1");
         }
+        self.contamination.check()?;
         if self.units.max_tokens == Some(0) || self.retrieval.max_tokens == Some(0) {
             bail!("units.max_tokens and retrieval.max_tokens must be at least 1 (or None)");
         }
@@ -318,5 +322,41 @@ fn resolve(path: &str) -> anyhow::Result<PathBuf> {
             })?;
             Ok(PathBuf::from(root).join(rest.trim_start_matches(['/', '\\'])))
         }
+    }
+}
+
+/// How close a scored document may come to a trained-on one (`contamination` in an experiment file;
+/// crate::leakage checks it under `evaluate --from`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contamination {
+    /// The containment of 8-word shingles, either way, at which a scored document is the trained-on one
+    /// (1.0: only what contains a whole trained-on document or lies whole in one).
+    #[serde(default = "Contamination::default_near_duplicate")]
+    pub near_duplicate: f64,
+}
+
+impl Default for Contamination {
+    fn default() -> Self {
+        Contamination { near_duplicate: Self::default_near_duplicate() }
+    }
+}
+
+impl Contamination {
+    fn default_near_duplicate() -> f64 {
+        0.8
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    pub fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.near_duplicate > 0.0 && self.near_duplicate <= 1.0,
+            "contamination.near_duplicate is {}: a containment in (0, 1]",
+            self.near_duplicate
+        );
+        Ok(())
     }
 }

@@ -230,7 +230,7 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     let mut index_ms: HashMap<String, Option<f64>> = HashMap::new();
     let mut models: Vec<TrainedModel> = Vec::new();
     let mut retrieved = Vec::new();
-    let mut unchecked = Vec::new();
+    let (mut unchecked, mut text_only) = (Vec::new(), Vec::new());
     for (method, role) in rows {
         let spec = method.spec();
         let (built, ms) = ctx.build(spec)?;
@@ -243,15 +243,21 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         // it comes from an earlier run.
         match training {
             Training::Allowed => {
-                let (docs, questions) = crate::leakage::trained_on(&corpus, &spec.reads_splits())?;
-                used.iter_mut().for_each(|m| (m.trained_on, m.trained_on_questions) = (docs.clone(), questions.clone()));
+                let read = crate::leakage::trained_on(&corpus, &spec.reads_splits())?;
+                for m in &mut used {
+                    (m.trained_on, m.trained_on_questions, m.trained_on_sketches) =
+                        (read.documents.clone(), read.questions.clone(), read.sketches.clone());
+                }
             }
             Training::Never(Some(earlier)) => {
                 let scored: Vec<&str> = queries.iter().map(|q| q.input.text.as_str()).collect();
-                unchecked.extend(crate::leakage::check_models(&used, earlier, &corpus, &docs, &scored)?);
+                let not = crate::leakage::check_models(&used, earlier, &corpus, &docs, &scored, &exp.contamination)?;
+                unchecked.extend(not.models);
+                text_only.extend(not.near_duplicates);
                 for m in &mut used {
                     if let Some(e) = earlier.models.iter().find(|e| e.dir == m.dir) {
-                        (m.trained_on, m.trained_on_questions) = (e.trained_on.clone(), e.trained_on_questions.clone());
+                        (m.trained_on, m.trained_on_questions, m.trained_on_sketches) =
+                            (e.trained_on.clone(), e.trained_on_questions.clone(), e.trained_on_sketches.clone());
                     }
                 }
             }
@@ -286,8 +292,17 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
         report.methods.push(result);
     }
     if let Training::Never(Some(earlier)) = training {
+        text_only.retain(|m| !unchecked.contains(m));
+        text_only.dedup();
+        let near = match text_only.is_empty() {
+            true => format!(" or a near-duplicate (containment {})", exp.contamination.near_duplicate),
+            false => format!("; near-duplicates not checked for {} (recorded before arbor kept sketches)", text_only.join(", ")),
+        };
         report.setting.push_str(&match unchecked.is_empty() {
-            true => format!(" Trained models from {}: none of them trained on a document scored here (checked).", earlier.dir.display()),
+            true => format!(
+                " Trained models from {}: none of them trained on a document or question scored here, by its words{near} (checked).",
+                earlier.dir.display()
+            ),
             false => format!(
                 " Trained models from {}: {} recorded no training documents (made before arbor kept them), so whether they \
                  trained on documents scored here is not checked.",

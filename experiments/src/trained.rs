@@ -31,6 +31,10 @@ pub struct TrainedModel {
     /// refuses to score it on any of them. Empty in runs made before it was recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trained_on_questions: Vec<String>,
+    /// The sketches of the documents its training read (crate::leakage::sketch): `evaluate --from` refuses
+    /// to score it on a near-duplicate of any. Empty in runs made before stop 88.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trained_on_sketches: Vec<Vec<u32>>,
 }
 
 /// The file in a run folder that lists its trained models.

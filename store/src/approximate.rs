@@ -12,8 +12,8 @@
 //! USearch's own serialisation of the graph and its vectors
 //! ```
 //!
-//! A graph whose header does not match the store (units added or removed since, another encoder or model)
-//! is stale: [`Approximate::open`] says why and the caller searches exactly; [`Approximate::refresh`]
+//! A graph whose header does not match the store (its generation, so any unit added, removed or stored
+//! anew since; another encoder or model) is stale: [`Approximate::open`] says why and the caller searches exactly; [`Approximate::refresh`]
 //! brings it in line, adding and removing the units that changed, or building it again when most did.
 
 use std::path::{Path, PathBuf};
@@ -52,6 +52,10 @@ struct Header {
     dim: usize,
     /// The unit ids held, as sorted `[first, last]` runs.
     ids: Vec<[i64; 2]>,
+    /// The store's generation it was built or refreshed at ([`Store::generation`]); `None` in a graph
+    /// written before generations were kept (ids could be reused then: such a graph is built again).
+    #[serde(default)]
+    generation: Option<u64>,
 }
 
 /// An opened graph.
@@ -94,7 +98,7 @@ impl Approximate {
             Ok(g) => g,
             Err(e) => return Ok(Err(format!("{} is damaged ({e:#}): run `arbor index` again to rebuild it", file.display()))),
         };
-        if !graph.matches(&meta) || graph.header.ids != runs(&store.unit_ids_sorted()?) {
+        if !graph.matches(&meta) || graph.header.generation != Some(store.generation()?) || graph.header.ids != runs(&store.unit_ids_sorted()?) {
             return Ok(Err(format!("{} is older than the index: run `arbor index` again to refresh it", file.display())));
         }
         Ok(Ok(graph))
@@ -124,13 +128,20 @@ impl Approximate {
         let meta = store.meta()?.context("the index holds no document")?;
         let ids = store.unit_ids_sorted()?;
         let file = path_of(path);
-        let old = file.exists().then(|| Self::read(&file).ok()).flatten().filter(|g| g.matches(&meta) && g.header.graph == graph);
+        let generation = store.generation()?;
+        let old = file
+            .exists()
+            .then(|| Self::read(&file).ok())
+            .flatten()
+            .filter(|g| g.matches(&meta) && g.header.graph == graph && g.header.generation.is_some());
         let held = old.as_ref().map(|g| expand(&g.header.ids)).unwrap_or_default();
         let gone: Vec<i64> = held.iter().copied().filter(|id| ids.binary_search(id).is_err()).collect();
         let new: Vec<i64> = ids.iter().copied().filter(|id| held.binary_search(id).is_err()).collect();
-        let header = Header { graph, encoder: meta.encoder.clone(), model: meta.model.clone(), dim: meta.dim, ids: runs(&ids) };
+        let header =
+            Header { graph, encoder: meta.encoder.clone(), model: meta.model.clone(), dim: meta.dim, ids: runs(&ids), generation: Some(generation) };
         let (graph, done) = match old {
-            Some(_) if gone.is_empty() && new.is_empty() => return Ok(Refreshed::Unchanged),
+            Some(g) if gone.is_empty() && new.is_empty() && g.header.generation == Some(generation) => return Ok(Refreshed::Unchanged),
+            // Unit ids are never reused (the store's AUTOINCREMENT), so the ids tell every unit changed.
             Some(g) if gone.len() + new.len() < ids.len() / 2 => {
                 for &id in &gone {
                     g.index.remove(id as u64).map_err(|e| anyhow::anyhow!("USearch: {e}"))?;
@@ -333,5 +344,32 @@ mod tests {
         s.put(&doc("d", 2.0, 30), "t").unwrap();
         assert_eq!(Approximate::refresh(&path, &s, Graph::default()).unwrap(), Refreshed::Built { units: 50 });
         assert!(Approximate::remove(&path).unwrap() && !file.exists());
+    }
+
+    /// Issue 86: the last document stored again with as many units (ids SQLite reused before) leaves the
+    /// graph stale until it is refreshed, and the refreshed graph finds the new vectors; a smaller change
+    /// is an update.
+    #[test]
+    fn a_document_stored_again_with_as_many_units_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("i.arbor");
+        let mut s = store(&path);
+        s.put(&doc("a", 0.0, 20), "t").unwrap();
+        s.put(&doc("b", 0.05, 20), "t").unwrap();
+        s.put(&doc("c", 1.0, 5), "t").unwrap();
+        Approximate::refresh(&path, &s, Graph::default()).unwrap();
+        s.put(&doc("c", 3.0, 5), "t").unwrap();
+        assert!(Approximate::open(&path, &s).unwrap().unwrap_err().contains("older than the index"));
+        assert_eq!(Approximate::refresh(&path, &s, Graph::default()).unwrap(), Refreshed::Updated { added: 5, removed: 5 });
+        let graph = Approximate::open(&path, &s).unwrap().unwrap();
+        let q = [3.0f32.cos(), 3.0f32.sin(), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        assert_eq!(angle_of(&s, graph.nearest(&q, 1, None).unwrap()[0]), 3.0);
+        drop(graph);
+        // Stored anew once more: stale again, then refreshed and current.
+        s.put(&doc("c", 2.0, 5), "t").unwrap();
+        assert!(Approximate::open(&path, &s).unwrap().is_err());
+        assert_ne!(Approximate::refresh(&path, &s, Graph::default()).unwrap(), Refreshed::Unchanged);
+        let q = [2.0f32.cos(), 2.0f32.sin(), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        assert_eq!(angle_of(&s, Approximate::open(&path, &s).unwrap().unwrap().nearest(&q, 1, None).unwrap()[0]), 2.0);
     }
 }

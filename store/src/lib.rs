@@ -20,7 +20,10 @@
 //! ```
 //!
 //! Invariants: a document's row and all its units are written and removed together; a unit's offsets are
-//! on character boundaries of its document's text; every vector has `meta.dim` components.
+//! on character boundaries of its document's text; every vector has `meta.dim` components; a unit's id is
+//! never handed out again (AUTOINCREMENT) and `meta.generation` counts every change to the units, so the
+//! approximate graph beside the index (keyed by unit id, recording the generation) can tell it is stale;
+//! [`Store::snapshot`] reads several queries as one state of the index.
 
 use std::path::Path;
 
@@ -31,18 +34,27 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 pub mod approximate;
 
+/// The units table's columns. `id` is AUTOINCREMENT: a unit's row id is never handed out again, not even
+/// after the last document is deleted and stored anew, so the approximate graph (keyed by unit id) can
+/// tell a re-indexed document's new units from the ones it holds.
+const UNITS: &str = "(
+    id INTEGER PRIMARY KEY AUTOINCREMENT, doc INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE, ord INTEGER NOT NULL,
+    byte_start INTEGER NOT NULL, byte_end INTEGER NOT NULL, char_start INTEGER NOT NULL, char_end INTEGER NOT NULL,
+    header TEXT, vector BLOB NOT NULL, UNIQUE (doc, ord))";
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
     id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, file TEXT NOT NULL, digest TEXT NOT NULL,
     title TEXT NOT NULL, text TEXT NOT NULL, tokens BLOB NOT NULL, indexed_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS units (
-    id INTEGER PRIMARY KEY, doc INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE, ord INTEGER NOT NULL,
-    byte_start INTEGER NOT NULL, byte_end INTEGER NOT NULL, char_start INTEGER NOT NULL, char_end INTEGER NOT NULL,
-    header TEXT, vector BLOB NOT NULL, UNIQUE (doc, ord));
 CREATE TABLE IF NOT EXISTS trees (doc INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE, merges BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS raptor (doc INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE, tree BLOB NOT NULL);
 ";
+
+/// Counts every change to the units (`meta.generation`, bumped in the transaction of each `put` and
+/// `remove`): the approximate graph records the generation it was built at.
+const BUMP_GENERATION: &str =
+    "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1";
 
 /// What every document of an index was built with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,8 +186,25 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
             .and_then(|_| conn.execute_batch(SCHEMA))
+            .and_then(|_| conn.execute_batch(&format!("CREATE TABLE IF NOT EXISTS units {UNITS};")))
             .with_context(|| format!("{} is not an arbor index (an SQLite file)", path.display()))?;
+        never_reuse_unit_ids(&conn).with_context(|| format!("cannot bring the units table of {} up to date", path.display()))?;
         Ok(Store { conn })
+    }
+
+    /// Runs `read` on one snapshot of the index: every query it makes sees the store as of its first, even
+    /// if `arbor index` commits meanwhile (SQLite's read transaction under the write-ahead log).
+    pub fn snapshot<T>(&self, read: impl FnOnce(&Store) -> anyhow::Result<T>) -> anyhow::Result<T> {
+        let tx = self.conn.unchecked_transaction()?;
+        let out = read(self)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// How many times the units have changed (0 for an index never written).
+    pub fn generation(&self) -> anyhow::Result<u64> {
+        let value: Option<String> = self.conn.query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| r.get(0)).optional()?;
+        value.map_or(Ok(0), |v| v.parse().context("meta.generation is not a number"))
     }
 
     /// Opens an existing index for reading; a missing file is an error naming it.
@@ -224,6 +253,7 @@ impl Store {
     pub fn put(&mut self, doc: &DocumentRow, at: &str) -> anyhow::Result<()> {
         let tx = self.conn.transaction()?;
         tx.execute("DELETE FROM documents WHERE key = ?1", [&doc.key])?;
+        tx.execute(BUMP_GENERATION, [])?;
         tx.execute(
             "INSERT INTO documents (key, file, digest, title, text, tokens, indexed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![doc.key, doc.file, doc.digest, doc.title, doc.text, le_bytes(&doc.tokens), at],
@@ -258,7 +288,11 @@ impl Store {
 
     /// Removes the document `key` and its units; whether it was there.
     pub fn remove(&mut self, key: &str) -> anyhow::Result<bool> {
-        Ok(self.conn.execute("DELETE FROM documents WHERE key = ?1", [key])? > 0)
+        let tx = self.conn.transaction()?;
+        let removed = tx.execute("DELETE FROM documents WHERE key = ?1", [key])? > 0;
+        tx.execute(BUMP_GENERATION, [])?;
+        tx.commit()?;
+        Ok(removed)
     }
 
     /// Every stored document with its units, vectors and tree, by key.
@@ -377,6 +411,22 @@ impl Store {
     }
 }
 
+/// An index made before unit ids were never reused (`units.id` without AUTOINCREMENT: SQLite hands the
+/// deleted last row's id to the next insert) gets its units table again with AUTOINCREMENT, rows and ids
+/// kept, in one transaction. Its generation is bumped, so a graph built beside it before is rebuilt.
+fn never_reuse_unit_ids(conn: &Connection) -> anyhow::Result<()> {
+    let sql: String = conn.query_row("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'units'", [], |r| r.get(0))?;
+    if sql.contains("AUTOINCREMENT") {
+        return Ok(());
+    }
+    let tx = conn.unchecked_transaction()?;
+    tx.execute_batch(&format!(
+        "CREATE TABLE units_autoincrement {UNITS}; INSERT INTO units_autoincrement SELECT * FROM units; DROP TABLE units;
+         ALTER TABLE units_autoincrement RENAME TO units; {BUMP_GENERATION};"
+    ))?;
+    Ok(tx.commit()?)
+}
+
 /// Values as little-endian bytes.
 pub fn le_bytes<T: Copy + ToLe>(values: &[T]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le()).collect()
@@ -412,86 +462,4 @@ impl ToLe for u32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn doc(key: &str, text: &str) -> DocumentRow {
-        let units = vec![
-            UnitRow { span: Span::new(0, 7), header: vec![], vector: vec![1.0, 0.0] },
-            UnitRow { span: Span::new(8, text.len()), header: vec![Span::new(0, 3)], vector: vec![0.6, 0.8] },
-        ];
-        DocumentRow {
-            key: key.into(),
-            file: key.into(),
-            digest: format!("d-{text}"),
-            title: String::new(),
-            text: text.into(),
-            tokens: vec![0, 3, 8],
-            units,
-            merges: Some(vec![(0, 1)]),
-            raptor: Some(vec![7, 0, 255]),
-        }
-    }
-
-    #[test]
-    fn documents_round_trip_with_both_offsets_and_replace_by_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("i.arbor");
-        let mut store = Store::open(&path).unwrap();
-        assert_eq!(store.meta().unwrap(), None);
-        let meta = Meta {
-            arbor_version: "0.1.0".into(),
-            encoder: "abc".into(),
-            units: "{}".into(),
-            dim: 2,
-            trees: "sproutrag".into(),
-            raptor: "raptor".into(),
-            model: "{}".into(),
-        };
-        store.set_meta(&meta).unwrap();
-        // "Café au lait" then "x": "é" is 2 bytes, so byte 8 is character 7.
-        store.put(&doc("b.txt", "Café au lait"), "t0").unwrap();
-        store.put(&doc("a.txt", "Plain.. second"), "t0").unwrap();
-        drop(store);
-        let mut store = Store::open_existing(&path).unwrap();
-        assert_eq!(store.meta().unwrap(), Some(meta));
-        let loaded = store.load().unwrap();
-        assert_eq!(loaded.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(), ["a.txt", "b.txt"]);
-        assert_eq!(loaded[1], doc("b.txt", "Café au lait"), "every field read back");
-        let chars: (i64, i64) = store
-            .conn
-            .query_row("SELECT char_start, char_end FROM units u JOIN documents d ON u.doc = d.id WHERE d.key = 'b.txt' AND ord = 1", [], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .unwrap();
-        assert_eq!(chars, (7, 12));
-        // Putting a key again replaces it whole; removing takes its units with it.
-        store.put(&doc("b.txt", "Changed text here"), "t1").unwrap();
-        assert_eq!(store.list().unwrap()[1], Listed { key: "b.txt".into(), digest: "d-Changed text here".into(), indexed_at: "t1".into() });
-        assert_eq!(store.unit_counts().unwrap(), vec![("a.txt".into(), 2), ("b.txt".into(), 2)]);
-        // Trees added to a document stored without them.
-        let mut bare = doc("c.txt", "Third doc here");
-        (bare.merges, bare.raptor) = (None, None);
-        store.put(&bare, "t2").unwrap();
-        for s in Structure::ALL {
-            assert_eq!(store.without(s).unwrap(), vec!["c.txt".to_owned()]);
-        }
-        store.put_tree("c.txt", &[(1, 0)]).unwrap();
-        store.put_structure("c.txt", Structure::Raptor, &[1, 2]).unwrap();
-        let c = store.load_one("c.txt").unwrap().unwrap();
-        assert_eq!((c.merges, c.raptor), (Some(vec![(1, 0)]), Some(vec![1, 2])));
-        assert!(store.without(Structure::Trees).unwrap().is_empty() && store.without(Structure::Raptor).unwrap().is_empty());
-        assert!(store.put_tree("nope", &[]).is_err() && store.put_structure("nope", Structure::Raptor, &[]).is_err());
-        assert!(store.remove("c.txt").unwrap());
-        assert!(store.remove("a.txt").unwrap() && !store.remove("a.txt").unwrap());
-        let count = |table: &str| -> i64 { store.conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0)).unwrap() };
-        assert_eq!((count("units"), count("trees"), count("raptor")), (2, 1, 1));
-        assert_eq!(store.integrity().unwrap(), "ok");
-    }
-
-    #[test]
-    fn a_missing_index_is_named() {
-        let err = Store::open_existing(Path::new("/nonexistent/x.arbor")).err().unwrap().to_string();
-        assert!(err.contains("/nonexistent/x.arbor") && err.contains("arbor index"), "{err}");
-    }
-}
+mod tests;

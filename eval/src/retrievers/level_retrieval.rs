@@ -22,7 +22,7 @@ pub struct LevelRetriever<'a> {
     /// The leaf units (level 0 of every hierarchy).
     pub leaves: Cow<'a, Chunks>,
     /// The plan of a query: its `(level_min, level_max)`.
-    pub plan: Box<dyn Fn(&QueryInput) -> (usize, usize) + Sync + 'a>,
+    pub plan: Box<dyn Fn(&QueryInput) -> (usize, usize) + Send + Sync + 'a>,
 }
 
 impl LevelRetriever<'_> {

@@ -144,7 +144,10 @@ impl Opened {
     /// unless `search.exact`.
     pub fn open(path: &Path, args: &EncoderArgs, search: &SearchArgs) -> anyhow::Result<Self> {
         let store = Store::open_existing(path)?;
-        let index = StoredIndex::read(&store)?;
+        // The index and the graph's unit ids read as one state of the store: an `arbor index` committing
+        // meanwhile cannot map the graph's ids onto positions of another set of units (the graph itself
+        // is judged against that state's generation, and searched exactly when it is not current).
+        let (index, nearest) = store.snapshot(|s| Ok((StoredIndex::read(s)?, Nearest::open(path, s, search.exact)?)))?;
         let encoder = args.load()?;
         anyhow::ensure!(
             encoder.fingerprint == index.encoder,
@@ -155,7 +158,6 @@ impl Opened {
         );
         let record: Option<ModelRecord> = index.model.as_deref().map(serde_json::from_str).transpose().context("meta.model is damaged")?;
         let tuned = record.map(|record| Tuned::load(record, &encoder)).transpose()?;
-        let nearest = Nearest::open(path, &store, search.exact)?;
         Ok(Opened { index, encoder, batch: args.batch_size.max(1), tuned, nearest })
     }
 

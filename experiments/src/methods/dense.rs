@@ -78,6 +78,8 @@ impl DenseConfig {
                 frozen_layers: t.frozen_layers,
                 train_queries: t.train_queries,
                 min_steps: t.min_steps,
+                // A bf16 row's control trains in bf16 too: the precision is the row's, not the control's.
+                precision: t.precision,
                 ..TrainConfig::default()
             },
             reranker: None,

@@ -47,10 +47,45 @@ fn packages(lock: &str) -> BTreeMap<String, Vec<Package>> {
     out
 }
 
-/// The workspace manifest's lines that ask for a computing crate (`gemm = { version = .., features = .. }`).
-pub fn asked(manifest: &str) -> Vec<String> {
-    let name = |l: &str| l.split('=').next().unwrap_or_default().trim().to_owned();
-    manifest.lines().map(str::trim).filter(|l| l.contains('=') && COMPUTING.contains(&name(l).as_str())).map(str::to_owned).collect()
+/// What the workspace's manifests (`(path, text)`: the workspace's Cargo.toml and every member's) ask of the
+/// computing crates: each `[*dependencies]` entry of one, inline or as a table of its own
+/// (`[dependencies.gemm]`, `[target.'cfg(..)'.dependencies]`), with the lines a multi-line value continues
+/// on; and every `[features]` table (a member's feature turns on a computing crate's features). Each line
+/// prefixed with its file and section, comments and blank lines left out.
+pub fn asked(manifests: &[(String, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, text) in manifests {
+        let (mut section, mut open) = (String::new(), 0i32);
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            if open > 0 {
+                out.push(format!("{path} [{section}] {line}"));
+                open += depth(line);
+                continue;
+            }
+            if line.starts_with('[') {
+                section = line.trim_start_matches('[').trim_end_matches(']').trim().to_owned();
+                continue;
+            }
+            let name = line.split('=').next().unwrap_or_default().trim();
+            let table = section.rsplit_once('.').is_some_and(|(head, dep)| head.ends_with("dependencies") && COMPUTING.contains(&dep));
+            if section == "features" || table || (section.ends_with("dependencies") && COMPUTING.contains(&name)) {
+                out.push(format!("{path} [{section}] {line}"));
+                open = depth(line).max(0);
+            }
+        }
+    }
+    out
+}
+
+/// Brackets and braces a line opens and does not close.
+fn depth(line: &str) -> i32 {
+    line.chars()
+        .map(|c| match c {
+            '[' | '{' => 1,
+            ']' | '}' => -1,
+            _ => 0,
+        })
+        .sum()
 }
 
 /// Every package `COMPUTING` reaches in `lock`, as `name version checksum` lines, sorted.
@@ -112,6 +147,25 @@ checksum = "ee"
         assert!(got.contains(&"rand 0.9.0 dd".to_owned()) && got.contains(&"rand 0.8.5 cc".to_owned()), "both rands (rand is computing)");
         assert!(!got.iter().any(|l| l.starts_with("clap")), "{got:?}");
         let manifest = "[workspace.dependencies]\ngemm = { version = \"0.19\", features = [\"x86-v4\"] }\nclap = \"4\"\n";
-        assert_eq!(asked(manifest), ["gemm = { version = \"0.19\", features = [\"x86-v4\"] }"]);
+        let one = |text: &str| asked(&[("Cargo.toml".to_owned(), text.to_owned())]);
+        assert_eq!(one(manifest), ["Cargo.toml [workspace.dependencies] gemm = { version = \"0.19\", features = [\"x86-v4\"] }"]);
+    }
+
+    /// Issue 86: what the old reading of single lines of the root manifest missed: a multi-line entry, a
+    /// dependency's own table, a member's features; a crate that computes nothing still does not count.
+    #[test]
+    fn every_manifest_and_every_form_of_an_entry_counts() {
+        let one = |text: &str| asked(&[("models/Cargo.toml".to_owned(), text.to_owned())]);
+        let multi = "[dependencies]\ngemm = { version = \"0.19\", features = [\n  \"x86-v4\",\n  \"nightly\",\n] }\nclap = \"4\"\n";
+        assert_eq!(one(multi).len(), 4, "{:?}", one(multi));
+        assert!(one(multi).iter().any(|l| l.ends_with("\"nightly\",")));
+        let table = "[dependencies.burn]\nversion = \"0.21\"\nfeatures = [\"std\"]\n\n[dependencies.clap]\nversion = \"4\"\n";
+        assert_eq!(
+            one(table),
+            ["models/Cargo.toml [dependencies.burn] version = \"0.21\"", "models/Cargo.toml [dependencies.burn] features = [\"std\"]"]
+        );
+        let features = "[features]\ncuda = [\"burn/cuda\"]\n[dev-dependencies]\nclap = \"4\"\n";
+        assert_eq!(one(features), ["models/Cargo.toml [features] cuda = [\"burn/cuda\"]"]);
+        assert!(one("[dependencies]\nclap = { version = \"4\", features = [\n\"derive\"] }\n").is_empty());
     }
 }

@@ -37,7 +37,7 @@ const LOCK: &str = "experiments/artefact-versions.txt";
 /// The lock's first line names the digest it holds (4: aliases kept among the imports, a test-only field,
 /// variant or arm cut alone, the computing dependencies of Cargo.lock; 3: imports as a set; 2: imports in
 /// order; 1: sorted statements of hand-listed files).
-const DIGEST: &str = "# digest 4: every file the roots reach, its imports (aliases kept) as a set, its code in order, the computing dependencies";
+const DIGEST: &str = "# digest 5: every file the roots reach, its imports (aliases kept) as a set, its code in order, the computing dependencies and every manifest's asks and features";
 
 /// The digest of the code `kind` reaches in the workspace at `root`.
 fn digest(kind: Artefact, root: &Path) -> String {
@@ -54,7 +54,13 @@ fn digest(kind: Artefact, root: &Path) -> String {
         })
         .collect();
     let read = |f: &str| std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
-    key(&(code, lock::computing(&read("Cargo.lock")), lock::asked(&read("Cargo.toml"))))
+    let manifests: Vec<(String, String)> = manifests().into_iter().filter(|m| root.join(m).exists()).map(|m| (m.clone(), read(&m))).collect();
+    key(&(code, lock::computing(&read("Cargo.lock")), lock::asked(&manifests)))
+}
+
+/// The workspace's manifest and every member's, as paths from the root.
+fn manifests() -> Vec<String> {
+    std::iter::once("Cargo.toml".to_owned()).chain(reach::CRATES.iter().map(|(_, folder)| format!("{folder}/Cargo.toml"))).collect()
 }
 
 /// The lock's (version, digest) lines by kind, in the order written; `None` for a line that does not parse.
@@ -166,8 +172,8 @@ fn scratch() -> tempfile::TempDir {
             std::fs::copy(workspace().join(&file), to).unwrap();
         }
     }
-    for file in ["Cargo.lock", "Cargo.toml"] {
-        std::fs::copy(workspace().join(file), dir.path().join(file)).unwrap();
+    for file in std::iter::once("Cargo.lock".to_owned()).chain(manifests()) {
+        std::fs::copy(workspace().join(&file), dir.path().join(&file)).unwrap();
     }
     dir
 }
@@ -186,7 +192,7 @@ fn edit(root: &Path, file: &str, from: &str, to: &str) {
 #[test]
 fn reordered_code_and_code_reached_through_other_crates_change_the_digest() {
     let trained = [Artefact::SproutRag, Artefact::Dense];
-    let edits: [(&str, &str, &str, &[Artefact]); 7] = [
+    let edits: [(&str, &str, &str, &[Artefact]); 8] = [
         (
             "trainers/src/window.rs",
             "            keep[q.positive] = true;\n            used += tokens(q.positive);\n        }",
@@ -211,6 +217,8 @@ fn reordered_code_and_code_reached_through_other_crates_change_the_digest() {
             "gemm = { version = \"0.19\", default-features = false, features = [\"nightly\", ",
             &Artefact::ALL,
         ),
+        // And a member's features (issue 86: the old digest read single lines of the root manifest only).
+        ("experiments/Cargo.toml", "flex = [\"arbor-models/flex\"]", "flex = [\"arbor-models/flex\", \"arbor-models/cuda\"]", &Artefact::ALL),
     ];
     let before = scratch();
     for (file, from, to, kinds) in edits {

@@ -1,8 +1,7 @@
 //! `arbor index` / `arbor query` end to end through the binary, on the fixture's articles saved as text
 //! files: the query's JSON ranking equals the experiment runner's for the same documents, method and k;
 //! adding, changing and removing files touches only them; a kill during indexing loses at most the
-//! document in flight and a rerun completes the index; errors name what is wrong; `arbor serve` answers
-//! `curl` with `arbor query --json`'s object.
+//! document in flight and a rerun completes the index; errors name what is wrong (`arbor serve`: serve.rs).
 
 use std::path::Path;
 use std::process::Command;
@@ -16,7 +15,7 @@ use serde_json::Value;
 use crate::common::{Ranked, arbor, ok, same_ranking, workspace};
 
 /// The fixture's articles: (file name, text), named so that file order is the fixture's order.
-fn articles() -> Vec<(String, String)> {
+pub fn articles() -> Vec<(String, String)> {
     let text = std::fs::read_to_string(workspace().join("experiments/fixtures/squad-mini/documents.jsonl")).unwrap();
     text.lines()
         .enumerate()
@@ -66,7 +65,7 @@ fn experiment(dir: &Path, files: &[(String, String)]) -> Experiment {
 }
 
 /// `files` written into a new folder `docs` under `dir`.
-fn written(dir: &Path, files: &[(String, String)]) -> std::path::PathBuf {
+pub fn written(dir: &Path, files: &[(String, String)]) -> std::path::PathBuf {
     let folder = dir.join("docs");
     std::fs::create_dir(&folder).unwrap();
     for (name, text) in files {
@@ -296,62 +295,4 @@ fn an_index_of_a_filing_ranks_and_hands_on_tables_as_evaluate_does() {
     let said = arbor(&["index", folder.to_str().unwrap(), "--into", index_s]);
     assert!(String::from_utf8_lossy(&said.stderr).contains("holds the plain unit rule"), "{}", String::from_utf8_lossy(&said.stderr));
     assert!(err(&["index", folder.to_str().unwrap(), "--into", index_s, "--max-sentences", "1"]).contains("at most 2 sentences, not 1"));
-}
-
-/// `arbor serve` (issue 63) answers a request from `curl` with the JSON `arbor query --json` prints for
-/// the same question, method, k and budget, asked by GET or by POST; a bad request is answered 400 with
-/// the reason, and the server goes on serving.
-#[test]
-fn arbor_serve_answers_curl_with_the_json_of_query() {
-    struct Stopped(std::process::Child);
-    impl Drop for Stopped {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let files: Vec<(String, String)> = articles().into_iter().take(2).collect();
-    let folder = written(tmp.path(), &files);
-    let index = tmp.path().join("docs.arbor");
-    let index_s = index.to_str().unwrap();
-    ok(&["index", folder.to_str().unwrap(), "--into", index_s]);
-    let mut server = Stopped(
-        Command::new(env!("CARGO_BIN_EXE_arbor"))
-            .args(["serve", index_s, "--port", "0", "--max-tokens", "300"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut first = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(server.0.stdout.take().unwrap()), &mut first).unwrap();
-    let url = first.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("{first:?}")).to_owned();
-    // curl's answer and its status code (written after the body).
-    let curl = |args: &[&str]| -> (Value, String) {
-        let out = Command::new("curl").args(["-sS", "-w", "\n%{http_code}"]).args(args).output().expect("curl runs");
-        let text = String::from_utf8(out.stdout).unwrap();
-        let (body, code) = text.rsplit_once('\n').unwrap();
-        (serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}")), code.to_owned())
-    };
-    let question = "Who bought the rights to show the Premier League?";
-    let query = |method: &str| -> Value {
-        serde_json::from_str(&ok(&["query", index_s, question, "--method", method, "-k", "3", "--max-tokens", "300", "--json"])).unwrap()
-    };
-    for method in ["Flat", "bm25"] {
-        let args = ["--get", "--data-urlencode", &format!("q={question}"), "--data-urlencode", &format!("method={method}"), "-d", "k=3"];
-        let (got, code) = curl(&[&args[..], &[&format!("{url}/query")]].concat());
-        assert_eq!(code, "200");
-        assert_eq!(got, query(method), "{method}");
-        assert_eq!(got["results"].as_array().unwrap().len(), 3);
-    }
-    let body = serde_json::json!({"query": question, "k": 3, "method": "Hybrid(())"}).to_string();
-    let (got, code) = curl(&["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", &body, &format!("{url}/query")]);
-    assert_eq!((got, code.as_str()), (query("Hybrid(())"), "200"));
-    let (bad, code) = curl(&["--get", "-d", "q=x", "-d", "kk=3", &format!("{url}/query")]);
-    assert_eq!(code, "400");
-    assert!(bad["error"].as_str().unwrap().contains("unknown parameter \"kk\""), "{bad}");
-    let (bad, code) = curl(&["--get", "-d", "q=x", "-d", "method=Rse(())", &format!("{url}/query")]);
-    assert!(code == "400" && bad["error"].as_str().unwrap().contains("cannot serve"), "{code} {bad}");
-    let (health, code) = curl(&[&format!("{url}/health")]);
-    assert_eq!((health["documents"].as_u64(), code.as_str()), (Some(2), "200"));
 }

@@ -15,4 +15,5 @@ mod finetune;
 mod hierarchy;
 mod library;
 mod pipeline;
+mod serve;
 mod unit;

@@ -432,6 +432,30 @@ mod tests {
         assert!((own - nll(q0, units[0], &units[..3])).abs() < 1e-4 && own < value("loss/ret") * 2.0);
     }
 
+    /// Issue 86: a question whose gold also lies in the step's other document is not pushed away from it by
+    /// the document term (that document leaves its denominator), at the trainer's call site (`losses`).
+    #[test]
+    fn the_document_term_leaves_out_a_document_holding_the_querys_gold() {
+        let (model, mut docs) = two_documents(false);
+        docs[0].queries[0].gold.push(DocSpan { doc: 1, ..span(0) });
+        let tau = 0.5f32;
+        let training = TrainConfig { tau: tau.into(), docs_per_step: 2, doc_loss: 0.7, ..TrainConfig::default() };
+        let parts = [Part { doc: &docs[0], queries: &[0] }, Part { doc: &docs[1], queries: &[0] }];
+        assert_eq!(step::document_targets(&parts), (vec![0, 1], vec![(0, 1)]));
+        let terms = losses(&model, &Vectors::Given, &training, &parts, None, 0);
+        let doc_term: f32 = terms.iter().find(|t| t.0 == "loss/doc_weighted").unwrap().1.clone().into_scalar();
+        let cos = |a: &[f32], b: &[f32]| (a[0] * b[0] + a[1] * b[1]) / (a[0].hypot(a[1]) * b[0].hypot(b[1]));
+        let mean = |d: &TrainDoc| {
+            let n = d.pooled.len() as f32;
+            [d.pooled.iter().map(|v| v[0]).sum::<f32>() / n, d.pooled.iter().map(|v| v[1]).sum::<f32>() / n]
+        };
+        let (m0, m1) = (mean(&docs[0]), mean(&docs[1]));
+        let q1 = &docs[1].queries[0].pooled;
+        // q0 against its own document alone: 0; q1 against both.
+        let nll_q1 = -(cos(q1, &m1) / tau - ((cos(q1, &m0) / tau).exp() + (cos(q1, &m1) / tau).exp()).ln());
+        assert!((doc_term - 0.7 * nll_q1 / 2.0).abs() < 1e-4, "{doc_term} vs {}", 0.7 * nll_q1 / 2.0);
+    }
+
     /// GradCache over SproutRAG's joint step (issue 65): two documents a step (the lease and a copy of it,
     /// whose units are the same inputs, embedded once), a window of three units of five, L_ret, L_attn,
     /// L_node and the document term, chunks of two; every term and every parameter's gradient (the

@@ -126,11 +126,32 @@ fn mean<B: Backend>(mut terms: Vec<Tensor<B, 1>>) -> Tensor<B, 1> {
 
 /// The document term (issue 62, `doc_loss`): InfoNCE of each query of the step against the step's
 /// documents, each the mean of its SLLM unit embeddings (the vector the document level ranks documents
-/// by, `DocumentVector::LeafMean`), its own document the positive.
+/// by, `DocumentVector::LeafMean`), its own document the positive. A step's other document that holds
+/// some of the query's gold is a false negative and is left out of its denominator (issue 86: a question
+/// whose gold spans two of the step's documents was pushed away from one of them).
 pub(crate) fn document_loss<B: Backend>(outs: &[DocumentOutput<B>], eq: Tensor<B, 2>, parts: &[Part<'_>], tau: f64) -> Tensor<B, 1> {
     let docs = Tensor::cat(outs.iter().map(|o| o.embeddings.clone().mean_dim(0)).collect(), 0);
-    let targets: Vec<usize> = parts.iter().enumerate().flat_map(|(d, p)| std::iter::repeat_n(d, p.queries.len())).collect();
-    info_nce_over(eq, docs, &targets, &[], tau)
+    let (targets, excluded) = document_targets(parts);
+    info_nce_over(eq, docs, &targets, &excluded, tau)
+}
+
+/// Each query's own document among the step's, in step order, and the (query, document) pairs of other
+/// documents that hold some of its gold.
+pub(crate) fn document_targets(parts: &[Part<'_>]) -> (Vec<usize>, Vec<(usize, usize)>) {
+    let ids: Vec<Option<usize>> = parts.iter().map(|p| p.doc.units.first().map(|u| u.doc)).collect();
+    let (mut targets, mut excluded) = (Vec::new(), Vec::new());
+    for (d, p) in parts.iter().enumerate() {
+        for &q in p.queries {
+            let gold = &p.doc.queries[q].gold;
+            for (e, id) in ids.iter().enumerate() {
+                if e != d && id.is_some_and(|id| gold.iter().any(|g| g.doc == id)) {
+                    excluded.push((targets.len(), e));
+                }
+            }
+            targets.push(d);
+        }
+    }
+    (targets, excluded)
 }
 
 /// The SentenceVAE's CE and KL on reconstructing a document's `positives` (teacher forcing: inputs are

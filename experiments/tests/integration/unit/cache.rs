@@ -8,16 +8,19 @@ use arbor_experiments::cache::*;
 use std::path::Path;
 
 /// Every kind's current version is recorded (else the artefact test fails); an unrecorded one keys
-/// its artefacts by the sources, so code edited between a bump and its bless shares none.
+/// its artefacts by the sources, so code edited between a bump and its bless shares none; the backend is
+/// in every key (issue 86: the flex and ndarray builds shared trained models).
 #[test]
-fn an_unrecorded_version_keys_its_artefacts_by_the_sources() {
+fn an_unrecorded_version_keys_its_artefacts_by_the_sources_and_every_key_names_the_backend() {
+    const CPU: &str = "burn ndarray (CPU)";
     for kind in Artefact::ALL {
         let line = format!("{} {} d", kind.name(), kind.version());
-        let recorded = versioned_under(kind, "k", &line, "s1");
-        assert_eq!(recorded, versioned_under(kind, "k", &line, "s2"), "recorded: the sources do not count");
-        assert_eq!(recorded, key(&(kind.name(), kind.version(), "k")));
+        let recorded = versioned_under(kind, "k", CPU, &line, "s1");
+        assert_eq!(recorded, versioned_under(kind, "k", CPU, &line, "s2"), "recorded: the sources do not count");
+        assert_eq!(recorded, key(&(kind.name(), kind.version(), "k", CPU)));
+        assert_ne!(recorded, versioned_under(kind, "k", "burn-flex (CPU)", &line, "s1"), "{kind:?}: another backend, another key");
         let earlier = format!("{} {} d", kind.name(), kind.version() - 1);
-        let (a, b) = (versioned_under(kind, "k", &earlier, "s1"), versioned_under(kind, "k", &earlier, "s2"));
+        let (a, b) = (versioned_under(kind, "k", CPU, &earlier, "s1"), versioned_under(kind, "k", CPU, &earlier, "s2"));
         assert!(a != b && a != recorded, "{kind:?}: an unrecorded version's artefacts are the sources'");
     }
 }

@@ -24,3 +24,13 @@ fn a_trained_sac_is_its_controls_fine_tune_over_headed_units() {
     let old = parse("SummaryChunks((training: Some((holdout_docs: Some(2)))))");
     assert!(old.spec().check().unwrap_err().to_string().contains("holdout_docs"));
 }
+
+/// Issue 86: a bf16 row's matched control trains in bf16 as well (it was built in float32).
+#[test]
+fn the_matched_control_keeps_the_rows_precision() {
+    let training = arbor_trainers::config::TrainConfig { precision: arbor_models::bert::Precision::Bf16, ..Default::default() };
+    assert_eq!(DenseConfig::matching(&training).training.precision, arbor_models::bert::Precision::Bf16);
+    let trained = ron::from_str::<Method>("SummaryChunks((training: Some((precision: Bf16))))").unwrap();
+    let Trains::Queries(training) = trained.spec().trains() else { panic!("a trained SAC learns from the queries") };
+    assert_eq!(trained.spec().dense_control().unwrap().training.precision, training.precision);
+}
