@@ -294,13 +294,13 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     if let Training::Never(Some(earlier)) = training {
         text_only.retain(|m| !unchecked.contains(m));
         text_only.dedup();
-        let near = match text_only.is_empty() {
-            true => format!(" or a near-duplicate (containment {})", exp.contamination.near_duplicate),
-            false => format!("; near-duplicates not checked for {} (recorded before arbor kept sketches)", text_only.join(", ")),
+        let (near, not_near) = match text_only.is_empty() {
+            true => (format!(" or as a near-duplicate (containment {})", exp.contamination.near_duplicate), String::new()),
+            false => (String::new(), format!("; near-duplicates not checked for {} (recorded before arbor kept sketches)", text_only.join(", "))),
         };
         report.setting.push_str(&match unchecked.is_empty() {
             true => format!(
-                " Trained models from {}: none of them trained on a document or question scored here, by its words{near} (checked).",
+                " Trained models from {}: none of them trained on a document or question scored here, by its words{near} (checked){not_near}.",
                 earlier.dir.display()
             ),
             false => format!(
