@@ -339,7 +339,7 @@ fn versioned(kind: Artefact, key_: &str) -> String {
     versioned_under(kind, key_, arbor_models::backend::NAME, RECORDED, env!("ARBOR_SOURCES"))
 }
 
-/// [`versioned`] with its parts given: the backend that computes the numbers is part of every key (the
+/// `versioned` with its parts given: the backend that computes the numbers is part of every key (the
 /// flex build's bf16 kernels, ndarray's and CUDA's give other floats), so two builds share no artefact.
 pub fn versioned_under(kind: Artefact, key_: &str, backend: &str, lock: &str, sources: &str) -> String {
     let version = kind.version().to_string();

@@ -20,7 +20,7 @@
 //! answered within `--deadline` seconds of its head (408 while its body is still arriving, 503 after);
 //! bodies are at most `--max-body` bytes (413), heads 64 KiB (431); `k` at most `--max-k` and never more
 //! than the units in scope; methods are named at start (`--methods`) or kept in a cache of
-//! `--method-cache` ([`methods`]). Only the Host names it expects are answered (loopback names, the
+//! `--method-cache` ([`Methods`]). Only the Host names it expects are answered (loopback names, the
 //! address listened on, `--allow-host`; 421 otherwise): a page in a browser cannot reach it through DNS
 //! rebinding. SIGTERM or Ctrl-C stops accepting, lets the requests in flight finish (up to `--deadline`)
 //! and exits 0. One log line per request on standard error: verb, path, status, milliseconds.
