@@ -107,7 +107,7 @@ pub fn read_documents(corpus: &Corpus, split: &str) -> anyhow::Result<Vec<usize>
     Ok(docs)
 }
 
-/// The key runs before stop 88 recorded ([`content_key`] since): the text with its runs of whitespace read
+/// The key runs before stop 89 recorded ([`content_key`] since): the text with its runs of whitespace read
 /// as one space and its ends trimmed.
 pub fn text_key(text: &str) -> String {
     key(&("normalised", text.split_whitespace().collect::<Vec<_>>().join(" ")))

@@ -32,7 +32,7 @@ pub struct TrainedModel {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trained_on_questions: Vec<String>,
     /// The sketches of the documents its training read (crate::leakage::sketch): `evaluate --from` refuses
-    /// to score it on a near-duplicate of any. Empty in runs made before stop 88.
+    /// to score it on a near-duplicate of any. Empty in runs made before stop 89.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trained_on_sketches: Vec<Vec<u32>>,
 }

@@ -112,7 +112,7 @@ fn an_old_index_is_brought_up_to_date_on_opening() {
     store.put(&doc("a.txt", "First one here"), "t0").unwrap();
     let ids = store.unit_ids_sorted().unwrap();
     let loaded = store.load().unwrap();
-    // The table as indexes before stop 88 made it.
+    // The table as indexes before stop 89 made it.
     store
         .conn
         .execute_batch(
