@@ -152,7 +152,11 @@ pub fn words(text: &str) -> Vec<String> {
 /// A text's content key: its [`words`], so that a re-extracted document or a re-cased, re-punctuated
 /// question has the key of the original.
 pub fn content_key(text: &str) -> String {
-    key(&("words", words(text).join(" ")))
+    key_of_words(&words(text))
+}
+
+fn key_of_words(words: &[String]) -> String {
+    key(&("words", words.join(" ")))
 }
 
 /// The words of a shingle, and one in how many shingles a sketch keeps.
@@ -165,7 +169,10 @@ pub const MIN_SAMPLES: usize = 4;
 /// shingles whose hash is 0 modulo [`SAMPLE_ONE_IN`], sorted and distinct. The same sampling for every
 /// document, so the shared samples of two sketches estimate the shingles they share.
 pub fn sketch(text: &str) -> Vec<u32> {
-    let words = words(text);
+    sketch_of_words(&words(text))
+}
+
+fn sketch_of_words(words: &[String]) -> Vec<u32> {
     let mut samples: Vec<u32> = words.windows(SHINGLE_WORDS).map(fnv1a).filter(|h| h % SAMPLE_ONE_IN == 0).map(|h| (h >> 32) as u32).collect();
     samples.sort_unstable();
     samples.dedup();
@@ -206,6 +213,12 @@ fn shared(a: &[u32], b: &[u32]) -> usize {
     n
 }
 
+/// A document's [`content_key`] and [`sketch`], its words read once.
+fn key_and_sketch(text: &str) -> (String, Vec<u32>) {
+    let words = words(text);
+    (key_of_words(&words), sketch_of_words(&words))
+}
+
 /// What a training read, as its model records it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TrainedOn {
@@ -213,7 +226,7 @@ pub struct TrainedOn {
     pub documents: Vec<String>,
     /// The questions' [`content_key`]s, sorted.
     pub questions: Vec<String>,
-    /// The documents' [`sketch`]es, in the order of `documents`' source documents.
+    /// The documents' [`sketch`]es, one a document read, in corpus order (not `documents`' order).
     pub sketches: Vec<Vec<u32>>,
 }
 
@@ -232,9 +245,10 @@ pub fn trained_on(corpus: &Corpus, splits: &[(&str, String)]) -> anyhow::Result<
         keys.dedup();
         keys
     };
-    let documents = sorted(docs.iter().map(|&d| content_key(&corpus.documents[d].text)).collect());
-    // One a document, an empty one for a text too short to sample: an empty list means a record made before.
-    let sketches = docs.iter().map(|&d| sketch(&corpus.documents[d].text)).collect();
+    // One sketch a document, an empty one for a text too short to sample: an empty list means a record made
+    // before sketches were kept.
+    let (documents, sketches): (Vec<String>, Vec<Vec<u32>>) = docs.iter().map(|&d| key_and_sketch(&corpus.documents[d].text)).unzip();
+    let documents = sorted(documents);
     let questions = corpus.queries.iter().filter(|q| q.split.as_deref().is_some_and(|s| read.contains(&s))).map(|q| content_key(&q.text)).collect();
     Ok(TrainedOn { documents, questions: sorted(questions), sketches })
 }
@@ -258,10 +272,14 @@ pub fn check_models(
     questions: &[&str],
     limits: &Contamination,
 ) -> anyhow::Result<Unchecked> {
-    let texts = || evaluated.iter().map(|&d| corpus.documents[d].text.as_str());
-    let scored: HashSet<String> = texts().flat_map(|t| [content_key(t), text_key(t), exact_key(t)]).collect();
+    let mut scored: HashSet<String> = HashSet::new();
+    let mut sketches: Vec<Vec<u32>> = Vec::with_capacity(evaluated.len());
+    for text in evaluated.iter().map(|&d| corpus.documents[d].text.as_str()) {
+        let (content, sketch) = key_and_sketch(text);
+        scored.extend([content, text_key(text), exact_key(text)]);
+        sketches.push(sketch);
+    }
     let asked: HashSet<String> = questions.iter().flat_map(|q| [content_key(q), text_key(q)]).collect();
-    let mut sketches: Option<Vec<Vec<u32>>> = None;
     let mut unchecked = Unchecked::default();
     for m in models {
         let Some(from) = earlier.models.iter().find(|e| e.dir == m.dir) else { continue };
@@ -284,14 +302,13 @@ pub fn check_models(
             unchecked.near_duplicates.push(m.method.clone());
             continue;
         }
-        let scored_sketches = sketches.get_or_insert_with(|| texts().map(sketch).collect());
-        if let Some((d, c)) = nearest_duplicate(scored_sketches, &from.trained_on_sketches)
+        if let Some((d, c)) = nearest_duplicate(&sketches, &from.trained_on_sketches)
             && c >= limits.near_duplicate
         {
             bail!(
                 "--from {}: the model of {:?} trained on a near-duplicate of the scored document {:?} ({:.0} % of the 8-word \
-                     shingles of one of the two are in the other; contamination.near_duplicate is {}): score it on documents its \
-                     training never read",
+                 shingles of one of the two are in the other; contamination.near_duplicate is {}): score it on documents its \
+                 training never read",
                 earlier.dir.display(),
                 m.method,
                 corpus.documents[evaluated[d]].id,

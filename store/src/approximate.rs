@@ -13,8 +13,9 @@
 //! ```
 //!
 //! A graph whose header does not match the store (its generation, so any unit added, removed or stored
-//! anew since; another encoder or model) is stale: [`Approximate::open`] says why and the caller searches exactly; [`Approximate::refresh`]
-//! brings it in line, adding and removing the units that changed, or building it again when most did.
+//! anew since; another encoder or model) is stale: [`Approximate::open`] says why and the caller searches
+//! exactly; [`Approximate::refresh`] brings it in line, adding and removing the units that changed, or
+//! building it again when most did.
 
 use std::path::{Path, PathBuf};
 

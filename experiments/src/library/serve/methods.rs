@@ -83,6 +83,11 @@ impl Methods {
         self.kept().entries.iter().map(|e| e.name.clone()).collect()
     }
 
+    /// How many methods are kept now.
+    pub fn kept_count(&self) -> usize {
+        self.kept().entries.len()
+    }
+
     /// Methods built since the start (those built at start included).
     pub fn built(&self) -> u64 {
         self.built.load(Ordering::Relaxed)

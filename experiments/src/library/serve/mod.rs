@@ -131,10 +131,11 @@ pub fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         Ok(Duration::from_secs_f64(s))
     };
     let (deadline, idle) = (seconds("deadline", args.deadline)?, seconds("idle-timeout", args.idle_timeout)?);
-    let opened: &'static Opened = Box::leak(Box::new(Opened::open(&args.index, &args.encoder, &args.search)?));
-    let methods = Methods::new(opened, &args.method, &args.methods, args.method_cache)?;
     let workers = args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     anyhow::ensure!(workers > 0, "--workers must be at least 1");
+    // The flags checked above before the index and the encoder are loaded.
+    let opened: &'static Opened = Box::leak(Box::new(Opened::open(&args.index, &args.encoder, &args.search)?));
+    let methods = Methods::new(opened, &args.method, &args.methods, args.method_cache)?;
     let state: &'static State = Box::leak(Box::new(State {
         opened,
         methods,
@@ -273,8 +274,8 @@ async fn query(state: &'static State, request: Request<Incoming>, deadline: Inst
         Ok(ask) => ask,
         Err(Unread(status, message)) => return error(status, &message),
     };
-    let method = match checked(state, &ask) {
-        Ok(method) => method,
+    let (method, k) = match checked(state, &ask) {
+        Ok(checked) => checked,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("{e:#}")),
     };
     let job = move || {
@@ -282,7 +283,7 @@ async fn query(state: &'static State, request: Request<Incoming>, deadline: Inst
         if Instant::now() >= deadline {
             return None;
         }
-        Some(answer(state, &ask, &method))
+        Some(answer(state, &ask, &method, k))
     };
     let Ok(answer) = state.pool.submit(job) else {
         return unavailable(&format!("every worker is busy and {} requests wait: ask again shortly", state.pool.queue()), 1);
@@ -296,24 +297,27 @@ async fn query(state: &'static State, request: Request<Incoming>, deadline: Inst
     }
 }
 
-/// The method `ask` names (or the default), refusing what needs no worker to refuse.
-fn checked(state: &State, ask: &Ask) -> anyhow::Result<Method> {
+/// The method `ask` names (or the default) and its k (or the default), refusing what needs no worker to
+/// refuse.
+fn checked(state: &State, ask: &Ask) -> anyhow::Result<(Method, usize)> {
     anyhow::ensure!(!ask.query.trim().is_empty(), "ask a question: q=... (GET) or {{\"query\": ...}} (POST)");
     let k = ask.k.unwrap_or(state.k);
     anyhow::ensure!(k > 0 && k <= state.max_k, "k must be at least 1 and at most {} (arbor serve --max-k), not {k}", state.max_k);
-    match &ask.method {
-        Some(m) => m.parse(),
-        None => Ok(state.default_method.clone()),
-    }
+    let method = match &ask.method {
+        Some(m) => m.parse()?,
+        None => state.default_method.clone(),
+    };
+    Ok((method, k))
 }
 
-/// `arbor query --json`'s object for `ask` (on a worker: the method built here on its first use).
-fn answer(state: &State, ask: &Ask, method: &Method) -> anyhow::Result<String> {
+/// `arbor query --json`'s object for `ask` with `method` and `k` (on a worker: the method built here on its
+/// first use), k capped at the units in scope.
+fn answer(state: &State, ask: &Ask, method: &Method, k: usize) -> anyhow::Result<String> {
     let (name, served) = state.methods.get(method)?;
     let index = &state.opened.index;
     let docs = index.scope(&ask.doc)?;
     let units: usize = docs.iter().map(|&d| index.units.by_doc[d].len()).sum();
-    let k = ask.k.unwrap_or(state.k).min(units.max(1));
+    let k = k.min(units.max(1));
     let results = state.opened.ask(&served, &ask.query, k, &docs, ask.max_tokens.or(state.max_tokens));
     Ok(serde_json::to_string(&Answer { query: &ask.query, method: &name, results })?)
 }
@@ -327,7 +331,7 @@ fn exposition(state: &State) -> String {
             counter: true,
             value: state.pool.refused() as f64,
         },
-        Series { name: "arbor_methods_kept", help: "Methods kept built.", counter: false, value: state.methods.names().len() as f64 },
+        Series { name: "arbor_methods_kept", help: "Methods kept built.", counter: false, value: state.methods.kept_count() as f64 },
         Series { name: "arbor_methods_built_total", help: "Methods built since the start.", counter: true, value: state.methods.built() as f64 },
     ];
     state.metrics.render(&gauges)
