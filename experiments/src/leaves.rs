@@ -1,6 +1,6 @@
 //! The unit cutter of a run: every document tokenised by the encoder's tokenizer and cut into its leaf
 //! units by the experiment's unit rule (arbor_datasets::units), `max_tokens` the encoder's when unset.
-//! Every artefact kind's code lists this file (experiments/src/artefact.rs), since every unit vector,
+//! Every artefact kind's code lists this file (experiments/src/artefact/mod.rs), since every unit vector,
 //! tree and trained model reads the units it cuts: an edit here changes every kind's digest.
 
 use anyhow::Context as _;

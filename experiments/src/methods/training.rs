@@ -115,6 +115,30 @@ pub fn evidence_of(corpus: &Corpus, by_doc: &BTreeMap<usize, Vec<&Query>>) -> BT
     out
 }
 
+/// Writes `merge_pairs.json` into the training folder `dir`: the gold merge pairs G of L_attn (SproutRAG,
+/// Eq. 5) that the training read, by training document, each pair as its two units' byte spans
+/// (`{"documents": [{"document": id, "pairs": [[[start, end], [start, end]], ..]}, ..]}`, documents
+/// without a pair left out), so that a reader sees whose gold taught the attention: with `train_queries`,
+/// the sample's only. `docs` gives each document's units and its pairs of unit indices.
+pub fn record_merge_pairs<'a>(
+    dir: &std::path::Path,
+    corpus: &Corpus,
+    docs: impl IntoIterator<Item = (&'a [DocSpan], &'a [(usize, usize)])>,
+) -> anyhow::Result<()> {
+    let span = |u: &DocSpan| [u.span.start, u.span.end];
+    let documents: Vec<serde_json::Value> = docs
+        .into_iter()
+        .filter(|(_, pairs)| !pairs.is_empty())
+        .map(|(units, pairs)| {
+            let pairs: Vec<[[usize; 2]; 2]> = pairs.iter().map(|&(a, b)| [span(&units[a]), span(&units[b])]).collect();
+            serde_json::json!({ "document": corpus.documents[units[0].doc].id, "pairs": pairs })
+        })
+        .collect();
+    std::fs::create_dir_all(dir)?;
+    arbor_files::atomic_write(&dir.join("merge_pairs.json"), serde_json::json!({ "documents": documents }).to_string().as_bytes())?;
+    Ok(())
+}
+
 /// What a trainer needs of each document beyond its units and queries.
 #[derive(Debug, Clone, Copy)]
 pub struct Needs<'h> {

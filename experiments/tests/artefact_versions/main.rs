@@ -84,7 +84,7 @@ fn check(text: &str, now: &[(&str, u32, String)], bless: bool) -> (Vec<String>, 
     let mut problems = Vec::new();
     let mut lines = vec![
         DIGEST.to_owned(),
-        "# artefact kind, the version of the code that makes it (experiments/src/artefact.rs), a digest of that code; every version recorded."
+        "# artefact kind, the version of the code that makes it (experiments/src/artefact/versions.rs), a digest of that code; every version recorded."
             .to_owned(),
         "# Written by ARBOR_BLESS=1 cargo test --release -p arbor-experiments --test artefact_versions".to_owned(),
     ];
@@ -100,7 +100,7 @@ fn check(text: &str, now: &[(&str, u32, String)], bless: bool) -> (Vec<String>, 
             )),
             Some(d) if d != digest => Some(format!(
                 "the code of `{name}` artefacts changed (digest {d} -> {digest}) but its version is still {version}: bump its version in \
-                 experiments/src/artefact.rs (so that artefacts of the old code are not read back), then record it"
+                 experiments/src/artefact/versions.rs (so that artefacts of the old code are not read back), then record it"
             )),
             Some(_) => None,
             None if latest.is_some_and(|l| *version < l) => Some(format!(
@@ -231,7 +231,7 @@ fn reordered_code_and_code_reached_through_other_crates_change_the_digest() {
     // Comments and formatting do not count; nor does another kind's version (a bump never cascades).
     let after = scratch();
     edit(after.path(), "trainers/src/window.rs", "    let mut used = 0;\n", "    // the tokens kept so far\n    let mut used =\n        0;\n");
-    edit(after.path(), reach::VERSIONS, "Artefact::Raptor => ", "Artefact::Raptor => 1 + ");
+    edit(after.path(), reach::VERSIONS_FILE, "Artefact::Raptor => ", "Artefact::Raptor => 1 + ");
     // Imports in another order (rustfmt's sorting) do not count either.
     edit(after.path(), "trainers/src/window.rs", "use crate::data::{TrainDoc, TrainQuery};", "use crate::data::{TrainQuery, TrainDoc};");
     // Nor a dependency that computes nothing (the command line's parser).

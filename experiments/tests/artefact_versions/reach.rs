@@ -24,9 +24,12 @@ pub const CRATES: [(&str, &str); 9] = [
     ("arbor_ablations", "ablations"),
 ];
 
-/// The file that holds the versions themselves: reached by whatever names the cache, never digested (a
-/// bump of one kind's version would otherwise change every kind's code).
-pub const VERSIONS: &str = "experiments/src/artefact.rs";
+/// The folder of the versions themselves and the kinds' root lists: reached by whatever names the cache,
+/// never digested (a bump of one kind's version would otherwise change every kind's code).
+pub const VERSIONS: &str = "experiments/src/artefact";
+
+/// The file of the versions, in [`VERSIONS`].
+pub const VERSIONS_FILE: &str = "experiments/src/artefact/versions.rs";
 
 /// A module: its crate's folder and its path below the crate root.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,7 +203,7 @@ pub fn reach(roots: &[&str], root: &Path) -> Vec<PathBuf> {
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
     let mut queue: VecDeque<PathBuf> = roots.iter().flat_map(|r| files(root, Path::new(r))).collect();
     while let Some(file) = queue.pop_front() {
-        if file == Path::new(VERSIONS) || !seen.insert(file.clone()) {
+        if file.starts_with(VERSIONS) || !seen.insert(file.clone()) {
             continue;
         }
         let Some(module) = Module::of(&file) else { continue };

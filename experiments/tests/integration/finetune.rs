@@ -3,6 +3,7 @@
 //! through the fine-tuned encoder; and the `vectors: Encoder` control, which reads the same trained model.
 
 // The reranking stage's test (see main.rs for why it sits here).
+mod merge_pairs;
 mod rerank;
 
 use std::path::Path;

@@ -432,6 +432,28 @@ mod tests {
         assert!((own - nll(q0, units[0], &units[..3])).abs() < 1e-4 && own < value("loss/ret") * 2.0);
     }
 
+    /// Issue 86: with two documents a step, a question whose gold also covers another unit of its document
+    /// (a false negative) has that unit left out of its L_ret denominator at the trainer's call site
+    /// (`losses`): the loss is InfoNCE by hand over the step's other four units, not five.
+    #[test]
+    fn a_joint_step_leaves_a_querys_false_negative_out_of_its_denominator() {
+        let (model, mut docs) = two_documents(false);
+        docs[0].queries[0].gold.push(DocSpan { doc: 0, ..span(1) });
+        let tau = 0.5f32;
+        let training = TrainConfig { tau: tau.into(), docs_per_step: 2, ..TrainConfig::default() };
+        let parts = [Part { doc: &docs[0], queries: &[0] }, Part { doc: &docs[1], queries: &[0] }];
+        let ret: f32 = losses(&model, &Vectors::Given, &training, &parts, None, 0)[0].1.clone().into_scalar();
+        let cos = |a: &[f32], b: &[f32]| (a[0] * b[0] + a[1] * b[1]) / (a[0].hypot(a[1]) * b[0].hypot(b[1]));
+        let nll = |q: &[f32], target: &[f32], all: &[&[f32]]| -(cos(q, target) / tau - all.iter().map(|c| (cos(q, c) / tau).exp()).sum::<f32>().ln());
+        let units: Vec<&[f32]> = docs.iter().flat_map(|d| d.pooled.iter().map(Vec::as_slice)).collect();
+        let (q0, q1) = (&docs[0].queries[0].pooled, &docs[1].queries[0].pooled);
+        let without: Vec<&[f32]> = units.iter().enumerate().filter(|&(u, _)| u != 1).map(|(_, v)| *v).collect();
+        let want = (nll(q0, units[0], &without) + nll(q1, units[3], &units)) / 2.0;
+        let pooled = (nll(q0, units[0], &units) + nll(q1, units[3], &units)) / 2.0;
+        assert!((ret - want).abs() < 1e-4, "{ret} vs {want}");
+        assert!((pooled - want).abs() > 1e-2, "the false negative moves the loss: {pooled} against {want}");
+    }
+
     /// Issue 86: a question whose gold also lies in the step's other document is not pushed away from it by
     /// the document term (that document leaves its denominator), at the trainer's call site (`losses`).
     #[test]

@@ -20,7 +20,9 @@ use burn::backend::Autodiff;
 use super::SproutRagConfig;
 use crate::cache::{Artefact, key};
 use crate::methods::Context;
-use crate::methods::training::{Needs, data_key, evidence_of, headed_key, pretrained, queries_by_doc, train_docs, training_queries};
+use crate::methods::training::{
+    Needs, data_key, evidence_of, headed_key, pretrained, queries_by_doc, record_merge_pairs, train_docs, training_queries,
+};
 use crate::progress::{bar, with_bar};
 use crate::trained::Located;
 use crate::validation::VALIDATION;
@@ -63,20 +65,26 @@ pub(super) fn train_head_weights(
     anyhow::ensure!(may_train, "{} holds no finished training for method {label:?}", train_dir.display());
     anyhow::ensure!(!doc_ids.is_empty(), "no document in training split {:?}", training.split);
     let pb = bar(doc_ids.len() + held_ids.len(), "training attention");
-    let attention = |ids: &[usize], evidence: &BTreeMap<usize, Vec<Span>>| -> Vec<AttentionDoc> {
+    let pairs_of = |ids: &[usize], evidence: &BTreeMap<usize, Vec<Span>>| -> Vec<Vec<(usize, usize)>> {
+        ids.iter().map(|&d| merge_pairs(&ctx.leaves.segments[d], training.merge_pairs, evidence.get(&d).map_or(&[], Vec::as_slice))).collect()
+    };
+    let attention = |ids: &[usize], pairs: &[Vec<(usize, usize)>]| -> Vec<AttentionDoc> {
         ids.iter()
-            .map(|&d| {
+            .zip(pairs)
+            .map(|(&d, pairs)| {
                 let units: Vec<usize> = ctx.leaves.units.by_doc[d].clone().collect();
-                let pairs = merge_pairs(&ctx.leaves.segments[d], training.merge_pairs, evidence.get(&d).map_or(&[], Vec::as_slice));
                 // A document without gold pairs teaches nothing: its attention is not computed.
-                let pair_attention = if pairs.is_empty() { Vec::new() } else { token_attention(ctx, &units, window_tokens, &pairs) };
+                let pair_attention = if pairs.is_empty() { Vec::new() } else { token_attention(ctx, &units, window_tokens, pairs) };
                 pb.inc(1);
                 AttentionDoc { pair_attention, pairs: pairs.len() }
             })
             .collect()
     };
-    let docs = attention(&doc_ids, &evidence);
-    let holdout = attention(&held_ids, &held_evidence);
+    let (pairs, held_pairs) = (pairs_of(&doc_ids, &evidence), pairs_of(&held_ids, &held_evidence));
+    let units_of = |d: usize| &ctx.leaves.units.spans[ctx.leaves.units.by_doc[d].clone()];
+    record_merge_pairs(&train_dir, corpus, doc_ids.iter().zip(&pairs).map(|(&d, p)| (units_of(d), &p[..])))?;
+    let docs = attention(&doc_ids, &pairs);
+    let holdout = attention(&held_ids, &held_pairs);
     pb.finish_and_clear();
     let aggregator = with_bar("learning head weights", |progress| {
         arbor_trainers::head_weights::train::<Autodiff<DefaultBackend>>(training, shape, config.aggregation, &docs, &holdout, &train_dir, progress)
@@ -118,6 +126,7 @@ pub(super) fn train_model(
     let needs = Needs { ids: !training.freeze_encoder, vae_tokens: config.model.vae.is_some(), merge_pairs: Some(training.merge_pairs), headers };
     let docs = train_docs(ctx, &by_doc, &training.split, needs)?;
     let holdout = train_docs(ctx, &held, VALIDATION, needs)?;
+    record_merge_pairs(&train_dir, corpus, docs.iter().map(|d| (&d.units[..], &d.pairs[..])))?;
     let model = with_bar("training", |progress| {
         arbor_trainers::sproutrag::train(
             training,

@@ -1,88 +1,10 @@
-//! The kinds of cached artefact ([`Artefact`]): for each, the folder prefix it lives under, the version of
-//! the code that makes it (part of every key of that kind) and the root files of that code, from which
-//! tests/artefact_versions/ follows every path the code names into the workspace's crates and digests
-//! what it reaches against `experiments/artefact-versions.txt`.
+//! Each artefact kind's version (part of every key of that kind), with the history of what changed in
+//! the code that makes it: bump a kind's version, saying why, when tests/artefact_versions/ says its code
+//! changed.
 
-/// A kind of cached artefact: the folder prefix it lives under, the version of the code that makes it, and
-/// the root files (relative to the workspace) of that code; tests/artefact_versions/ digests every file
-/// they reach against `experiments/artefact-versions.txt`: change any of them and the test fails until
-/// the version is bumped (and recorded), so artefacts of the old code are never read back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Artefact {
-    /// The encoder's unit vectors (the frozen encoder's, or a fine-tuned one's).
-    Units,
-    /// The encoder's query vectors.
-    Queries,
-    /// A method's own chunks' vectors (windows, semantic chunks, AutoContext, SmartChunk levels).
-    Chunks,
-    /// SproutRAG's trees.
-    Trees,
-    /// RAPTOR's trees.
-    Raptor,
-    /// Trained models, by trainer.
-    SproutRag,
-    HeadWeights,
-    Reranker,
-    Compressor,
-    Planner,
-    Dense,
-}
-
-/// The encoder's code: every artefact computed through it lists these.
-const ENCODER: [&str; 3] = ["models/src/encoder.rs", "models/src/bert", "files/src/lib.rs"];
-/// The unit cutter: every artefact reads the units it cuts.
-const UNITS: [&str; 1] = ["experiments/src/leaves.rs"];
-/// The trainer skeleton and the checkpoints every trained model goes through.
-const TRAINING: [&str; 7] = [
-    "trainers/src/skeleton.rs",
-    "trainers/src/checkpoint.rs",
-    "trainers/src/data.rs",
-    "trainers/src/config.rs",
-    "trainers/src/schedule.rs",
-    "trainers/src/strategy.rs",
-    "losses/src",
-];
+use super::Artefact;
 
 impl Artefact {
-    pub const ALL: [Artefact; 11] = [
-        Artefact::Units,
-        Artefact::Queries,
-        Artefact::Chunks,
-        Artefact::Trees,
-        Artefact::Raptor,
-        Artefact::SproutRag,
-        Artefact::HeadWeights,
-        Artefact::Reranker,
-        Artefact::Compressor,
-        Artefact::Planner,
-        Artefact::Dense,
-    ];
-
-    /// The folder prefix: `<folder>-<key>`.
-    pub fn folder(self) -> &'static str {
-        match self {
-            Artefact::Units => "units",
-            Artefact::Queries => "queries",
-            Artefact::Chunks => "chunks",
-            Artefact::Trees => "trees",
-            Artefact::Raptor => "raptor",
-            _ => "train",
-        }
-    }
-
-    /// Its name in artefact-versions.txt.
-    pub fn name(self) -> &'static str {
-        match self {
-            Artefact::SproutRag => "train-sproutrag",
-            Artefact::HeadWeights => "train-head-weights",
-            Artefact::Reranker => "train-reranker",
-            Artefact::Compressor => "train-compressor",
-            Artefact::Planner => "train-planner",
-            Artefact::Dense => "train-dense",
-            other => other.folder(),
-        }
-    }
-
     /// The version of the code that makes it: bump it when that code changes.
     pub fn version(self) -> u32 {
         match self {
@@ -178,7 +100,8 @@ impl Artefact {
             // 66: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 67: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 68: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
-            Artefact::Raptor => 68,
+            // 69: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
+            Artefact::Raptor => 69,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -247,7 +170,8 @@ impl Artefact {
             // 69: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 70: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 71: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
-            Artefact::Trees => 71,
+            // 72: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
+            Artefact::Trees => 72,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -316,7 +240,8 @@ impl Artefact {
             // 66: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 67: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 68: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
-            Artefact::HeadWeights => 68,
+            // 69: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
+            Artefact::HeadWeights => 69,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -382,7 +307,8 @@ impl Artefact {
             // 67: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 68: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 69: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
-            Artefact::Reranker => 69,
+            // 70: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
+            Artefact::Reranker => 70,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -451,7 +377,8 @@ impl Artefact {
             // 71: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 72: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 73: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
-            Artefact::SproutRag => 73,
+            // 74: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
+            Artefact::SproutRag => 74,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -518,7 +445,8 @@ impl Artefact {
             // 70: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 71: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 72: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
-            Artefact::Compressor => 72,
+            // 73: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
+            Artefact::Compressor => 73,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -586,7 +514,8 @@ impl Artefact {
             // 71: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 72: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 73: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
-            Artefact::Dense => 73,
+            // 74: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
+            Artefact::Dense => 74,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -654,83 +583,8 @@ impl Artefact {
             // 71: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 72: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 73: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
-            Artefact::Planner => 73,
+            // 74: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
+            Artefact::Planner => 74,
         }
-    }
-
-    /// The root files and folders (relative to the workspace) of the code that makes it: the digest reaches
-    /// whatever they name from there, so a root list need only hold where the code starts.
-    pub fn sources(self) -> Vec<&'static str> {
-        let own: &[&str] = match self {
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => &["eval/src/formats/vectors_io.rs"],
-            Artefact::Trees => &[
-                "eval/src/structures/tree.rs",
-                "eval/src/formats/tree_io.rs",
-                "models/src/unit_attention.rs",
-                "models/src/aggregator.rs",
-                "experiments/src/methods/sproutrag/mod.rs",
-            ],
-            Artefact::Raptor => &[
-                "eval/src/retrievers/raptor.rs",
-                "eval/src/structures/gmm.rs",
-                "eval/src/formats/raptor_io.rs",
-                "experiments/src/methods/raptor.rs",
-                "experiments/src/summaries",
-            ],
-            Artefact::SproutRag => &[
-                "trainers/src/sproutrag",
-                "trainers/src/encoder.rs",
-                "trainers/src/window.rs",
-                "trainers/src/parallel",
-                "trainers/src/learner.rs",
-                "models/src/sproutrag.rs",
-                "models/src/sllm.rs",
-                "models/src/sentence_vae.rs",
-                "models/src/aggregator.rs",
-                "experiments/src/methods/sproutrag/train.rs",
-                "experiments/src/methods/training.rs",
-            ],
-            Artefact::HeadWeights => &[
-                "trainers/src/head_weights.rs",
-                "models/src/unit_attention.rs",
-                "models/src/aggregator.rs",
-                "experiments/src/methods/sproutrag/train.rs",
-            ],
-            Artefact::Reranker => &["trainers/src/reranker.rs", "models/src/reranker.rs", "experiments/src/methods/rerank"],
-            Artefact::Compressor => &[
-                "trainers/src/compressor.rs",
-                "trainers/src/learner.rs",
-                "trainers/src/parallel/mod.rs",
-                "models/src/compressor.rs",
-                "experiments/src/methods/smartchunk/train.rs",
-            ],
-            Artefact::Planner => &[
-                "trainers/src/planner",
-                "trainers/src/stitch.rs",
-                "trainers/src/learner.rs",
-                "trainers/src/parallel/mod.rs",
-                "trainers/src/encoder.rs",
-                "models/src/planner.rs",
-                "experiments/src/methods/smartchunk/plan.rs",
-            ],
-            Artefact::Dense => &[
-                "trainers/src/dense",
-                "trainers/src/parallel",
-                "trainers/src/learner.rs",
-                "trainers/src/encoder.rs",
-                "trainers/src/window.rs",
-                "models/src/dense.rs",
-                "experiments/src/methods/dense.rs",
-                "experiments/src/methods/training.rs",
-            ],
-        };
-        let trained = !matches!(self, Artefact::Units | Artefact::Queries | Artefact::Chunks | Artefact::Trees | Artefact::Raptor);
-        let mut all: Vec<&'static str> = own.to_vec();
-        all.extend(ENCODER);
-        all.extend(UNITS);
-        if trained {
-            all.extend(TRAINING);
-        }
-        all
     }
 }
