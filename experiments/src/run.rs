@@ -121,7 +121,10 @@ pub fn load_corpus(exp: &Experiment) -> anyhow::Result<(Corpus, usize)> {
 }
 
 fn load_one(format: &arbor_datasets::loaders::Format, path: &Path, collections: Option<&[String]>) -> anyhow::Result<Corpus> {
-    let corpus = arbor_datasets::loaders::load(format, path)?;
+    let (corpus, report) = arbor_datasets::loaders::load_reporting(format, path)?;
+    for line in report {
+        eprintln!("{}: {line}", path.display());
+    }
     match collections {
         None => Ok(corpus),
         Some(collections) => keep_collections(corpus, collections, path),
@@ -317,6 +320,10 @@ pub fn run_in(exp: &Experiment, dir: &Path, cache: &Cache, training: &Training) 
     report.comparators = exp.compare_with.iter().map(|&i| report.methods[i].name.clone()).collect();
     report.compare();
     report.write(dir)?;
+    if matches!(exp.data.format, arbor_datasets::loaders::Format::LegalBenchRag { .. }) {
+        crate::protocol::write(dir, exp, &corpus, &report, &retrieved)?;
+        eprintln!("LegalBench-RAG's own protocol: {}", dir.join("legalbench-rag.md").display());
+    }
     Ok(report)
 }
 

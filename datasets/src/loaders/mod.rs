@@ -6,12 +6,15 @@
 //! | [`Format::Squad`] | a SQuAD v1.1 JSON file; an article is a document | the sentences holding an answer |
 //! | [`Format::Qasper`] | QASPER v0.3 (dict of papers) or the Hugging Face layout | evidence paragraphs and captions |
 //! | [`Format::Beir`] | a BEIR folder: corpus.jsonl, queries.jsonl, qrels/*.tsv | whole documents |
+//! | [`Format::LegalBenchRag`] | LegalBench-RAG as published: `corpus/<dataset>/*.txt`, `benchmarks/<dataset>.json` | its snippets |
 //!
 //! [`folder`] reads a folder of one's own files (text, Markdown, HTML, JSONL) without queries, for `arbor index`.
 
 mod beir;
 pub mod folder;
 mod jsonl;
+pub mod legalbench_rag;
+mod python_random;
 mod qasper;
 mod squad;
 
@@ -24,6 +27,7 @@ use crate::error::DataError;
 
 pub use beir::load_beir;
 pub use jsonl::load_jsonl;
+pub use legalbench_rag::load_legalbench_rag;
 pub use qasper::load_qasper;
 pub use squad::load_squad;
 
@@ -40,15 +44,29 @@ pub enum Format {
     Qasper { split: Option<String> },
     /// A BEIR folder; queries are read from `qrels/<split>.tsv`.
     Beir { split: String },
+    /// LegalBench-RAG as it is published (corpus/ and benchmarks/), the released script's sample of each
+    /// dataset or all of it; every question split `test`.
+    LegalBenchRag {
+        #[serde(default)]
+        selection: legalbench_rag::Selection,
+    },
 }
 
 /// Loads a corpus from `path` in the given format.
 pub fn load(format: &Format, path: &Path) -> Result<Corpus, DataError> {
+    Ok(load_reporting(format, path)?.0)
+}
+
+/// Loads a corpus from `path` in the given format, with the lines saying what the loader kept and dropped
+/// and why, where it says more than the corpus itself does (LegalBench-RAG's selection and quirks).
+pub fn load_reporting(format: &Format, path: &Path) -> Result<(Corpus, Vec<String>), DataError> {
+    let alone = |corpus: Result<Corpus, DataError>| corpus.map(|c| (c, Vec::new()));
     match format {
-        Format::Jsonl => load_jsonl(path),
-        Format::Squad { train_articles } => load_squad(path, *train_articles),
-        Format::Qasper { split } => load_qasper(path, split.as_deref()),
-        Format::Beir { split } => load_beir(path, split),
+        Format::Jsonl => alone(load_jsonl(path)),
+        Format::Squad { train_articles } => alone(load_squad(path, *train_articles)),
+        Format::Qasper { split } => alone(load_qasper(path, split.as_deref())),
+        Format::Beir { split } => alone(load_beir(path, split)),
+        Format::LegalBenchRag { selection } => load_legalbench_rag(path, *selection),
     }
 }
 

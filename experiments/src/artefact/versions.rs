@@ -515,7 +515,8 @@ impl Artefact {
             // 72: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 73: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
             // 74: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
-            Artefact::Dense => 74,
+            // 75: issue 87: LegalBench-RAG's precision and recall on characters beside the scoring (eval scoring characters.rs), a module the dense trainer's code reaches through eval's scoring; no behaviour changed
+            Artefact::Dense => 75,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution

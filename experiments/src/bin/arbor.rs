@@ -1,9 +1,10 @@
-//! `arbor`: the umbrella command (`arbor embed`, `arbor evaluate`, `arbor train`, `arbor compare`, `arbor inspect`,
+//! `arbor`: the umbrella command (`arbor embed`, `arbor data check`, `arbor evaluate`, `arbor train`, `arbor compare`, `arbor inspect`,
 //! `arbor index`, `arbor query`, `arbor serve`, `arbor bench-step`, `arbor trace-forward`, `arbor export`, `arbor cpu`).
 
 use arbor_experiments::bench_step::{BenchStepArgs, bench_step};
 use arbor_experiments::cli::{EvaluateArgs, TrainArgs, evaluate, train};
 use arbor_experiments::compare::{CompareArgs, compare};
+use arbor_experiments::data_check::{DataCommand, data};
 use arbor_experiments::embed::{EmbedArgs, embed};
 use arbor_experiments::export::{ExportArgs, export};
 use arbor_experiments::init_model::{InitModelArgs, init_model};
@@ -32,6 +33,9 @@ enum Command {
     Embed(EmbedArgs),
     /// Evaluate an experiment file, training nothing
     Evaluate(EvaluateArgs),
+    /// What a data folder holds as a format reads it (`arbor data check DIR --format F`)
+    #[command(subcommand)]
+    Data(DataCommand),
     /// Train (where a method trains) and evaluate an experiment file
     Train(TrainArgs),
     /// The rows two runs share, paired over their queries: differences, intervals, p-values
@@ -61,6 +65,7 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Embed(args) => embed(&args),
         Command::Evaluate(args) => evaluate(&args),
+        Command::Data(command) => data(&command),
         Command::Train(args) => train(&args),
         Command::Compare(args) => compare(&args),
         Command::Inspect(args) => inspect(&args),

@@ -15,5 +15,6 @@ mod finetune;
 mod hierarchy;
 mod library;
 mod pipeline;
+mod protocol;
 mod serve;
 mod unit;
