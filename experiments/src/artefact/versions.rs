@@ -35,7 +35,8 @@ impl Artefact {
             // 26: the encoder families by config.json's `model_type` (models bert/families: BERT, RoBERTa, XLM-RoBERTa, MPNet; offset positions, no token types, MPNet's relative position bias in every kernel and its gradient), the CPU kernel's attention in its own file (bert/attention.rs); a BERT encoder's floats unchanged
             // 27: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 28: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
-            Artefact::Units | Artefact::Queries | Artefact::Chunks => 28,
+            // 29: issue 87: LegalBench-RAG's baseline chunks, LangChain's recursive character splitter (datasets recursive_split.rs, methods chunks.rs `Chunking::RecursiveCharacters`; the same chunks as LangChain's on all 252 files of the published corpus); no other chunking changed
+            Artefact::Units | Artefact::Queries | Artefact::Chunks => 29,
             // 4: `RaptorSearchConfig` refuses unknown fields; 5: the digest reaches every file the code names.
             // 6: the methods' registry changed (the reranker's control)
             // 7: `training.min_steps`, the planner's control reading the planner's own training
@@ -101,7 +102,8 @@ impl Artefact {
             // 67: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 68: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
             // 69: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
-            Artefact::Raptor => 69,
+            // 70: issue 87: LegalBench-RAG's baseline chunks, LangChain's recursive character splitter (datasets recursive_split.rs, methods chunks.rs `Chunking::RecursiveCharacters`; the same chunks as LangChain's on all 252 files of the published corpus); no other chunking changed
+            Artefact::Raptor => 70,
             // 2: trees rebuilt from stored merges (`Tree::from_merges`) and the default tree `arbor index` stores;
             // 3: the CPU kernel; 4: the encoder's code; 5: a trained SproutRAG row names its devices; 6: the
             // `LeavesInContext` search's label; 7: `AttentionSource` refuses unknown fields; 8: the digest
@@ -171,7 +173,8 @@ impl Artefact {
             // 70: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 71: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
             // 72: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
-            Artefact::Trees => 72,
+            // 73: issue 87: LegalBench-RAG's baseline chunks, LangChain's recursive character splitter (datasets recursive_split.rs, methods chunks.rs `Chunking::RecursiveCharacters`; the same chunks as LangChain's on all 252 files of the published corpus); no other chunking changed
+            Artefact::Trees => 73,
             // 3: validation embeds the fine-tuned encoder by the inference kernel; `frozen_layers`; 4: the
             // skeleton refuses `schedule.data_parallel: Ddp`. Every trained kind went up by one when its digest
             // came to reach every file the code names, a damaged `state.json` came to be read as no
@@ -241,7 +244,8 @@ impl Artefact {
             // 67: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 68: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
             // 69: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
-            Artefact::HeadWeights => 69,
+            // 70: issue 87: LegalBench-RAG's baseline chunks, LangChain's recursive character splitter (datasets recursive_split.rs, methods chunks.rs `Chunking::RecursiveCharacters`; the same chunks as LangChain's on all 252 files of the published corpus); no other chunking changed
+            Artefact::HeadWeights => 70,
             // 5: `train_queries`, the sample every trainer draws (its matched control's too), for `max_queries`;
             // the control's regime (`control`).
             // 7: the reranker's control became its own training's bi-encoder twin (every kind reaching the methods' registry)
@@ -308,7 +312,8 @@ impl Artefact {
             // 68: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 69: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
             // 70: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
-            Artefact::Reranker => 70,
+            // 71: issue 87: LegalBench-RAG's baseline chunks, LangChain's recursive character splitter (datasets recursive_split.rs, methods chunks.rs `Chunking::RecursiveCharacters`; the same chunks as LangChain's on all 252 files of the published corpus); no other chunking changed
+            Artefact::Reranker => 71,
             // 4: the sampled step's code (trainers' encoder.rs and window.rs) listed among the sources;
             // 5: `schedule.devices` trains on the Learner (trainers' parallel/); 6: `parallel::Data`; 7: a
             // Learner run rerun after its last epoch still keeps the epoch validation chose; 8: the Learner's
@@ -378,7 +383,8 @@ impl Artefact {
             // 72: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 73: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
             // 74: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
-            Artefact::SproutRag => 74,
+            // 75: issue 87: LegalBench-RAG's baseline chunks, LangChain's recursive character splitter (datasets recursive_split.rs, methods chunks.rs `Chunking::RecursiveCharacters`; the same chunks as LangChain's on all 252 files of the published corpus); no other chunking changed
+            Artefact::SproutRag => 75,
             // 4: the Learner keeps the epoch validation chooses (`Fit::select`); 5: its optimizer is
             // `parallel::Grouped`; 6: `parallel::items` beside it; 7: `learner::best_epoch` on a rerun too;
             // 8: the execution strategy from `schedule.data_parallel`.
@@ -446,7 +452,8 @@ impl Artefact {
             // 71: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 72: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
             // 73: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
-            Artefact::Compressor => 73,
+            // 74: issue 87: LegalBench-RAG's baseline chunks, LangChain's recursive character splitter (datasets recursive_split.rs, methods chunks.rs `Chunking::RecursiveCharacters`; the same chunks as LangChain's on all 252 files of the published corpus); no other chunking changed
+            Artefact::Compressor => 74,
             // 4: the sampled step's code listed; `schedule.devices` fine-tunes the encoder on the Learner;
             // 5: the Learner's optimizer is `parallel::Grouped`; 6: the adapter on the Learner too, one
             // `plain_loss` for both loops; 7: `learner::best_epoch` on a rerun too; 8: the execution
@@ -516,7 +523,8 @@ impl Artefact {
             // 73: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
             // 74: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
             // 75: issue 87: LegalBench-RAG's precision and recall on characters beside the scoring (eval scoring characters.rs), a module the dense trainer's code reaches through eval's scoring; no behaviour changed
-            Artefact::Dense => 75,
+            // 76: issue 87: LegalBench-RAG's baseline chunks, LangChain's recursive character splitter (datasets recursive_split.rs, methods chunks.rs `Chunking::RecursiveCharacters`; the same chunks as LangChain's on all 252 files of the published corpus); no other chunking changed
+            Artefact::Dense => 76,
             // 4: the report names every plan the planner made (its distribution over the evaluated queries);
             // 5: `Fit::select`, and trainers' encoder.rs listed among the sources; 6: `parallel::Grouped`;
             // 7: `parallel::items` beside it; 8: `learner::best_epoch` on a rerun too; 9: the execution
@@ -585,7 +593,8 @@ impl Artefact {
             // 72: a randomly initialised encoder of a family from its config.json (models bert/init.rs, `arbor init-model`) and `encoder::vocabulary_size`; no behaviour changed
             // 73: issue 86: every key names the backend (cache `versioned_under`: the flex, ndarray and CUDA builds share no artefact), the digest reads every manifest's asks and features (digest 5), `Retriever: Send + Sync` for the server's pool, the matched control keeps the row's precision, SproutRAG's document term leaves out a document holding the query's gold, models record sketches of what they trained on
             // 74: issue 86: SproutRAG's trainers record the gold merge pairs they read (methods training.rs `record_merge_pairs`: merge_pairs.json in the training folder, the head weights' and the SLLM's); no behaviour changed
-            Artefact::Planner => 74,
+            // 75: issue 87: LegalBench-RAG's baseline chunks, LangChain's recursive character splitter (datasets recursive_split.rs, methods chunks.rs `Chunking::RecursiveCharacters`; the same chunks as LangChain's on all 252 files of the published corpus); no other chunking changed
+            Artefact::Planner => 75,
         }
     }
 }

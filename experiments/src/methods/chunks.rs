@@ -1,11 +1,13 @@
 //! Dense retrieval over a method's own chunks (arbor_eval::structures::chunkers): fixed token windows with optional
-//! overlap (Chroma's and SmartChunk's fixed-size baselines) and semantic chunks (level L2 of Forge's four-level hierarchical index). The
+//! overlap (Chroma's and SmartChunk's fixed-size baselines), semantic chunks (level L2 of Forge's four-level hierarchical index) and
+//! LegalBench-RAG's baseline, LangChain's recursive character splits (arbor_datasets::recursive_split). The
 //! chunking is shared with RSE, which reads segments over the same kinds of chunks.
 
 use std::borrow::Cow;
 
 use anyhow::bail;
 use arbor_datasets::Span;
+use arbor_datasets::recursive_split::{LEGALBENCH_SEPARATORS, recursive_split};
 use arbor_eval::index::Chunks;
 use arbor_eval::retrievers::flat::FlatDense;
 use arbor_eval::structures::chunkers::{Breakpoint, semantic, token_windows};
@@ -38,6 +40,10 @@ pub enum Chunking {
         #[serde(default)]
         max_tokens: Option<usize>,
     },
+    /// LegalBench-RAG's baseline chunks (Pipitone & Alami 2024): LangChain's recursive character splitter
+    /// with its separators, at most `size` characters, no overlap, the chunks covering the text (a chunk
+    /// longer than the encoder reads is read up to its limit).
+    RecursiveCharacters { size: usize },
 }
 
 fn default_breakpoint() -> Breakpoint {
@@ -57,6 +63,7 @@ impl Chunking {
             Chunking::Semantic { min_tokens, max_tokens: Some(max), .. } if max < min_tokens || *max == 0 => {
                 bail!("Semantic chunks: max_tokens {max} must be at least 1 and at least min_tokens {min_tokens}")
             }
+            Chunking::RecursiveCharacters { size: 0 } => bail!("RecursiveCharacters(size: 0): size must be at least 1 character"),
             _ => Ok(()),
         }
     }
@@ -75,6 +82,7 @@ impl Chunking {
                 let max = max_tokens.map_or("encoder limit".into(), |m| m.to_string());
                 format!("semantic chunks ({cut}, {min_tokens}..{max} tokens)")
             }
+            Chunking::RecursiveCharacters { size } => format!("recursive {size}-character chunks"),
         }
     }
 
@@ -126,6 +134,7 @@ impl Chunking {
                     semantic(&ctx.leaves.tokens.0[d], &spans, &vectors[range], *breakpoint, *min_tokens, max)
                 })
             }
+            Chunking::RecursiveCharacters { size } => per_doc(&|d| recursive_split(&texts[d].text, *size, &LEGALBENCH_SEPARATORS)),
         }))
     }
 }
@@ -156,6 +165,7 @@ impl MethodSpec for Chunking {
             Chunking::Units => "Flat".into(),
             Chunking::Windows { .. } => "Fixed windows".into(),
             Chunking::Semantic { .. } => "Semantic chunks".into(),
+            Chunking::RecursiveCharacters { .. } => "Recursive character chunks".into(),
         }
     }
 

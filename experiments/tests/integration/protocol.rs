@@ -16,14 +16,14 @@ use crate::common::{ok, workspace};
 fn a_published_legalbench_rag_is_scored_by_its_own_protocol() {
     std::env::set_current_dir(workspace()).unwrap();
     let text = r#"Experiment(name: "lbr", data: (format: LegalBenchRag(), path: "datasets/fixtures/legalbench-rag", split: Some("test")),
-        units: (max_sentences: 1), retrieval: (scope: Corpus, top_k: 8, max_tokens: None), controls: [], methods: [Flat, Bm25])"#;
+        units: (max_sentences: 1), retrieval: (scope: Corpus, top_k: 8, max_tokens: None), controls: [], methods: [Flat, Bm25, Chunks(RecursiveCharacters(size: 120))])"#;
     let exp = Experiment::parse(text, Path::new("lbr.ron")).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let (dir, report) = evaluate_only(&exp, tmp.path(), None, None).unwrap();
     assert_eq!(report.queries.len(), 194 + 2 + 2);
     let json: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("legalbench-rag.json")).unwrap()).unwrap();
     let rows = json["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 2);
+    assert_eq!(rows.len(), 3);
     // The figures by hand from retrievals.jsonl: the first k items' spans against the gold, in characters.
     let corpus = arbor_experiments::run::load_corpus(&exp).unwrap().0;
     let handed = arbor_eval::scoring::retrievals::read(&dir).unwrap();
