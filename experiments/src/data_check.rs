@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use arbor_datasets::Corpus;
 use arbor_datasets::loaders::{Format, load_reporting};
 
+use crate::validation::collection;
+
 /// `arbor data`'s subcommands.
 #[derive(clap::Subcommand)]
 pub enum DataCommand {
@@ -69,7 +71,7 @@ struct Figures {
 
 /// Each collection's figures, a question counted in the collection of its first document.
 fn collections(corpus: &Corpus) -> BTreeMap<String, Figures> {
-    let of = |id: &str| id.split_once('/').map_or("all", |(c, _)| c).to_owned();
+    let of = |id: &str| Some(collection(id)).filter(|c| !c.is_empty()).unwrap_or("all").to_owned();
     let mut out: BTreeMap<String, Figures> = BTreeMap::new();
     for d in &corpus.documents {
         let f = out.entry(of(&d.id)).or_default();

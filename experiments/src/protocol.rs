@@ -4,6 +4,7 @@
 //! what each row handed on: `legalbench-rag.md` and `legalbench-rag.json` in the run folder, with the
 //! paper's published figures beside them.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use arbor_datasets::{Corpus, DocSpan, Span};
@@ -13,6 +14,7 @@ use arbor_eval::scoring::retrievals::Retrieval;
 use arbor_files::atomic_write;
 
 use crate::experiment::Experiment;
+use crate::validation::collection;
 
 /// The paper's published baseline (Pipitone & Alami 2024): text-embedding-3-large over recursive
 /// 500-character chunks without a reranker, its four datasets' mean.
@@ -21,15 +23,22 @@ pub const PUBLISHED: &str = "Published (Pipitone & Alami 2024; text-embedding-3-
 
 /// Each row's figures over the report's queries, in the report's row order.
 pub fn figures(corpus: &Corpus, report: &Report, retrieved: &[Retrieval]) -> anyhow::Result<Vec<(String, AtK)>> {
-    let dataset = |id: &str| -> String {
-        let q = corpus.queries.iter().find(|q| q.id == id);
-        q.and_then(|q| q.doc_ids.first()).and_then(|d| d.split_once('/')).map_or("all", |(c, _)| c).to_owned()
-    };
+    // Each query's dataset (its first document's collection) and gold, read once for every row.
+    let asked: Vec<(String, Vec<DocSpan>)> = report
+        .queries
+        .iter()
+        .map(|id| {
+            let q = corpus.queries.iter().find(|q| &q.id == id).ok_or_else(|| anyhow::anyhow!("no query {id}"))?;
+            let dataset = q.doc_ids.first().map(|d| collection(d)).filter(|c| !c.is_empty()).unwrap_or("all");
+            Ok((dataset.to_owned(), corpus.gold(q)))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let by_row: HashMap<(&str, &str), &Retrieval> = retrieved.iter().map(|r| ((r.method.as_str(), r.query.as_str()), r)).collect();
     let mut out = Vec::new();
     for method in &report.methods {
-        let mut queries = Vec::new();
-        for id in &report.queries {
-            let Some(r) = retrieved.iter().find(|r| r.method == method.name && &r.query == id) else {
+        let mut queries = Vec::with_capacity(asked.len());
+        for (id, (dataset, gold)) in report.queries.iter().zip(&asked) {
+            let Some(r) = by_row.get(&(method.name.as_str(), id.as_str())) else {
                 anyhow::bail!("no retrieval of {:?} for query {id}", method.name);
             };
             let items: Vec<Vec<DocSpan>> = r
@@ -41,8 +50,7 @@ pub fn figures(corpus: &Corpus, report: &Report, retrieved: &[Retrieval]) -> any
                     Ok(item.spans.iter().map(|s| DocSpan { doc, span: Span::new(s[0], s[1]) }).collect())
                 })
                 .collect::<anyhow::Result<_>>()?;
-            let q = corpus.queries.iter().find(|q| &q.id == id).ok_or_else(|| anyhow::anyhow!("no query {id}"))?;
-            queries.push((dataset(id), items, corpus.gold(q)));
+            queries.push((dataset.clone(), items, gold.clone()));
         }
         out.push((method.name.clone(), at_k(corpus, &queries)));
     }
